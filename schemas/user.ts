@@ -1,0 +1,67 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { IdSchema, TimestampSchema } from './common.js'
+import { PermissionSchema, RoleSchema } from './rbac.js'
+
+export const EmailSchema = Type.String({ format: 'email', maxLength: 254 })
+export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '\\S' })
+/** Spec 4.1 length rule; PASSWORD_POLICY=strong adds its checks in code. */
+export const PasswordSchema = Type.String({ minLength: 8, maxLength: 128 })
+
+/** Spec 2.1: the public user; password and hashes are not part of any response. */
+export const UserSchema = Type.Object({
+  id: IdSchema,
+  email: EmailSchema,
+  name: Type.String(),
+  created_at: TimestampSchema
+}, { title: 'User' })
+export type User = Static<typeof UserSchema>
+
+export const USER_FIELDS = {
+  sortable: ['email', 'name', 'created_at'],
+  selectable: ['email', 'name', 'created_at']
+} as const
+
+/** A list item: `fields` may leave out everything but `id`. */
+export const UserListItemSchema = Type.Composite([
+  Type.Pick(UserSchema, ['id']),
+  Type.Partial(Type.Omit(UserSchema, ['id']))
+], { title: 'UserListItem' })
+
+export const UserCreateBodySchema = Type.Object({
+  email: EmailSchema,
+  name: NameSchema,
+  password: PasswordSchema
+}, { additionalProperties: false })
+export type UserCreateBody = Static<typeof UserCreateBodySchema>
+
+const passwordChange = {
+  password: Type.Optional(PasswordSchema),
+  current_password: Type.Optional(Type.String({
+    maxLength: 128,
+    description: 'Required when changing one\'s own password'
+  }))
+}
+
+/** PUT: full replacement of the writable fields. */
+export const UserReplaceBodySchema = Type.Object({
+  email: EmailSchema,
+  name: NameSchema,
+  ...passwordChange
+}, { additionalProperties: false })
+
+export const UserPatchBodySchema = Type.Object({
+  email: Type.Optional(EmailSchema),
+  name: Type.Optional(NameSchema),
+  ...passwordChange
+}, { additionalProperties: false })
+export type UserChanges = Static<typeof UserPatchBodySchema>
+
+/** CONTRACT section 3: `GET /auth/me`. */
+export const MeSchema = Type.Composite([
+  UserSchema,
+  Type.Object({
+    roles: Type.Array(RoleSchema),
+    permissions: Type.Array(PermissionSchema),
+    mfa_enabled: Type.Boolean()
+  })
+], { title: 'Me' })

@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto'
+import type { CollectionFields } from '../../schemas/collection.js'
+import { validationFailed, type ValidationIssue } from '../errors.js'
+import type { CursorCodec } from './cursor.js'
+
+export interface SortKey { field: string, descending: boolean }
+
+export type Pagination =
+  | { kind: 'offset', page: number, limit: number }
+  | { kind: 'cursor', limit: number, after: unknown[] | null }
+
+/** A validated collection request: what the store needs to build one bounded query. */
+export interface CollectionRequest {
+  /** Always ends with `id`, so the order is total and pages never overlap or skip. */
+  sort: SortKey[]
+  /** Fields to return besides `id`; null means all. */
+  fields: string[] | null
+  search?: string
+  /** ISO 8601, normalized to the stored format. */
+  createdAfter?: string
+  /** Resource-specific equality filters (e.g. status), already validated by the route schema. */
+  filters: Record<string, string>
+  pagination: Pagination
+  /** Identifies sort and filters, binding cursors to the query that made them. */
+  fingerprint: string
+}
+
+export interface CollectionQueryInput {
+  page?: number
+  limit: number
+  cursor?: string
+  sort?: string
+  fields?: string
+  search?: string
+  createdAfter?: string
+}
+
+export interface CollectionOptions extends CollectionFields {
+  /** Sort when none is given; `id` is appended as the tie-breaker. */
+  defaultSort: SortKey[]
+}
+
+function parseSort (value: string | undefined, options: CollectionOptions, issues: ValidationIssue[]): SortKey[] {
+  if (value === undefined) return [...options.defaultSort, { field: 'id', descending: false }]
+  const keys: SortKey[] = []
+  for (const token of value.split(',')) {
+    const descending = token.startsWith('-')
+    const field = descending ? token.slice(1) : token
+    if (field !== 'id' && !options.sortable.includes(field)) {
+      issues.push({ path: '/sort', message: `unknown sort field "${field}"; allowed: ${['id', ...options.sortable].join(', ')}` })
+    } else if (keys.some((key) => key.field === field)) {
+      issues.push({ path: '/sort', message: `sort field "${field}" is given twice` })
+    } else {
+      keys.push({ field, descending })
+    }
+  }
+  return keys.some((key) => key.field === 'id') ? keys : [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }]
+}
+
+function parseFields (value: string | undefined, options: CollectionOptions, issues: ValidationIssue[]): string[] | null {
+  if (value === undefined) return null
+  const fields = [...new Set(value.split(','))].filter((field) => field !== 'id')
+  const unknown = fields.filter((field) => !options.selectable.includes(field))
+  if (unknown.length > 0) {
+    issues.push({ path: '/fields', message: `unknown fields: ${unknown.join(', ')}; allowed: ${['id', ...options.selectable].join(', ')}` })
+  }
+  return fields
+}
+
+function parseInstant (value: string | undefined, issues: ValidationIssue[]): string | undefined {
+  if (value === undefined) return undefined
+  const time = Date.parse(value)
+  const [year = 0, month = 0, day = 0] = value.slice(0, 10).split('-').map(Number)
+  // Date.parse accepts 2026-02-30 (as March 2nd); the calendar check refuses it.
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  if (Number.isNaN(time) || month < 1 || month > 12 || day < 1 || day > daysInMonth) {
+    issues.push({ path: '/createdAfter', message: 'must be a valid ISO 8601 date or date-time' })
+    return undefined
+  }
+  return new Date(time).toISOString()
+}
+
+/**
+ * Spec 4.3 / CONTRACT section 7: validates the parameters against the resource's
+ * allow-lists and resolves the cursor. Throws a 400 VALIDATION_FAILED listing every problem.
+ */
+export function parseCollectionQuery (
+  query: CollectionQueryInput,
+  options: CollectionOptions,
+  cursors: CursorCodec,
+  filters: Record<string, string> = {}
+): CollectionRequest {
+  const issues: ValidationIssue[] = []
+  const sort = parseSort(query.sort, options, issues)
+  const fields = parseFields(query.fields, options, issues)
+  const createdAfter = parseInstant(query.createdAfter, issues)
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify([sort, query.search ?? null, createdAfter ?? null, filters]))
+    .digest('base64url')
+    .slice(0, 22)
+
+  let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit: query.limit }
+  if (query.cursor !== undefined) {
+    if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })
+    const after = query.cursor === '' ? null : cursors.decode(query.cursor, fingerprint)
+    if (query.cursor !== '' && (after === null || after.length !== sort.length)) {
+      issues.push({ path: '/cursor', message: 'is not a cursor issued for this sort and filter' })
+    }
+    pagination = { kind: 'cursor', limit: query.limit, after }
+  }
+  if (issues.length > 0) throw validationFailed(issues)
+  return {
+    sort,
+    fields,
+    ...(query.search !== undefined && { search: query.search }),
+    ...(createdAfter !== undefined && { createdAfter }),
+    filters,
+    pagination,
+    fingerprint
+  }
+}

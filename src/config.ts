@@ -1,0 +1,270 @@
+import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { ROLES, type Role } from '../schemas/rbac.js'
+
+/**
+ * Environment → validated, typed configuration (CONTRACT section 1). Every variable is read
+ * here and nowhere else; a bad value stops start-up with a message naming the variable.
+ */
+
+/** Each rule's `description` completes the sentence "<VARIABLE> must be …". */
+const positiveInteger = (fallback: string) =>
+  Type.String({ default: fallback, pattern: '^[1-9][0-9]{0,9}$', description: 'a positive integer' })
+const commaList = (fallback?: string) =>
+  Type.String({ default: fallback, pattern: '^[^,]*(,[^,]*)*$', description: 'a comma-separated list' })
+const oneOf = <const T extends string>(values: readonly T[], fallback: T) =>
+  Type.Union(values.map((value) => Type.Literal(value)), { default: fallback, description: `one of ${values.join(', ')}` })
+
+const EnvSchema = Type.Object({
+  NODE_ENV: Type.String({ default: 'development' }),
+  PORT: Type.String({ default: '3000', pattern: '^[0-9]{1,5}$', description: 'a port number' }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  DATABASE_URL: Type.String({
+    default: 'sqlite://./data/app.db',
+    pattern: '^(sqlite|postgres|postgresql)://.+',
+    description: 'a sqlite://, postgres:// or postgresql:// URL'
+  }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: 'a redis:// or rediss:// URL' })),
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'at least 32 characters long' })),
+  CORS_ORIGINS: Type.Optional(commaList()),
+  TRUST_PROXY: Type.String({ default: 'false' }),
+  RATE_LIMIT_MAX: positiveInteger('100'),
+  RATE_LIMIT_WINDOW_MS: positiveInteger('60000'),
+  RATE_LIMIT_AUTH_MAX: positiveInteger('10'),
+  RATE_LIMIT_ADMIN_MAX: positiveInteger('5'),
+  ADMIN_EMAIL: Type.Optional(Type.String({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', description: 'an e-mail address' })),
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8, maxLength: 128, description: '8 to 128 characters long' })),
+  MFA_ISSUER: Type.String({ default: 'Users API', maxLength: 100, description: 'at most 100 characters long' }),
+  MFA_REQUIRED_ROLES: commaList('admin,super_admin'),
+  SESSION_IDLE_TIMEOUT_S: positiveInteger('1800'),
+  SESSION_ABSOLUTE_TIMEOUT_S: positiveInteger('28800'),
+  SESSION_MAX_CONCURRENT: positiveInteger('3'),
+  PASSWORD_POLICY: oneOf(['basic', 'strong'], 'basic'),
+  TRUSTED_NETWORKS: commaList('192.168.1.0/24,10.0.0.0/8,172.16.0.0/12'),
+  ZERO_TRUST_MODE: oneOf(['off', 'monitor', 'enforce'], 'monitor'),
+  AUDIT_RETENTION_DAYS: positiveInteger('90'),
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info')
+})
+type Env = Static<typeof EnvSchema>
+
+export const OAUTH_PROVIDERS = ['google', 'github', 'microsoft'] as const
+export type OAuthProviderKey = typeof OAUTH_PROVIDERS[number]
+
+export interface OAuthProviderConfig {
+  clientId: string
+  clientSecret: string
+  redirectUri: string
+  scopes: string[]
+  authUrl: string
+  tokenUrl: string
+  userinfoUrl: string
+}
+
+/** Public endpoints and usual sign-in scopes, overridable per variable. */
+const OAUTH_DEFAULTS: Record<OAuthProviderKey, Omit<OAuthProviderConfig, 'clientId' | 'clientSecret' | 'redirectUri'>> = {
+  google: {
+    scopes: ['openid', 'email', 'profile'],
+    authUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
+    tokenUrl: 'https://oauth2.googleapis.com/token',
+    userinfoUrl: 'https://openidconnect.googleapis.com/v1/userinfo'
+  },
+  github: {
+    scopes: ['read:user', 'user:email'],
+    authUrl: 'https://github.com/login/oauth/authorize',
+    tokenUrl: 'https://github.com/login/oauth/access_token',
+    userinfoUrl: 'https://api.github.com/user'
+  },
+  microsoft: {
+    scopes: ['openid', 'email', 'profile', 'User.Read'],
+    authUrl: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+    tokenUrl: 'https://login.microsoftonline.com/common/oauth2/v2.0/token',
+    userinfoUrl: 'https://graph.microsoft.com/oidc/userinfo'
+  }
+}
+
+export type DatabaseConfig =
+  | { dialect: 'sqlite', url: string, path: string }
+  | { dialect: 'postgres', url: string }
+
+export interface Config {
+  nodeEnv: string
+  port: number
+  host: string
+  database: DatabaseConfig
+  redisUrl: string | null
+  jwtSecret: string
+  /** True when JWT_SECRET was unset and a random one was generated (tokens die with the process). */
+  jwtSecretGenerated: boolean
+  /** null: every origin allowed. */
+  corsOrigins: string[] | null
+  /** Fastify `trustProxy`: false, true (any proxy), or the proxies' addresses/CIDRs. */
+  trustProxy: boolean | string[]
+  rateLimit: { max: number, windowMs: number, authMax: number, adminMax: number }
+  admin: { email: string, password: string } | null
+  mfa: { issuer: string, requiredRoles: Role[] }
+  session: { idleTimeoutS: number, absoluteTimeoutS: number, maxConcurrent: number }
+  passwordPolicy: 'basic' | 'strong'
+  oauth: Partial<Record<OAuthProviderKey, OAuthProviderConfig>>
+  trustedNetworks: string[]
+  zeroTrustMode: 'off' | 'monitor' | 'enforce'
+  auditRetentionDays: number
+  logLevel: Env['LOG_LEVEL']
+  /** Start-up notices to log once the logger exists (insecure but allowed settings). */
+  warnings: string[]
+}
+
+export class ConfigError extends Error {
+  constructor (readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+function list (value: string | undefined): string[] {
+  return (value ?? '').split(',').map((item) => item.trim()).filter((item) => item.length > 0)
+}
+
+/** `a.b.c.d/n` or `x::y/n`; a bare address counts as a single-host network. */
+export function isCidr (value: string): boolean {
+  const [address = '', prefix, ...rest] = value.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  if (!/^[0-9]{1,3}$/.test(prefix)) return false
+  return Number(prefix) <= (family === 4 ? 32 : 128)
+}
+
+function parseDatabaseUrl (url: string): DatabaseConfig {
+  if (url.startsWith('sqlite://')) return { dialect: 'sqlite', url, path: url.slice('sqlite://'.length) }
+  return { dialect: 'postgres', url }
+}
+
+function isHttpUrl (value: string): boolean {
+  try {
+    const { protocol } = new URL(value)
+    return protocol === 'http:' || protocol === 'https:'
+  } catch {
+    return false
+  }
+}
+
+function readOAuth (env: Record<string, string | undefined>, problems: string[]): Config['oauth'] {
+  const oauth: Config['oauth'] = {}
+  for (const key of OAUTH_PROVIDERS) {
+    const prefix = `OAUTH_${key.toUpperCase()}_`
+    const clientId = env[`${prefix}CLIENT_ID`]
+    if (clientId === undefined || clientId === '') continue
+    const defaults = OAUTH_DEFAULTS[key]
+    const read = (name: string, fallback?: string) => {
+      const value = env[prefix + name] ?? fallback
+      if (value === undefined || value === '') problems.push(`${prefix}${name} is required when ${prefix}CLIENT_ID is set`)
+      return value ?? ''
+    }
+    const urls = {
+      redirectUri: read('REDIRECT_URI'),
+      authUrl: read('AUTH_URL', defaults.authUrl),
+      tokenUrl: read('TOKEN_URL', defaults.tokenUrl),
+      userinfoUrl: read('USERINFO_URL', defaults.userinfoUrl)
+    }
+    const names = { redirectUri: 'REDIRECT_URI', authUrl: 'AUTH_URL', tokenUrl: 'TOKEN_URL', userinfoUrl: 'USERINFO_URL' } as const
+    for (const [field, value] of Object.entries(urls) as Array<[keyof typeof urls, string]>) {
+      if (value !== '' && !isHttpUrl(value)) problems.push(`${prefix}${names[field]} must be an http(s) URL (got "${value}")`)
+    }
+    const scopes = env[`${prefix}SCOPES`]
+    oauth[key] = {
+      clientId,
+      clientSecret: read('CLIENT_SECRET'),
+      ...urls,
+      scopes: scopes === undefined ? [...defaults.scopes] : scopes.split(/[\s,]+/).filter((scope) => scope.length > 0)
+    }
+  }
+  return oauth
+}
+
+function readTrustProxy (value: string, problems: string[], warnings: string[]): Config['trustProxy'] {
+  if (value === 'false') return false
+  if (value === 'true') {
+    warnings.push('TRUST_PROXY=true trusts any X-Forwarded-For, which clients can forge; list your proxies instead')
+    return true
+  }
+  const proxies = list(value)
+  const bad = proxies.filter((proxy) => !isCidr(proxy))
+  if (bad.length > 0 || proxies.length === 0) {
+    problems.push(`TRUST_PROXY must be true, false or a comma-separated list of addresses/CIDRs (got "${value}")`)
+  }
+  return proxies
+}
+
+/** Reads and validates the configuration; throws ConfigError listing every bad variable. */
+export function loadConfig (source: Record<string, string | undefined> = process.env): Config {
+  // Empty variables count as unset, as most deployment tools write them.
+  const present = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''))
+  const env = Value.Default(EnvSchema, Value.Clean(EnvSchema, { ...present })) as Env
+  const problems = [...new Map([...Value.Errors(EnvSchema, env)].map((error) => [error.path,
+    `${error.path.slice(1)} must be ${String(error.schema.description ?? error.message)} (got "${String(error.value)}")`])).values()]
+  if (problems.length > 0) throw new ConfigError(problems)
+
+  const warnings: string[] = []
+  const port = Number(env.PORT)
+  if (port > 65535) problems.push(`PORT must be at most 65535 (got "${env.PORT}")`)
+
+  const corsOrigins = env.CORS_ORIGINS === undefined ? null : list(env.CORS_ORIGINS)
+  if (corsOrigins === null) {
+    if (env.NODE_ENV === 'production') problems.push('CORS_ORIGINS must be set when NODE_ENV=production')
+    else warnings.push('CORS_ORIGINS is unset: every origin is allowed (refused with NODE_ENV=production)')
+  }
+
+  const requiredRoles = list(env.MFA_REQUIRED_ROLES)
+  const unknownRoles = requiredRoles.filter((role) => !(ROLES as readonly string[]).includes(role))
+  if (unknownRoles.length > 0) problems.push(`MFA_REQUIRED_ROLES has unknown roles: ${unknownRoles.join(', ')} (known: ${ROLES.join(', ')})`)
+
+  const trustedNetworks = list(env.TRUSTED_NETWORKS)
+  const badNetworks = trustedNetworks.filter((network) => !isCidr(network))
+  if (badNetworks.length > 0) problems.push(`TRUSTED_NETWORKS has malformed CIDRs: ${badNetworks.join(', ')}`)
+
+  if ((env.ADMIN_EMAIL === undefined) !== (env.ADMIN_PASSWORD === undefined)) {
+    problems.push(`${env.ADMIN_EMAIL === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} is required when ${env.ADMIN_EMAIL === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'} is set`)
+  }
+
+  const trustProxy = readTrustProxy(env.TRUST_PROXY, problems, warnings)
+  const oauth = readOAuth(source, problems)
+  if (problems.length > 0) throw new ConfigError(problems)
+
+  if (env.JWT_SECRET === undefined) warnings.push('JWT_SECRET is unset: a random secret was generated, so tokens stop working at restart')
+
+  return {
+    nodeEnv: env.NODE_ENV,
+    port,
+    host: env.HOST,
+    database: parseDatabaseUrl(env.DATABASE_URL),
+    redisUrl: env.REDIS_URL ?? null,
+    jwtSecret: env.JWT_SECRET ?? randomBytes(32).toString('base64url'),
+    jwtSecretGenerated: env.JWT_SECRET === undefined,
+    corsOrigins,
+    trustProxy,
+    rateLimit: {
+      max: Number(env.RATE_LIMIT_MAX),
+      windowMs: Number(env.RATE_LIMIT_WINDOW_MS),
+      authMax: Number(env.RATE_LIMIT_AUTH_MAX),
+      adminMax: Number(env.RATE_LIMIT_ADMIN_MAX)
+    },
+    admin: env.ADMIN_EMAIL !== undefined && env.ADMIN_PASSWORD !== undefined
+      ? { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD }
+      : null,
+    mfa: { issuer: env.MFA_ISSUER, requiredRoles: requiredRoles as Role[] },
+    session: {
+      idleTimeoutS: Number(env.SESSION_IDLE_TIMEOUT_S),
+      absoluteTimeoutS: Number(env.SESSION_ABSOLUTE_TIMEOUT_S),
+      maxConcurrent: Number(env.SESSION_MAX_CONCURRENT)
+    },
+    passwordPolicy: env.PASSWORD_POLICY,
+    oauth,
+    trustedNetworks,
+    zeroTrustMode: env.ZERO_TRUST_MODE,
+    auditRetentionDays: Number(env.AUDIT_RETENTION_DAYS),
+    logLevel: env.LOG_LEVEL,
+    warnings
+  }
+}

@@ -1,0 +1,49 @@
+import createError, { type FastifyErrorConstructor } from '@fastify/error'
+
+/**
+ * The service's error table (CONTRACT section 2): every error a client can see is one of
+ * these, with its code, status and message. `%s` placeholders take constructor arguments.
+ */
+export const Errors = {
+  VALIDATION_FAILED: createError('VALIDATION_FAILED', 'Validation failed', 400),
+  INVALID_OAUTH_STATE: createError('INVALID_OAUTH_STATE', 'Invalid or expired OAuth state', 400),
+  MISSING_TOKEN: createError('MISSING_TOKEN', 'Missing token', 401),
+  AUTHENTICATION_REQUIRED: createError('MISSING_TOKEN', 'Authentication required', 401),
+  INVALID_TOKEN: createError('INVALID_TOKEN', 'Invalid token', 401),
+  TOKEN_EXPIRED: createError('TOKEN_EXPIRED', 'Invalid token', 401),
+  INVALID_CREDENTIALS: createError('INVALID_CREDENTIALS', 'Invalid email or password', 401),
+  INVALID_MFA_CODE: createError('INVALID_MFA_CODE', 'Invalid MFA code', 401),
+  TOKEN_REUSED: createError('TOKEN_REUSED', 'Refresh token reused; session revoked', 401),
+  SESSION_EXPIRED: createError('SESSION_EXPIRED', 'Session expired', 401),
+  FORBIDDEN: createError('FORBIDDEN', 'Permission denied. Requires: %s', 403),
+  MFA_ENROLLMENT_REQUIRED: createError('MFA_ENROLLMENT_REQUIRED', 'MFA enrollment required', 403),
+  ACCESS_DENIED: createError('ACCESS_DENIED', 'Access denied by zero-trust evaluation', 403),
+  NOT_FOUND: createError('NOT_FOUND', '%s not found', 404),
+  UNSUPPORTED_PROVIDER: createError('UNSUPPORTED_PROVIDER', 'Unsupported OAuth2 provider: %s', 404),
+  EMAIL_ALREADY_REGISTERED: createError('EMAIL_ALREADY_REGISTERED', 'Email already registered', 409),
+  CONFLICT: createError('CONFLICT', '%s', 409),
+  PAYLOAD_TOO_LARGE: createError('PAYLOAD_TOO_LARGE', 'Request body exceeds 10240 bytes', 413),
+  UNSUPPORTED_MEDIA_TYPE: createError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type: request bodies must be application/json', 415),
+  ACCOUNT_LOCKED: createError('ACCOUNT_LOCKED', 'Account temporarily locked after too many failed sign-ins', 423),
+  RATE_LIMITED: createError('RATE_LIMITED', 'Rate limit exceeded', 429),
+  INTERNAL_ERROR: createError('INTERNAL_ERROR', 'Internal server error', 500),
+  OAUTH_PROVIDER_ERROR: createError('OAUTH_PROVIDER_ERROR', 'OAuth provider error', 502),
+  SERVICE_UNAVAILABLE: createError('SERVICE_UNAVAILABLE', 'Service unavailable: %s', 503)
+} satisfies Record<string, FastifyErrorConstructor>
+
+export interface ValidationIssue {
+  path: string
+  message: string
+}
+
+/** A 400 VALIDATION_FAILED carrying one detail per problem. */
+export function validationFailed (details: ValidationIssue[]) {
+  return Object.assign(new Errors.VALIDATION_FAILED(), { details })
+}
+
+const SERVICE_ERRORS = Object.values(Errors)
+
+/** True for errors raised from the table above (as opposed to library or programming errors). */
+export function isServiceError (error: unknown): error is Error & { code: string, statusCode: number, details?: ValidationIssue[] } {
+  return SERVICE_ERRORS.some((ServiceError) => error instanceof ServiceError)
+}

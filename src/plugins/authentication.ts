@@ -1,0 +1,66 @@
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Permission, Role } from '../../schemas/rbac.js'
+import { Errors } from '../errors.js'
+import { hasPermission } from '../security/permissions.js'
+import { TokenVerificationError } from '../security/tokens.js'
+
+/** The caller of a protected route, as established from the bearer token. */
+export interface AuthenticatedUser {
+  id: string
+  /** Current roles from the database, not the token's claim, so a removal takes effect at once. */
+  roles: Role[]
+  mfaEnabled: boolean
+  /** The access token's identifier, for revocation. */
+  jti: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    user: AuthenticatedUser | null
+  }
+  interface FastifyInstance {
+    /** onRequest hook: spec 5.1 bearer authentication. */
+    authenticate: onRequestAsyncHookHandler
+    /** onRequest hook (after `authenticate`): spec 5.4 permission check. */
+    requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => onRequestAsyncHookHandler
+    /** Throws `Authentication required` or `Permission denied. Requires: <permission>`. */
+    authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => AuthenticatedUser
+  }
+}
+
+const BEARER = 'Bearer '
+
+export default fp(async (fastify) => {
+  const { tokens, repositories } = fastify
+  fastify.decorateRequest('user', null)
+
+  fastify.decorate('authenticate', async function authenticate (request: FastifyRequest) {
+    const header = request.headers.authorization
+    if (header === undefined || !header.startsWith(BEARER)) throw new Errors.MISSING_TOKEN()
+    let claims
+    try {
+      claims = tokens.verify(header.slice(BEARER.length).trim(), 'access')
+    } catch (error) {
+      if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.TOKEN_EXPIRED()
+      throw new Errors.INVALID_TOKEN()
+    }
+    // A deleted user's tokens stop working with the account.
+    const principal = await repositories.users.findPrincipal(claims.sub)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti }
+  })
+
+  function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): AuthenticatedUser {
+    const { user } = request
+    if (user === null) throw new Errors.AUTHENTICATION_REQUIRED()
+    if (!hasPermission(user, permission, ownerId)) throw new Errors.FORBIDDEN(permission)
+    return user
+  }
+  fastify.decorate('authorize', authorize)
+
+  fastify.decorate('requirePermission', (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) =>
+    async function requirePermission (request: FastifyRequest) {
+      authorize(request, permission, ownerOf?.(request))
+    })
+}, { name: 'authentication', dependencies: ['security', 'repositories'] })

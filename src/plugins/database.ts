@@ -1,0 +1,25 @@
+import fp from 'fastify-plugin'
+import { type Database, openDatabase } from '../store/database.js'
+import { migrateToLatest } from '../store/migrations.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: Database
+  }
+}
+
+/** Opens the database chosen by DATABASE_URL, migrates it, and closes it last. */
+export default fp(async (fastify) => {
+  const database = openDatabase(fastify.config.database, (error) => {
+    fastify.log.warn({ err: error }, 'database connection lost')
+  })
+  try {
+    const applied = await migrateToLatest(database.db, database.dialect)
+    if (applied.length > 0) fastify.log.info({ migrations: applied }, 'database migrated')
+  } catch (error) {
+    await database.close()
+    throw error
+  }
+  fastify.decorate('database', database)
+  fastify.addHook('onClose', async () => await database.close())
+}, { name: 'database' })

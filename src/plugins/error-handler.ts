@@ -1,0 +1,87 @@
+import type { FastifyError } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ErrorEnvelope } from '../../schemas/errors.js'
+import { Errors, isServiceError, type ValidationIssue } from '../errors.js'
+import { CapacityExceededError } from '../security/concurrency-limiter.js'
+import { isStorageUnavailable } from '../store/errors.js'
+
+interface ErrorReply {
+  status: number
+  envelope: ErrorEnvelope
+  headers: Record<string, string>
+}
+
+interface AjvIssue {
+  keyword: string
+  instancePath: string
+  message?: string
+  params: Record<string, unknown>
+}
+
+/** Ajv's issues as CONTRACT details: the path names the offending property itself. */
+function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
+  return issues.map((issue) => {
+    if (issue.keyword === 'required') {
+      return { path: `${issue.instancePath}/${String(issue.params.missingProperty)}`, message: 'is required' }
+    }
+    if (issue.keyword === 'additionalProperties') {
+      return { path: `${issue.instancePath}/${String(issue.params.additionalProperty)}`, message: 'is not an allowed property' }
+    }
+    const message = issue.message ?? 'is invalid'
+    return { path: issue.instancePath, message: issue.instancePath === '' ? `${context} ${message}` : message }
+  })
+}
+
+function fromService (error: Error & { code: string, statusCode: number, details?: ValidationIssue[] }): ErrorReply {
+  const envelope: ErrorEnvelope = { error: { code: error.code, message: error.message } }
+  if (error.details !== undefined) envelope.error.details = error.details
+  const headers: Record<string, string> = {}
+  if (error.statusCode === 401 && /TOKEN/.test(error.code)) headers['www-authenticate'] = 'Bearer'
+  if (error.statusCode === 503) headers['retry-after'] = '1'
+  return { status: error.statusCode, envelope, headers }
+}
+
+/** Maps anything thrown during a request to the contract's status, code and message. */
+export function toErrorReply (error: FastifyError): ErrorReply {
+  if (isServiceError(error)) return fromService(error)
+  if (error.validation !== undefined) {
+    return fromService(Object.assign(new Errors.VALIDATION_FAILED(), {
+      details: toDetails(error.validation as AjvIssue[], error.validationContext ?? 'request')
+    }))
+  }
+  if (error instanceof CapacityExceededError) return fromService(new Errors.SERVICE_UNAVAILABLE('too many sign-ins in progress'))
+  if (isStorageUnavailable(error)) return fromService(new Errors.SERVICE_UNAVAILABLE('database unreachable'))
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return fromService(new Errors.PAYLOAD_TOO_LARGE())
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_TYPE':
+      return fromService(new Errors.UNSUPPORTED_MEDIA_TYPE())
+  }
+  // Remaining client errors from the framework: malformed JSON, forbidden __proto__ keys,
+  // bad URLs or content lengths. Their library text stays out of the reply.
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    const message = error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+      ? 'body must not be empty when Content-Type is application/json'
+      : error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY'
+        ? 'body is not valid JSON'
+        : 'request is malformed'
+    return fromService(Object.assign(new Errors.VALIDATION_FAILED(), { details: [{ path: '', message }] }))
+  }
+  return fromService(new Errors.INTERNAL_ERROR())
+}
+
+/** The one error handler and the one not-found handler (spec section 7, CONTRACT section 2). */
+export default fp(async (fastify) => {
+  fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const { status, envelope, headers } = toErrorReply(error)
+    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    return await reply.code(status).headers(headers).send(envelope)
+  })
+
+  fastify.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]?.slice(0, 200) ?? ''
+    const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
+    return await reply.code(status).send(envelope)
+  })
+}, { name: 'error-handler' })

@@ -1,0 +1,29 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { sql } from 'kysely'
+import { ErrorEnvelopeSchema } from '../../../schemas/errors.js'
+import { HealthSchema, ReadinessSchema } from '../../../schemas/health.js'
+import { Errors } from '../../errors.js'
+
+/** CONTRACT section 8: liveness and readiness (not versioned, never rate limited). */
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/', {
+    schema: { tags: ['health'], summary: 'Liveness probe', response: { 200: HealthSchema } }
+  }, async () => ({ status: 'ok' as const }))
+
+  fastify.get('/ready', {
+    schema: {
+      tags: ['health'],
+      summary: 'Readiness: the database and, when configured, Redis answer',
+      response: { 200: ReadinessSchema, 503: ErrorEnvelopeSchema }
+    }
+  }, async () => {
+    const failed: string[] = []
+    await sql`select 1`.execute(fastify.database.db).catch(() => failed.push('database'))
+    const { redis } = fastify
+    if (redis !== null) await redis.ping().catch(() => failed.push('redis'))
+    if (failed.length > 0) throw new Errors.SERVICE_UNAVAILABLE(`${failed.join(' and ')} unreachable`)
+    return { status: 'ok' as const, checks: { database: 'ok' as const, redis: redis === null ? 'not_configured' as const : 'ok' as const } }
+  })
+}
+
+export default health

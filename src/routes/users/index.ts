@@ -1,0 +1,151 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
+import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/errors.js'
+import {
+  type UserChanges,
+  USER_FIELDS,
+  UserCreateBodySchema,
+  UserListItemSchema,
+  UserPatchBodySchema,
+  UserReplaceBodySchema,
+  UserSchema
+} from '../../../schemas/user.js'
+import { collectionEnvelope } from '../../collection/envelope.js'
+import { parseCollectionQuery } from '../../collection/query.js'
+import { Errors, validationFailed } from '../../errors.js'
+import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
+import type { UserUpdate } from '../../store/users.js'
+
+const bearer = [{ bearerAuth: [] }]
+
+/** Spec 4.1 and CONTRACT section 7. */
+const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { repositories, passwords, config } = fastify
+  const accountDeps = { users: repositories.users, passwords, passwordPolicy: config.passwordPolicy }
+  const byId = (request: FastifyRequest) => (request.params as { id: string }).id
+
+  /** CONTRACT section 7: oneself needs `write` (an owner's right), anyone else `manage_users`. */
+  async function selfOrManageUsers (request: FastifyRequest) {
+    const id = byId(request)
+    if (request.user?.id === id) fastify.authorize(request, 'write', id)
+    else fastify.authorize(request, 'manage_users')
+  }
+
+  /**
+   * Turns a validated body into repository changes. Changing one's own password needs
+   * the current one; a `manage_users` caller may reset someone else's without it.
+   */
+  async function toUpdate (request: FastifyRequest, id: string, body: UserChanges): Promise<UserUpdate> {
+    const update: UserUpdate = {}
+    if (body.email !== undefined) update.email = body.email
+    if (body.name !== undefined) update.name = body.name
+    if (body.password === undefined) return update
+    assertPasswordPolicy(body.password, config.passwordPolicy)
+    if (request.user?.id === id) {
+      const stored = await repositories.users.findPasswordHash(id)
+      if (body.current_password === undefined) {
+        throw validationFailed([{ path: '/current_password', message: 'is required to change the password' }])
+      }
+      if (stored === null || stored === undefined || !await passwords.verify(body.current_password, stored)) {
+        throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
+      }
+    }
+    update.passwordHash = await passwords.hash(body.password)
+    return update
+  }
+
+  async function applyUpdate (request: FastifyRequest, id: string, body: UserChanges) {
+    const update = await toUpdate(request, id, body)
+    const user = await repositories.users.update(id, update)
+    if (user === undefined) throw new Errors.NOT_FOUND('User')
+    // A new password ends every session; access tokens expire on their own within 15 minutes.
+    if (update.passwordHash !== undefined) await repositories.refreshTokens.revokeAllForUser(id)
+    return { data: user }
+  }
+
+  fastify.get('/', {
+    onRequest: [fastify.authenticate, fastify.requirePermission('read')],
+    schema: {
+      tags: ['users'],
+      summary: 'List users',
+      security: bearer,
+      querystring: CollectionQuerySchema(USER_FIELDS),
+      response: { 200: CollectionEnvelope(UserListItemSchema), ...errorResponses({}, 401, 403) }
+    }
+  }, async (request) => {
+    const collection = parseCollectionQuery(request.query, {
+      ...USER_FIELDS,
+      defaultSort: [{ field: 'created_at', descending: false }]
+    }, fastify.cursors)
+    return collectionEnvelope(await repositories.users.list(collection), collection.fields)
+  })
+
+  fastify.post('/', {
+    schema: {
+      tags: ['users'],
+      summary: 'Register a user (role `user`)',
+      body: UserCreateBodySchema,
+      response: { 201: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 409) }
+    }
+  }, async (request, reply) => {
+    const user = await createAccount(accountDeps, { ...request.body, roles: ['user'] })
+    return await reply.code(201).header('location', `/api/v1/users/${user.id}`).send({ data: user })
+  })
+
+  fastify.get('/:id', {
+    onRequest: [fastify.authenticate, fastify.requirePermission('read', byId)],
+    schema: {
+      tags: ['users'],
+      summary: 'Get a user',
+      security: bearer,
+      params: IdParamsSchema,
+      response: { 200: DataEnvelope(UserSchema), ...errorResponses({}, 401, 403, 404) }
+    }
+  }, async (request) => {
+    const user = await repositories.users.findById(request.params.id)
+    if (user === undefined) throw new Errors.NOT_FOUND('User')
+    return { data: user }
+  })
+
+  fastify.put('/:id', {
+    onRequest: [fastify.authenticate, selfOrManageUsers],
+    schema: {
+      tags: ['users'],
+      summary: 'Replace a user\'s email and name (and optionally password)',
+      security: bearer,
+      params: IdParamsSchema,
+      body: UserReplaceBodySchema,
+      response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
+    }
+  }, async (request) => await applyUpdate(request, request.params.id, request.body))
+
+  fastify.patch('/:id', {
+    onRequest: [fastify.authenticate, selfOrManageUsers],
+    schema: {
+      tags: ['users'],
+      summary: 'Update some of a user\'s fields',
+      security: bearer,
+      params: IdParamsSchema,
+      body: UserPatchBodySchema,
+      response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
+    }
+  }, async (request) => await applyUpdate(request, request.params.id, request.body))
+
+  fastify.delete('/:id', {
+    onRequest: [fastify.authenticate, fastify.requirePermission('manage_users')],
+    schema: {
+      tags: ['users'],
+      summary: 'Delete a user (idempotent: a missing user also answers 204)',
+      security: bearer,
+      params: IdParamsSchema,
+      response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403) }
+    }
+  }, async (request, reply) => {
+    await repositories.users.delete(request.params.id)
+    return await reply.code(204).send()
+  })
+}
+
+export default users

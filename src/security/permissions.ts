@@ -1,0 +1,54 @@
+import type { Permission, Role } from '../../schemas/rbac.js'
+
+/**
+ * Spec 2.9's role table. Each permission is held either on any resource or, for `user`'s
+ * write/delete family, on the holder's own resources only (CONTRACT departure 2).
+ */
+interface Grant { any: readonly Permission[], own: readonly Permission[] }
+
+const GRANTS: Record<Role, Grant> = {
+  anonymous: { any: ['read'], own: [] },
+  user: { any: ['read', 'create'], own: ['write', 'update', 'delete'] },
+  moderator: { any: ['read', 'write', 'create', 'update', 'delete', 'manage_roles'], own: [] },
+  admin: {
+    any: ['read', 'write', 'create', 'update', 'delete', 'manage_users', 'manage_roles', 'view_audit_logs'],
+    own: []
+  },
+  super_admin: { any: ['admin'], own: [] }
+}
+
+/** Spec section 3 rule 3: no assigned role means `anonymous`. */
+export function effectiveRoles (roles: readonly Role[]): readonly Role[] {
+  return roles.length === 0 ? ['anonymous'] : roles
+}
+
+/** Spec 5.4 rule 1: the union of the role sets (own-scoped permissions included). */
+export function permissionsOf (roles: readonly Role[]): Permission[] {
+  const permissions = new Set<Permission>()
+  for (const role of effectiveRoles(roles)) {
+    for (const permission of [...GRANTS[role].any, ...GRANTS[role].own]) permissions.add(permission)
+  }
+  return [...permissions]
+}
+
+/** Permissions that spec 5.4 rule 3 grants to a resource's owner. */
+const OWNER_PERMISSIONS: ReadonlySet<Permission> = new Set(['read', 'write', 'delete'])
+
+export interface Principal { id: string, roles: readonly Role[] }
+
+/**
+ * Spec 5.4: `admin` passes everything; the owner of a resource may read, write and delete
+ * it; otherwise the permission must be held. An own-scoped grant counts only when there is
+ * no resource (creating) or the caller owns it.
+ */
+export function hasPermission (principal: Principal, permission: Permission, ownerId?: string): boolean {
+  const isOwner = ownerId !== undefined && ownerId === principal.id
+  if (isOwner && OWNER_PERMISSIONS.has(permission)) return true
+  for (const role of effectiveRoles(principal.roles)) {
+    const grant = GRANTS[role]
+    if (grant.any.includes('admin') || grant.any.includes(permission)) return true
+    if ((ownerId === undefined || isOwner) && grant.own.includes(permission)) return true
+  }
+  return false
+}
+

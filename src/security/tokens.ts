@@ -1,0 +1,113 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { createSigner, createVerifier, TokenError } from 'fast-jwt'
+
+/** Spec 5.2. */
+export const ACCESS_TOKEN_TTL_S = 15 * 60
+export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60
+
+export type TokenType = 'access' | 'refresh'
+
+export interface AccessClaims {
+  sub: string
+  roles: string[]
+  type: 'access'
+  jti: string
+  iat: number
+  exp: number
+  [claim: string]: unknown
+}
+
+export interface RefreshClaims {
+  sub: string
+  jti: string
+  iat: number
+  exp: number
+  type: 'refresh'
+  device: Record<string, unknown>
+}
+
+export interface IssuedAccessToken { token: string, jti: string, expiresAt: Date }
+
+/** Spec 2.8: the record kept for an issued refresh token. */
+export interface IssuedRefreshToken { token: string, jti: string, expires_at: Date, token_hash: string }
+
+export type TokenFailure = 'expired' | 'invalid' | 'type'
+
+const FAILURE_MESSAGES: Record<TokenFailure, string> = {
+  expired: 'Token has expired',
+  invalid: 'Invalid token',
+  type: 'Invalid token type'
+}
+
+/** Spec 5.2's verification failures; the HTTP layer maps them to CONTRACT codes. */
+export class TokenVerificationError extends Error {
+  constructor (readonly reason: TokenFailure) {
+    super(FAILURE_MESSAGES[reason])
+    this.name = 'TokenVerificationError'
+  }
+}
+
+/** Random URL-safe identifier (spec 2.7: 16 bytes for access, 2.8: 32 for refresh). */
+export function randomId (bytes: number): string {
+  return randomBytes(bytes).toString('base64url')
+}
+
+/** CONTRACT departure 3: refresh tokens are stored as unsalted SHA-256, so they can be looked up. */
+export function hashToken (token: string): string {
+  return createHash('sha256').update(token).digest('hex')
+}
+
+export interface TokenServiceOptions {
+  secret: string
+  /** Clock for issuance, in milliseconds; injectable for tests. */
+  now?: () => number
+}
+
+/**
+ * Issues and verifies the service's JWTs. HS256 only: the verifier pins the algorithm, so
+ * `alg: none` and algorithm-confusion tokens fail, and `exp`, `sub` and `jti` are required.
+ */
+export class TokenService {
+  readonly #sign: (payload: Record<string, unknown>) => string
+  readonly #verify: (token: string) => Record<string, unknown>
+  readonly #now: () => number
+
+  constructor (options: TokenServiceOptions) {
+    this.#now = options.now ?? Date.now
+    // iat and exp are written into the payload from our clock; the signer keeps them.
+    this.#sign = createSigner({ key: options.secret, algorithm: 'HS256' })
+    this.#verify = createVerifier({ key: options.secret, algorithms: ['HS256'], requiredClaims: ['exp', 'sub', 'jti'] })
+  }
+
+  /** Spec 2.7: caller-supplied data claims plus the reserved ones, which data cannot override. */
+  issueAccessToken (data: { sub: string, roles: string[] } & Record<string, unknown>, ttlSeconds = ACCESS_TOKEN_TTL_S): IssuedAccessToken {
+    const iat = Math.floor(this.#now() / 1000)
+    const jti = randomId(16)
+    const token = this.#sign({ ...data, type: 'access', jti, iat, exp: iat + ttlSeconds })
+    return { token, jti, expiresAt: new Date((iat + ttlSeconds) * 1000) }
+  }
+
+  /** Spec 2.8. */
+  issueRefreshToken (sub: string, device: Record<string, unknown> = {}): IssuedRefreshToken {
+    const iat = Math.floor(this.#now() / 1000)
+    const jti = randomId(32)
+    const exp = iat + REFRESH_TOKEN_TTL_S
+    const token = this.#sign({ sub, jti, iat, exp, type: 'refresh', device })
+    return { token, jti, expires_at: new Date(exp * 1000), token_hash: hashToken(token) }
+  }
+
+  verify (token: string, expectedType: 'access'): AccessClaims
+  verify (token: string, expectedType: 'refresh'): RefreshClaims
+  verify (token: string, expectedType: TokenType = 'access'): AccessClaims | RefreshClaims {
+    let claims: Record<string, unknown>
+    try {
+      claims = this.#verify(token)
+    } catch (error) {
+      const expired = error instanceof TokenError && error.code === TokenError.codes.expired
+      throw new TokenVerificationError(expired ? 'expired' : 'invalid')
+    }
+    if (claims.type !== expectedType) throw new TokenVerificationError('type')
+    if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw new TokenVerificationError('invalid')
+    return claims as unknown as AccessClaims | RefreshClaims
+  }
+}

@@ -1,0 +1,26 @@
+import closeWithGrace from 'close-with-grace'
+import { ConfigError, loadConfig } from './config.js'
+import { createInstance } from './instance.js'
+
+/** Process entry: configuration, listen, graceful shutdown (CONTRACT section 8). */
+async function main (): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(1)
+  }
+
+  const app = createInstance(config)
+  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the database, exit 0.
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+  })
+  await app.listen({ port: config.port, host: config.host })
+}
+
+await main()

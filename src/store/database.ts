@@ -1,0 +1,56 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import pg from 'pg'
+import type { DatabaseConfig } from '../config.js'
+import type { DatabaseSchema, Db, Dialect } from './types.js'
+
+const TIMESTAMPTZ_OID = 1184
+
+export interface Database {
+  db: Db
+  dialect: Dialect
+  close: () => Promise<void>
+}
+
+function openSqlite (path: string): SQLite.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const sqlite = new SQLite(path)
+  sqlite.pragma('journal_mode = WAL')
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.pragma('foreign_keys = ON')
+  sqlite.pragma('busy_timeout = 5000')
+  return sqlite
+}
+
+function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    // A database that is down must fail requests fast (503), not hang them.
+    connectionTimeoutMillis: 3000,
+    statement_timeout: 10_000,
+    types: {
+      // timestamptz as ISO 8601 strings, the same shape SQLite stores.
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === TIMESTAMPTZ_OID
+          ? (value: string) => new Date(value).toISOString()
+          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
+    }
+  })
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', onError)
+  return pool
+}
+
+/** Chooses the driver from the URL's scheme (CONTRACT section 1). */
+export function openDatabase (config: DatabaseConfig, onError: (error: Error) => void = () => {}): Database {
+  if (config.dialect === 'sqlite') {
+    const sqlite = openSqlite(config.path)
+    const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) })
+    return { db, dialect: 'sqlite', close: async () => await db.destroy() }
+  }
+  const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool: openPostgres(config.url, onError) }) })
+  return { db, dialect: 'postgres', close: async () => await db.destroy() }
+}

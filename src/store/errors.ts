@@ -1,0 +1,22 @@
+/** Driver error codes, for the two dialects, that the service treats specially. */
+
+export function isUniqueViolation (error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', // PostgreSQL: shutting down, crash, cannot connect now
+  '53300', // too many connections
+  'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN'
+])
+
+/** True when the database (or its connection) is down rather than the query wrong. */
+export function isStorageUnavailable (error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true
+  // pg reports a pool or connection timeout only in its message.
+  return typeof message === 'string' &&
+    /timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(message)
+}

@@ -1,0 +1,42 @@
+import type { Kysely } from 'kysely'
+
+/** Timestamps are ISO 8601 UTC strings in both dialects (see database.ts). */
+export interface UsersTable {
+  id: string
+  email: string
+  name: string
+  /** null for accounts that sign in only through an external provider. */
+  password_hash: string | null
+  totp_enabled_at: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface UserRolesTable {
+  user_id: string
+  role: string
+  created_at: string
+}
+
+export interface RefreshTokensTable {
+  jti: string
+  /** A session is one refresh-token family (CONTRACT section 3). */
+  session_id: string
+  user_id: string
+  token_hash: string
+  /** JSON text of the device object given at sign-in. */
+  device: string
+  created_at: string
+  expires_at: string
+  spent_at: string | null
+  revoked_at: string | null
+}
+
+export interface DatabaseSchema {
+  users: UsersTable
+  user_roles: UserRolesTable
+  refresh_tokens: RefreshTokensTable
+}
+
+export type Db = Kysely<DatabaseSchema>
+export type Dialect = 'sqlite' | 'postgres'

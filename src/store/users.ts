@@ -1,0 +1,145 @@
+import { sql } from 'kysely'
+import { ROLES, type Role } from '../../schemas/rbac.js'
+import type { User } from '../../schemas/user.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import type { CollectionRequest } from '../collection/query.js'
+import { Errors } from '../errors.js'
+import { isUniqueViolation } from './errors.js'
+import { uuidv7 } from './ids.js'
+import { type CollectionResult, paginate } from './paginate.js'
+import type { Db } from './types.js'
+
+const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
+
+/** The caller as protected routes see it: current roles, read fresh on every request. */
+export interface UserPrincipal {
+  id: string
+  roles: Role[]
+  mfaEnabled: boolean
+}
+
+export interface NewUser {
+  email: string
+  name: string
+  passwordHash: string | null
+  roles: Role[]
+}
+
+export interface UserUpdate {
+  email?: string
+  name?: string
+  passwordHash?: string
+}
+
+/** E-mail addresses are unique case-insensitively: stored and looked up in lower case. */
+export function normalizeEmail (email: string): string {
+  return email.trim().toLowerCase()
+}
+
+function escapeLike (text: string): string {
+  return text.replace(/[\\%_]/g, (character) => `\\${character}`)
+}
+
+function toRoles (values: Array<string | null>): Role[] {
+  return values.filter((value): value is Role => (ROLES as readonly string[]).includes(value ?? ''))
+}
+
+export class UsersRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  /** Inserts the user and its roles atomically; a taken e-mail is EMAIL_ALREADY_REGISTERED. */
+  async create (user: NewUser): Promise<User> {
+    const now = new Date().toISOString()
+    const row = {
+      id: uuidv7(),
+      email: normalizeEmail(user.email),
+      name: user.name,
+      password_hash: user.passwordHash,
+      totp_enabled_at: null,
+      created_at: now,
+      updated_at: now
+    }
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        await trx.insertInto('users').values(row).execute()
+        if (user.roles.length > 0) {
+          await trx.insertInto('user_roles')
+            .values(user.roles.map((role) => ({ user_id: row.id, role, created_at: now })))
+            .execute()
+        }
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      throw error
+    }
+    return { id: row.id, email: row.email, name: row.name, created_at: row.created_at }
+  }
+
+  async findById (id: string): Promise<User | undefined> {
+    return await this.db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst()
+  }
+
+  async findByEmail (email: string): Promise<(User & { password_hash: string | null }) | undefined> {
+    return await this.db.selectFrom('users')
+      .select([...PUBLIC_COLUMNS, 'password_hash'])
+      .where('email', '=', normalizeEmail(email))
+      .executeTakeFirst()
+  }
+
+  async findPasswordHash (id: string): Promise<string | null | undefined> {
+    const row = await this.db.selectFrom('users').select('password_hash').where('id', '=', id).executeTakeFirst()
+    return row?.password_hash
+  }
+
+  /** One indexed query: the user's existence, roles and MFA state. */
+  async findPrincipal (id: string): Promise<UserPrincipal | undefined> {
+    const rows = await this.db.selectFrom('users')
+      .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
+      .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
+      .where('users.id', '=', id)
+      .execute()
+    const first = rows[0]
+    if (first === undefined) return undefined
+    return { id: first.id, roles: toRoles(rows.map((row) => row.role)), mfaEnabled: first.totp_enabled_at !== null }
+  }
+
+  /** Applies the changes; undefined when the user does not exist. */
+  async update (id: string, changes: UserUpdate): Promise<User | undefined> {
+    const values = {
+      ...(changes.email !== undefined && { email: normalizeEmail(changes.email) }),
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash }),
+      updated_at: new Date().toISOString()
+    }
+    try {
+      return await this.db.updateTable('users').set(values).where('id', '=', id).returning(PUBLIC_COLUMNS).executeTakeFirst()
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      throw error
+    }
+  }
+
+  /** Removes the user with its roles and refresh tokens (foreign keys cascade). */
+  async delete (id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst()
+    return result.numDeletedRows > 0n
+  }
+
+  /** Adds a role; adding one already held changes nothing. */
+  async addRole (userId: string, role: Role): Promise<void> {
+    await this.db.insertInto('user_roles')
+      .values({ user_id: userId, role, created_at: new Date().toISOString() })
+      .onConflict((conflict) => conflict.columns(['user_id', 'role']).doNothing())
+      .execute()
+  }
+
+  async list (request: CollectionRequest): Promise<CollectionResult<User>> {
+    let filtered = this.db.selectFrom('users')
+    if (request.search !== undefined) {
+      const pattern = `%${escapeLike(request.search.toLowerCase())}%`
+      filtered = filtered.where(sql<boolean>`lower(name) like ${pattern} escape '\\'`)
+    }
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    return await paginate<User>(filtered, PUBLIC_COLUMNS, request, this.cursors)
+  }
+}

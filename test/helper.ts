@@ -1,0 +1,101 @@
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import pg from 'pg'
+import { loadConfig } from '../src/config.js'
+import { createInstance } from '../src/instance.js'
+
+/** Anything with tap's teardown, so helpers work in any (sub)test. */
+export interface TestContext {
+  teardown: (fn: () => unknown) => void
+}
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters'
+
+/** The storage backends to run storage-dependent tests on: SQLite always, PostgreSQL when configured. */
+export function backends (): Array<{ name: string, url: string | null }> {
+  const list: Array<{ name: string, url: string | null }> = [{ name: 'sqlite', url: null }]
+  const postgres = process.env.TEST_DATABASE_URL
+  if (postgres !== undefined && postgres !== '') list.push({ name: 'postgres', url: postgres })
+  return list
+}
+
+let schemaCounter = 0
+
+/**
+ * A fresh, empty database for one test: in-memory SQLite, or a new PostgreSQL schema
+ * (dropped at teardown) so test files never share state.
+ */
+async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null): Promise<string> {
+  if (postgresUrl === null) return 'sqlite://:memory:'
+  const schema = `test_${process.pid}_${Date.now()}_${schemaCounter++}`
+  const admin = new pg.Client({ connectionString: postgresUrl })
+  await admin.connect()
+  await admin.query(`create schema "${schema}"`)
+  await admin.end()
+  t.teardown(async () => {
+    const cleanup = new pg.Client({ connectionString: postgresUrl })
+    await cleanup.connect()
+    await cleanup.query(`drop schema "${schema}" cascade`)
+    await cleanup.end()
+  })
+  const url = new URL(postgresUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return url.toString()
+}
+
+export interface BuildOptions {
+  /** PostgreSQL URL to isolate a schema in, or null for in-memory SQLite. */
+  postgresUrl?: string | null
+  /** Extra environment variables, as the service would read them. */
+  env?: Record<string, string>
+  /** Use this database URL as is (to share one database between two instances). */
+  databaseUrl?: string
+  /** Adds test-only routes before the app is ready. */
+  extend?: (app: FastifyInstance) => void
+}
+
+/** Builds the app as the server does, ready for `app.inject`, closed at teardown. */
+export async function build (t: TestContext, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl(t, options.postgresUrl ?? null)
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    JWT_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    CORS_ORIGINS: 'http://localhost:3000',
+    ...options.env
+  })
+  const app = createInstance(config)
+  options.extend?.(app)
+  t.teardown(async () => await app.close())
+  await app.ready()
+  return app
+}
+
+let emailCounter = 0
+
+export function uniqueEmail (prefix = 'user'): string {
+  return `${prefix}-${process.pid}-${emailCounter++}@example.com`
+}
+
+export interface Account {
+  id: string
+  email: string
+  password: string
+  token: string
+}
+
+/** Registers through the API and signs in; optionally grants roles directly in the store. */
+export async function createAccount (app: FastifyInstance, options: { roles?: Array<'moderator' | 'admin' | 'super_admin'>, name?: string } = {}): Promise<Account> {
+  const email = uniqueEmail()
+  const password = 'correct-horse-battery'
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: options.name ?? 'Test User', password } })
+  if (created.statusCode !== 201) throw new Error(`registration failed: ${created.body}`)
+  const { id } = created.json().data
+  for (const role of options.roles ?? []) await app.repositories.users.addRole(id, role)
+  const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
+  if (login.statusCode !== 200) throw new Error(`login failed: ${login.body}`)
+  return { id, email, password, token: login.json().data.access_token }
+}
+
+export function withToken (token: string, options: InjectOptions): InjectOptions {
+  return { ...options, headers: { ...options.headers, authorization: `Bearer ${token}` } }
+}

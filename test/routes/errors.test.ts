@@ -1,0 +1,110 @@
+import t from 'tap'
+import { build } from '../helper.js'
+
+t.test('unknown routes answer the 404 envelope', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: '/api/v1/nothing?x=1' })
+  t.equal(response.statusCode, 404)
+  t.match(response.headers['content-type'], /application\/json/)
+  t.same(response.json(), { error: { code: 'NOT_FOUND', message: 'Route GET /api/v1/nothing not found' } })
+})
+
+t.test('unexpected failures answer 500 with the generic text; the cause goes only to the log', async (t) => {
+  const logged: string[] = []
+  const app = await build(t, {
+    extend: (app) => {
+      app.get('/boom', async () => {
+        throw new Error('SELECT secret FROM internals at /srv/app.js:1')
+      })
+      app.get('/boom-with-status', async () => {
+        throw Object.assign(new Error('library detail'), { statusCode: 502, code: 'ESOMETHING' })
+      })
+      app.addHook('onError', async (_request, _reply, error) => { logged.push(error.message) })
+    }
+  })
+  for (const url of ['/boom', '/boom-with-status']) {
+    const response = await app.inject({ method: 'GET', url })
+    t.equal(response.statusCode, 500, url)
+    t.same(response.json(), { error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } })
+    t.notMatch(response.body, /secret|internals|library|stack|\.js/)
+  }
+  t.same(logged, ['SELECT secret FROM internals at /srv/app.js:1', 'library detail'], 'the cause reached the error pipeline')
+})
+
+t.test('validation failures list every problem with its path', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/v1/users',
+    payload: { email: 'not-an-email', name: 'A', password: 'short', role: 'admin' }
+  })
+  t.equal(response.statusCode, 400)
+  const { error } = response.json()
+  t.equal(error.code, 'VALIDATION_FAILED')
+  t.equal(error.message, 'Validation failed')
+  t.same(error.details.map((detail: { path: string }) => detail.path).sort(), ['/email', '/name', '/password', '/role'])
+  const missing = await app.inject({ method: 'POST', url: '/api/v1/users', payload: {} })
+  t.same(missing.json().error.details.map((detail: { path: string }) => detail.path).sort(), ['/email', '/name', '/password'])
+  t.match(missing.json().error.details[0].message, 'is required')
+})
+
+t.test('JSON bodies are not coerced: a number is not a string', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/v1/users',
+    payload: { email: 'n@example.com', name: 12345, password: 12345678 }
+  })
+  t.equal(response.statusCode, 400)
+  t.same(response.json().error.details.map((detail: { path: string }) => detail.path).sort(), ['/name', '/password'])
+})
+
+t.test('malformed JSON, empty JSON and prototype poisoning are 400 VALIDATION_FAILED', async (t) => {
+  const app = await build(t)
+  for (const payload of ['{"email":', '', '{"__proto__":{"admin":true},"email":"a@b.co","name":"Al","password":"password1"}']) {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { 'content-type': 'application/json' }, payload })
+    t.equal(response.statusCode, 400, JSON.stringify(payload))
+    t.equal(response.json().error.code, 'VALIDATION_FAILED')
+    t.equal(response.json().error.message, 'Validation failed')
+    t.notMatch(response.body, /FST_|Unexpected token|SyntaxError/)
+  }
+})
+
+t.test('bodies over 10240 bytes are 413; exactly 10240 is accepted', async (t) => {
+  const app = await build(t)
+  const body = (size: number) => {
+    const base = JSON.stringify({ email: 'big@example.com', name: 'Big', password: 'password1', pad: '' })
+    return base.replace('"pad":""', `"pad":"${'x'.repeat(size - base.length)}"`)
+  }
+  t.equal(body(10240).length, 10240)
+  const atLimit = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { 'content-type': 'application/json' }, payload: body(10240) })
+  t.equal(atLimit.statusCode, 400, 'parsed (then refused for the unknown pad property)')
+  t.equal(atLimit.json().error.details[0].path, '/pad')
+  const over = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { 'content-type': 'application/json' }, payload: body(10241) })
+  t.equal(over.statusCode, 413)
+  t.same(over.json(), { error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10240 bytes' } })
+})
+
+t.test('non-JSON bodies are 415', async (t) => {
+  const app = await build(t)
+  for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/users', headers: { 'content-type': contentType }, payload: 'email=a' })
+    t.equal(response.statusCode, 415, contentType)
+    t.equal(response.json().error.code, 'UNSUPPORTED_MEDIA_TYPE')
+  }
+})
+
+t.test('storage failures answer 503 SERVICE_UNAVAILABLE and the process stays up', async (t) => {
+  const app = await build(t, {
+    extend: (app) => {
+      app.get('/db-down', async () => {
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+      })
+    }
+  })
+  const response = await app.inject({ method: 'GET', url: '/db-down' })
+  t.equal(response.statusCode, 503)
+  t.same(response.json(), { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: database unreachable' } })
+  t.equal(response.headers['retry-after'], '1')
+  t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
+})
