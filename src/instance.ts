@@ -1,5 +1,5 @@
 import AjvCompiler from '@fastify/ajv-compiler'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import app from './app.js'
 import type { Config } from './config.js'
@@ -14,14 +14,18 @@ const ajvFactory = AjvCompiler()
  * types; JSON bodies are not ("8" is not a number). Unknown keys are refused, never
  * silently dropped, and every problem is reported.
  */
-const validatorFactory = {
-  buildValidator (externalSchemas: Record<string, unknown>) {
-    const strict = { removeAdditional: false, useDefaults: true, allErrors: true } as const
-    const body = ajvFactory(externalSchemas as never, { customOptions: { ...strict, coerceTypes: false } })
-    const text = ajvFactory(externalSchemas as never, { customOptions: { ...strict, coerceTypes: 'array' } })
-    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? body : text)(route as never)
-  }
+type ExternalSchemas = Parameters<typeof ajvFactory>[0]
+type RouteDefinition = AjvCompiler.RouteDefinition
+
+function buildValidator (externalSchemas: ExternalSchemas) {
+  const strict = { removeAdditional: false, useDefaults: true, allErrors: true } as const
+  const body = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: false } })
+  const text = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: 'array' } })
+  // The pool's compilers take the whole route definition (their typings say schema).
+  return (route: RouteDefinition) => (route.httpPart === 'body' ? body : text)(route as object)
 }
+
+const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
@@ -30,7 +34,7 @@ export function createInstance (config: Config): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
-    schemaController: { compilersFactory: validatorFactory as never }
+    schemaController
   })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
   instance.register(fp(app), { config })

@@ -4,6 +4,10 @@ import { type Account, backends, build, createAccount, uniqueEmail, withToken } 
 
 const PUBLIC_KEYS = ['created_at', 'email', 'id', 'name']
 
+function patchUser (app: FastifyInstance, caller: Account, id: string, payload: Record<string, unknown>) {
+  return app.inject(withToken(caller.token, { method: 'PATCH', url: `/api/v1/users/${id}`, payload }))
+}
+
 function register (app: FastifyInstance, body: Record<string, unknown>) {
   return app.inject({ method: 'POST', url: '/api/v1/users', payload: body })
 }
@@ -98,8 +102,7 @@ for (const backend of backends()) {
       const self = await createAccount(app)
       const other = await createAccount(app)
       const admin = await createAccount(app, { roles: ['admin'] })
-      const patch = (caller: Account, id: string, payload: Record<string, unknown>) =>
-        app.inject(withToken(caller.token, { method: 'PATCH', url: `/api/v1/users/${id}`, payload }))
+      const patch = (caller: Account, id: string, payload: Record<string, unknown>) => patchUser(app, caller, id, payload)
 
       const renamed = await patch(self, self.id, { name: 'New Name' })
       t.equal(renamed.statusCode, 200)
@@ -134,8 +137,7 @@ for (const backend of backends()) {
       const app = await build(t, { postgresUrl: backend.url })
       const self = await createAccount(app)
       const admin = await createAccount(app, { roles: ['admin'] })
-      const change = (caller: Account, id: string, payload: Record<string, unknown>) =>
-        app.inject(withToken(caller.token, { method: 'PATCH', url: `/api/v1/users/${id}`, payload }))
+      const change = (caller: Account, id: string, payload: Record<string, unknown>) => patchUser(app, caller, id, payload)
 
       const missing = await change(self, self.id, { password: 'brand-new-pass' })
       t.equal(missing.statusCode, 400)

@@ -109,29 +109,26 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return { data: user }
   })
 
-  fastify.put('/:id', {
-    onRequest: [fastify.authenticate, selfOrManageUsers],
-    schema: {
-      tags: ['users'],
-      summary: 'Replace a user\'s email and name (and optionally password)',
-      security: bearer,
-      params: IdParamsSchema,
-      body: UserReplaceBodySchema,
-      response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
-    }
-  }, async (request) => await applyUpdate(request, request.params.id, request.body))
-
-  fastify.patch('/:id', {
-    onRequest: [fastify.authenticate, selfOrManageUsers],
-    schema: {
-      tags: ['users'],
-      summary: 'Update some of a user\'s fields',
-      security: bearer,
-      params: IdParamsSchema,
-      body: UserPatchBodySchema,
-      response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
-    }
-  }, async (request) => await applyUpdate(request, request.params.id, request.body))
+  const updates = [
+    ['PUT', UserReplaceBodySchema, 'Replace a user\'s email and name (and optionally password)'],
+    ['PATCH', UserPatchBodySchema, 'Update some of a user\'s fields']
+  ] as const
+  for (const [method, body, summary] of updates) {
+    fastify.route({
+      method,
+      url: '/:id',
+      onRequest: [fastify.authenticate, selfOrManageUsers],
+      schema: {
+        tags: ['users'],
+        summary,
+        security: bearer,
+        params: IdParamsSchema,
+        body,
+        response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
+      },
+      handler: async (request) => await applyUpdate(request, request.params.id, request.body)
+    })
+  }
 
   fastify.delete('/:id', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_users')],
