@@ -23,3 +23,33 @@ export const TokenPairSchema = Type.Object({
   refresh_expires_in: Type.Integer({ description: 'Refresh token lifetime in seconds' })
 }, { title: 'TokenPair' })
 export type TokenPair = Static<typeof TokenPairSchema>
+
+export const RefreshBodySchema = Type.Object({
+  refresh_token: Type.String({ minLength: 1, maxLength: 4096 })
+}, { additionalProperties: false })
+
+export const LogoutBodySchema = Type.Union([
+  Type.Object({
+    refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Ends this token\'s session instead of the access token\'s' }))
+  }, { additionalProperties: false }),
+  Type.Null()
+])
+
+/** CONTRACT section 3: one of the caller's live sessions. */
+export const SessionSchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  device: Type.Record(Type.String(), Type.Unknown(), { description: 'Device information given at sign-in' }),
+  created_at: Type.String({ format: 'date-time' }),
+  last_used_at: Type.String({ format: 'date-time' })
+}, { title: 'Session' })
+
+export const SESSION_FIELDS = {
+  sortable: ['created_at', 'last_used_at'],
+  selectable: ['device', 'created_at', 'last_used_at'],
+  searchIn: null
+} as const
+
+export const SessionListItemSchema = Type.Composite([
+  Type.Pick(SessionSchema, ['id']),
+  Type.Partial(Type.Omit(SessionSchema, ['id']))
+], { title: 'SessionListItem' })

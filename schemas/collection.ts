@@ -8,6 +8,8 @@ export interface CollectionFields {
   sortable: readonly string[]
   /** Field names accepted by `fields` (besides `id`, which is always returned). */
   selectable: readonly string[]
+  /** What `search` matches, or null when the resource has no text to search. */
+  searchIn: string | null
 }
 
 /**
@@ -32,7 +34,9 @@ export function CollectionQuerySchema (fields: CollectionFields, extra: TPropert
       pattern: '^[a-z_]+(,[a-z_]+)*$',
       description: `Comma-separated fields to return (id always included). Allowed: ${fields.selectable.join(', ')}`
     })),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive substring' })),
+    ...(fields.searchIn !== null && {
+      search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: `Case-insensitive substring of ${fields.searchIn}` }))
+    }),
     createdAfter: Type.Optional(Type.String({
       pattern: ISO_DATE_OR_DATE_TIME,
       description: 'Only records created strictly after this ISO 8601 date or date-time'

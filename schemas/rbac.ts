@@ -11,3 +11,17 @@ export type Permission = typeof PERMISSIONS[number]
 
 export const RoleSchema = Type.Unsafe<Role>(Type.String({ enum: [...ROLES], title: 'Role' }))
 export const PermissionSchema = Type.Unsafe<Permission>(Type.String({ enum: [...PERMISSIONS], title: 'Permission' }))
+
+/** Roles that can be assigned (`anonymous` is what holding none means). */
+export const ASSIGNABLE_ROLES = ROLES.filter((role) => role !== 'anonymous')
+
+export const RoleParamsSchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  role: Type.Unsafe<Role>(Type.String({ enum: [...ASSIGNABLE_ROLES] }))
+}, { additionalProperties: false })
+
+/** CONTRACT section 6: a user's roles and the permissions they add up to. */
+export const RoleAssignmentSchema = Type.Object({
+  roles: Type.Array(RoleSchema),
+  permissions: Type.Array(PermissionSchema)
+}, { title: 'RoleAssignment' })

@@ -18,7 +18,8 @@ export type User = Static<typeof UserSchema>
 
 export const USER_FIELDS = {
   sortable: ['email', 'name', 'created_at'],
-  selectable: ['email', 'name', 'created_at']
+  selectable: ['email', 'name', 'created_at'],
+  searchIn: 'the name'
 } as const
 
 /** A list item: `fields` may leave out everything but `id`. */

@@ -6,7 +6,9 @@ import database from './plugins/database.js'
 import errorHandler from './plugins/error-handler.js'
 import redis from './plugins/redis.js'
 import repositories from './plugins/repositories.js'
+import revocation from './plugins/revocation.js'
 import security from './plugins/security.js'
+import sessions from './plugins/sessions.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
 import usersRoutes from './routes/users/index.js'
@@ -33,6 +35,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(redis)
   await fastify.register(security)
   await fastify.register(repositories)
+  await fastify.register(revocation)
+  await fastify.register(sessions)
   await fastify.register(authentication)
   await fastify.register(adminBootstrap)
 

@@ -1,13 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
-import { build } from './helper.js'
+import { build, freshDatabaseUrl } from './helper.js'
 
 t.test('ADMIN_EMAIL/ADMIN_PASSWORD ensure a super_admin, idempotently', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'users-api-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const databaseUrl = `sqlite://${join(dir, 'app.db')}`
+  const databaseUrl = await freshDatabaseUrl(t, null, { shared: true })
   const env = { ADMIN_EMAIL: 'Root@Example.com', ADMIN_PASSWORD: 'first-password' }
 
   const login = async (app: Awaited<ReturnType<typeof build>>, password: string) =>

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import pg from 'pg'
 import { loadConfig } from '../src/config.js'
@@ -21,11 +24,17 @@ export function backends (): Array<{ name: string, url: string | null }> {
 let schemaCounter = 0
 
 /**
- * A fresh, empty database for one test: in-memory SQLite, or a new PostgreSQL schema
- * (dropped at teardown) so test files never share state.
+ * A fresh, empty database for one test: SQLite in memory (or in a temporary file, for
+ * several instances or restarts), or a new PostgreSQL schema; removed at teardown, so test
+ * files never share state.
  */
-async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null): Promise<string> {
-  if (postgresUrl === null) return 'sqlite://:memory:'
+export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null, options: { shared?: boolean } = {}): Promise<string> {
+  if (postgresUrl === null) {
+    if (options.shared !== true) return 'sqlite://:memory:'
+    const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    return `sqlite://${join(dir, 'app.db')}`
+  }
   const schema = `test_${process.pid}_${Date.now()}_${schemaCounter++}`
   const admin = new pg.Client({ connectionString: postgresUrl })
   await admin.connect()

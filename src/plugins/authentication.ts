@@ -11,8 +11,9 @@ export interface AuthenticatedUser {
   /** Current roles from the database, not the token's claim, so a removal takes effect at once. */
   roles: Role[]
   mfaEnabled: boolean
-  /** The access token's identifier, for revocation. */
+  /** The access token's identifier and expiry, for revocation. */
   jti: string
+  tokenExpiresAt: Date
 }
 
 declare module 'fastify' {
@@ -24,6 +25,11 @@ declare module 'fastify' {
     authenticate: onRequestAsyncHookHandler
     /** onRequest hook (after `authenticate`): spec 5.4 permission check. */
     requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => onRequestAsyncHookHandler
+    /**
+     * onRequest hook for `/:id` routes: the user `id` itself needs `selfPermission` (as the
+     * owner), anyone else `otherPermission`.
+     */
+    requireSelfOr: (otherPermission: Permission, selfPermission?: Permission) => onRequestAsyncHookHandler
     /** Throws `Authentication required` or `Permission denied. Requires: <permission>`. */
     authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => AuthenticatedUser
   }
@@ -32,7 +38,7 @@ declare module 'fastify' {
 const BEARER = 'Bearer '
 
 export default fp(async (fastify) => {
-  const { tokens, repositories } = fastify
+  const { tokens, repositories, revocations } = fastify
   fastify.decorateRequest('user', null)
 
   fastify.decorate('authenticate', async function authenticate (request: FastifyRequest) {
@@ -45,10 +51,11 @@ export default fp(async (fastify) => {
       if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.TOKEN_EXPIRED()
       throw new Errors.INVALID_TOKEN()
     }
+    if (revocations.isRevoked(claims.jti)) throw new Errors.INVALID_TOKEN()
     // A deleted user's tokens stop working with the account.
     const principal = await repositories.users.findPrincipal(claims.sub)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
-    request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti }
+    request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti, tokenExpiresAt: new Date(claims.exp * 1000) }
   })
 
   function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): AuthenticatedUser {
@@ -63,4 +70,11 @@ export default fp(async (fastify) => {
     async function requirePermission (request: FastifyRequest) {
       authorize(request, permission, ownerOf?.(request))
     })
-}, { name: 'authentication', dependencies: ['security', 'repositories'] })
+
+  fastify.decorate('requireSelfOr', (otherPermission: Permission, selfPermission: Permission = 'read') =>
+    async function requireSelfOr (request: FastifyRequest) {
+      const { id } = request.params as { id: string }
+      if (request.user?.id === id) authorize(request, selfPermission, id)
+      else authorize(request, otherPermission)
+    })
+}, { name: 'authentication', dependencies: ['security', 'repositories', 'revocation'] })

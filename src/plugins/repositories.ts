@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import { CursorCodec } from '../collection/cursor.js'
-import { RefreshTokensRepository } from '../store/refresh-tokens.js'
+import { RevocationsRepository } from '../store/revocations.js'
+import { SessionsRepository } from '../store/sessions.js'
+import { SignInFailuresRepository } from '../store/sign-in-failures.js'
 import { UsersRepository } from '../store/users.js'
 
 declare module 'fastify' {
@@ -8,7 +10,9 @@ declare module 'fastify' {
     /** The data layer: the only code that builds SQL. */
     repositories: {
       users: UsersRepository
-      refreshTokens: RefreshTokensRepository
+      sessions: SessionsRepository
+      revocations: RevocationsRepository
+      signInFailures: SignInFailuresRepository
     }
     /** Signs and checks collection cursors. */
     cursors: CursorCodec
@@ -21,6 +25,8 @@ export default fp(async (fastify) => {
   fastify.decorate('cursors', cursors)
   fastify.decorate('repositories', {
     users: new UsersRepository(db, cursors),
-    refreshTokens: new RefreshTokensRepository(db)
+    sessions: new SessionsRepository(db, cursors),
+    revocations: new RevocationsRepository(db),
+    signInFailures: new SignInFailuresRepository(db)
   })
 }, { name: 'repositories', dependencies: ['database'] })

@@ -52,3 +52,11 @@ export function hasPermission (principal: Principal, permission: Permission, own
   return false
 }
 
+
+/**
+ * CONTRACT section 6: a role may be granted (or taken away) only by someone holding every
+ * permission it carries. Returns the first permission the granter lacks, or null.
+ */
+export function missingToGrant (granter: Principal, role: Role): Permission | null {
+  return permissionsOf([role]).find((permission) => !hasPermission(granter, permission)) ?? null
+}

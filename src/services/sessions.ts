@@ -1,29 +1,119 @@
 import type { Device, TokenPair } from '../../schemas/auth.js'
-import type { Role } from '../../schemas/rbac.js'
-import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService } from '../security/tokens.js'
-import { uuidv7 } from '../store/ids.js'
-import type { RefreshTokensRepository } from '../store/refresh-tokens.js'
+import type { Config } from '../config.js'
+import { Errors } from '../errors.js'
+import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
+import type { LivenessCutoffs, SessionsRepository } from '../store/sessions.js'
+import type { UsersRepository } from '../store/users.js'
 
-export interface SessionDependencies {
+export interface SessionServiceDependencies {
   tokens: TokenService
-  refreshTokens: RefreshTokensRepository
+  sessions: SessionsRepository
+  users: UsersRepository
+  revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
+  policy: Config['session']
+  now?: () => number
 }
 
-/** Opens a session (a new refresh-token family) and answers its first token pair. */
-export async function startSession (
-  { tokens, refreshTokens }: SessionDependencies,
-  user: { id: string, roles: Role[] },
-  device: Device | undefined
-): Promise<TokenPair> {
-  const deviceInfo = device === undefined ? {} : { ...device }
-  const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] })
-  const refresh = tokens.issueRefreshToken(user.id, deviceInfo)
-  await refreshTokens.insert({ userId: user.id, sessionId: uuidv7(), issued: refresh, device: deviceInfo })
-  return {
-    access_token: access.token,
-    refresh_token: refresh.token,
-    token_type: 'Bearer',
-    expires_in: ACCESS_TOKEN_TTL_S,
-    refresh_expires_in: REFRESH_TOKEN_TTL_S
+/** Sign-in sessions (CONTRACT section 3): opening, rotating, timing out, ending. */
+export class SessionService {
+  readonly #deps: SessionServiceDependencies
+  readonly #now: () => number
+
+  constructor (deps: SessionServiceDependencies) {
+    this.#deps = deps
+    this.#now = deps.now ?? Date.now
+  }
+
+  cutoffs (): LivenessCutoffs {
+    const now = this.#now()
+    return {
+      idleBefore: new Date(now - this.#deps.policy.idleTimeoutS * 1000).toISOString(),
+      createdBefore: new Date(now - this.#deps.policy.absoluteTimeoutS * 1000).toISOString()
+    }
+  }
+
+  /** Opens a session and answers its first pair; beyond the concurrency limit the oldest ends. */
+  async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
+    const { sessions, policy } = this.#deps
+    const now = new Date(this.#now()).toISOString()
+    const deviceInfo = device === undefined ? {} : { ...device }
+    const sessionId = await sessions.create(user.id, deviceInfo, now)
+    const live = await sessions.liveIds(user.id, this.cutoffs())
+    const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
+    await sessions.revoke(excess, 'concurrency_limit', now)
+    return await this.#issue(user, sessionId, deviceInfo, now)
+  }
+
+  /**
+   * Rotates: the presented token is spent, a new pair is issued in the same session.
+   * `receivedAt` (when the request arrived, in ms) tells a replay from a race: a request
+   * that arrived before the token was spent ran concurrently with the one that spent it.
+   */
+  async refresh (refreshToken: string, receivedAt: number): Promise<TokenPair> {
+    const { tokens, sessions, users } = this.#deps
+    let claims
+    try {
+      claims = tokens.verify(refreshToken, 'refresh')
+    } catch (error) {
+      if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.SESSION_EXPIRED()
+      throw new Errors.INVALID_TOKEN()
+    }
+    const presented = await sessions.findByTokenHash(hashToken(refreshToken))
+    if (presented === undefined || presented.userId !== claims.sub) throw new Errors.INVALID_TOKEN()
+    const now = new Date(this.#now()).toISOString()
+    if (presented.sessionRevokedAt !== null) {
+      throw presented.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
+    }
+    const { idleBefore, createdBefore } = this.cutoffs()
+    if (presented.sessionLastUsedAt < idleBefore || presented.sessionCreatedAt < createdBefore) {
+      await sessions.revoke([presented.sessionId], 'expired', now)
+      throw new Errors.SESSION_EXPIRED()
+    }
+    if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
+      const principal = await users.findPrincipal(presented.userId)
+      if (principal === undefined) throw new Errors.INVALID_TOKEN()
+      await sessions.touch(presented.sessionId, now)
+      return await this.#issue(principal, presented.sessionId, claims.device, now)
+    }
+    // Spent already. Sent again after it was spent: stolen or replayed, so the whole
+    // session ends. Sent while it was being spent (two tabs refreshing at once): the loser
+    // of that race is refused, but the session lives on, so a client racing itself is not
+    // logged out.
+    const spentAt = presented.spentAt ?? (await sessions.findByTokenHash(hashToken(refreshToken)))?.spentAt ?? now
+    if (receivedAt > Date.parse(spentAt)) await sessions.revoke([presented.sessionId], 'reuse', now)
+    throw new Errors.TOKEN_REUSED()
+  }
+
+  /** Revokes the access token and ends its session (or the given refresh token's). */
+  async logout (caller: { id: string, jti: string, tokenExpiresAt: Date }, refreshToken?: string): Promise<void> {
+    const { sessions, revokeAccessToken } = this.#deps
+    await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
+    const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
+    const sessionId = presented?.userId === caller.id
+      ? presented.sessionId
+      : await sessions.sessionOfAccessToken(caller.id, caller.jti)
+    if (sessionId !== undefined) await sessions.revoke([sessionId], 'logout', new Date(this.#now()).toISOString())
+  }
+
+  /** Ends one of the caller's own sessions; false when it is not one of theirs or already over. */
+  async end (userId: string, sessionId: string): Promise<boolean> {
+    const { sessions } = this.#deps
+    if (!await sessions.isLive(userId, sessionId, this.cutoffs())) return false
+    await sessions.revoke([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
+    return true
+  }
+
+  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {
+    const { tokens, sessions } = this.#deps
+    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] })
+    const refresh = tokens.issueRefreshToken(user.id, device)
+    await sessions.addToken(sessionId, user.id, refresh, access.jti, device, now)
+    return {
+      access_token: access.token,
+      refresh_token: refresh.token,
+      token_type: 'Bearer',
+      expires_in: ACCESS_TOKEN_TTL_S,
+      refresh_expires_in: REFRESH_TOKEN_TTL_S
+    }
   }
 }

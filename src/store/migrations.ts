@@ -44,15 +44,65 @@ function migrations (dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('refresh_tokens_user_id').on('refresh_tokens').column('user_id').execute()
         await db.schema.createIndex('refresh_tokens_session_id').on('refresh_tokens').column('session_id').execute()
       }
+    },
+    '0002_sessions_revocations_sign_in_failures': {
+      async up (db: Kysely<any>) {
+        await db.schema.createTable('sessions')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('user_id', 'text', (column) => column.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('device', 'text', (column) => column.notNull())
+          .addColumn('created_at', timestamp, (column) => column.notNull())
+          .addColumn('last_used_at', timestamp, (column) => column.notNull())
+          .addColumn('revoked_at', timestamp)
+          .addColumn('revoked_reason', 'text')
+          .execute()
+        await db.schema.createIndex('sessions_user_id_created_at').on('sessions').columns(['user_id', 'created_at', 'id']).execute()
+
+        // The access token issued with each refresh token, so logout finds its session.
+        await db.schema.alterTable('refresh_tokens').addColumn('access_jti', 'text').execute()
+        await db.schema.createIndex('refresh_tokens_access_jti').on('refresh_tokens').column('access_jti').execute()
+
+        await db.schema.createTable('revoked_tokens')
+          .addColumn('jti', 'text', (column) => column.primaryKey())
+          .addColumn('expires_at', timestamp, (column) => column.notNull())
+          .addColumn('created_at', timestamp, (column) => column.notNull())
+          .execute()
+        await db.schema.createIndex('revoked_tokens_created_at').on('revoked_tokens').column('created_at').execute()
+        await db.schema.createIndex('revoked_tokens_expires_at').on('revoked_tokens').column('expires_at').execute()
+
+        await db.schema.createTable('sign_in_failures')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('user_id', 'text', (column) => column.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('ip', 'text', (column) => column.notNull())
+          .addColumn('created_at', timestamp, (column) => column.notNull())
+          .execute()
+        await db.schema.createIndex('sign_in_failures_user_id_created_at').on('sign_in_failures').columns(['user_id', 'created_at']).execute()
+
+        await db.schema.createTable('lockouts')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('user_id', 'text', (column) => column.notNull().references('users.id').onDelete('cascade'))
+          // null: the account is locked for every address.
+          .addColumn('ip', 'text')
+          .addColumn('created_at', timestamp, (column) => column.notNull())
+          .addColumn('locked_until', timestamp, (column) => column.notNull())
+          .execute()
+        await db.schema.createIndex('lockouts_user_id_locked_until').on('lockouts').columns(['user_id', 'locked_until']).execute()
+      }
     }
   }
 }
 
 /** Brings the schema to the latest version; throws with the failing migration's error. */
 export async function migrateToLatest (db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+  // Kysely looks for its bookkeeping tables in every schema; name the one in use, so a
+  // database holding several copies of the service's tables (one per schema) works.
+  const schema = dialect === 'postgres'
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+    : undefined
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations(dialect) }
+    provider: { getMigrations: async () => migrations(dialect) },
+    ...(schema !== undefined && { migrationTableSchema: schema })
   })
   const { error, results = [] } = await migrator.migrateToLatest()
   if (error !== undefined) throw error instanceof Error ? error : new Error(String(error))

@@ -30,12 +30,50 @@ export interface RefreshTokensTable {
   expires_at: string
   spent_at: string | null
   revoked_at: string | null
+  access_jti: string | null
+}
+
+/** One sign-in: a refresh-token family with its device and activity. */
+export interface SessionsTable {
+  id: string
+  user_id: string
+  device: string
+  created_at: string
+  last_used_at: string
+  revoked_at: string | null
+  revoked_reason: string | null
+}
+
+/** Access-token identifiers refused until they expire (spec 5.2's blacklist). */
+export interface RevokedTokensTable {
+  jti: string
+  expires_at: string
+  created_at: string
+}
+
+export interface SignInFailuresTable {
+  id: string
+  user_id: string
+  ip: string
+  created_at: string
+}
+
+export interface LockoutsTable {
+  id: string
+  user_id: string
+  ip: string | null
+  created_at: string
+  locked_until: string
 }
 
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
   refresh_tokens: RefreshTokensTable
+  sessions: SessionsTable
+  revoked_tokens: RevokedTokensTable
+  sign_in_failures: SignInFailuresTable
+  lockouts: LockoutsTable
 }
 
 export type Db = Kysely<DatabaseSchema>

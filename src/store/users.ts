@@ -133,6 +133,11 @@ export class UsersRepository {
       .execute()
   }
 
+  /** Removes a role; removing one not held changes nothing. */
+  async removeRole (userId: string, role: Role): Promise<void> {
+    await this.db.deleteFrom('user_roles').where('user_id', '=', userId).where('role', '=', role).execute()
+  }
+
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
     let filtered = this.db.selectFrom('users')
     if (request.search !== undefined) {

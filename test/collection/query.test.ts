@@ -6,6 +6,7 @@ const cursors = new CursorCodec('cursor-test-secret-of-32-characters!')
 const options: CollectionOptions = {
   sortable: ['name', 'created_at'],
   selectable: ['name', 'email'],
+  searchIn: 'the name',
   defaultSort: [{ field: 'created_at', descending: false }]
 }
 

@@ -1,35 +1,75 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { LoginBodySchema, TokenPairSchema } from '../../../schemas/auth.js'
-import { DataEnvelope } from '../../../schemas/common.js'
+import {
+  LoginBodySchema,
+  LogoutBodySchema,
+  RefreshBodySchema,
+  SESSION_FIELDS,
+  SessionListItemSchema,
+  TokenPairSchema
+} from '../../../schemas/auth.js'
+import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
+import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { MeSchema } from '../../../schemas/user.js'
+import { collectionEnvelope } from '../../collection/envelope.js'
+import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
-import { startSession } from '../../services/sessions.js'
 
 const bearer = [{ bearerAuth: [] }]
 
-/** CONTRACT section 3: sign-in and the caller's own account. */
+/** CONTRACT section 3: sign-in, sessions and the caller's own account. */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { repositories, passwords, tokens } = fastify
+  const { repositories, passwords, sessions, signInGuard } = fastify
 
   fastify.post('/login', {
     schema: {
       tags: ['auth'],
       summary: 'Sign in with e-mail and password',
       body: LoginBodySchema,
-      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401) }
+      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => {
     const { email, password, device } = request.body
     const account = await repositories.users.findByEmail(email)
+    if (account !== undefined) await signInGuard.assertNotLocked(account.id, request.ip)
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
     const valid = account?.password_hash != null
       ? await passwords.verify(password, account.password_hash)
       : await passwords.verifyAgainstDummy(password)
-    const principal = valid && account !== undefined ? await repositories.users.findPrincipal(account.id) : undefined
+    if (account === undefined) throw new Errors.INVALID_CREDENTIALS()
+    if (!valid) {
+      await signInGuard.recordFailure(account.id, request.ip)
+      throw new Errors.INVALID_CREDENTIALS()
+    }
+    const principal = await repositories.users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    return { data: await startSession({ tokens, refreshTokens: repositories.refreshTokens }, principal, device) }
+    await signInGuard.recordSuccess(account.id, request.ip)
+    return { data: await sessions.start(principal, device) }
+  })
+
+  fastify.post('/refresh', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Exchange a refresh token for a new pair (the presented token is spent)',
+      body: RefreshBodySchema,
+      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401) }
+    }
+  }, async (request, reply) => ({ data: await sessions.refresh(request.body.refresh_token, Date.now() - reply.elapsedTime) }))
+
+  fastify.post('/logout', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      tags: ['auth'],
+      summary: 'Revoke the access token and end its session',
+      security: bearer,
+      body: LogoutBodySchema,
+      response: { 204: { type: 'null', description: 'Signed out' }, ...errorResponses({ body: true }, 401) }
+    }
+  }, async (request, reply) => {
+    const caller = fastify.authorize(request, 'read')
+    await sessions.logout(caller, request.body?.refresh_token)
+    return await reply.code(204).send()
   })
 
   fastify.get('/me', {
@@ -52,6 +92,39 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
         mfa_enabled: caller.mfaEnabled
       }
     }
+  })
+
+  fastify.get('/sessions', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      tags: ['auth'],
+      summary: 'The caller\'s live sessions',
+      security: bearer,
+      querystring: CollectionQuerySchema(SESSION_FIELDS),
+      response: { 200: CollectionEnvelope(SessionListItemSchema), ...errorResponses({}, 401) }
+    }
+  }, async (request) => {
+    const caller = fastify.authorize(request, 'read')
+    const collection = parseCollectionQuery(request.query, {
+      ...SESSION_FIELDS,
+      defaultSort: [{ field: 'created_at', descending: false }]
+    }, fastify.cursors)
+    return collectionEnvelope(await repositories.sessions.list(caller.id, sessions.cutoffs(), collection), collection.fields)
+  })
+
+  fastify.delete('/sessions/:id', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      tags: ['auth'],
+      summary: 'End one of the caller\'s sessions: its refresh tokens stop working',
+      security: bearer,
+      params: IdParamsSchema,
+      response: { 204: { type: 'null', description: 'Ended' }, ...errorResponses({ body: true }, 401, 404) }
+    }
+  }, async (request, reply) => {
+    const caller = fastify.authorize(request, 'read')
+    if (!await sessions.end(caller.id, request.params.id)) throw new Errors.NOT_FOUND('Session')
+    return await reply.code(204).send()
   })
 }
 

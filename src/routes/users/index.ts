@@ -17,6 +17,7 @@ import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
 import type { UserUpdate } from '../../store/users.js'
+import roles from './roles.js'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -25,13 +26,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { repositories, passwords, config } = fastify
   const accountDeps = { users: repositories.users, passwords, passwordPolicy: config.passwordPolicy }
   const byId = (request: FastifyRequest) => (request.params as { id: string }).id
+  await fastify.register(roles)
 
   /** CONTRACT section 7: oneself needs `write` (an owner's right), anyone else `manage_users`. */
-  async function selfOrManageUsers (request: FastifyRequest) {
-    const id = byId(request)
-    if (request.user?.id === id) fastify.authorize(request, 'write', id)
-    else fastify.authorize(request, 'manage_users')
-  }
+  const selfOrManageUsers = fastify.requireSelfOr('manage_users', 'write')
 
   /**
    * Turns a validated body into repository changes. Changing one's own password needs
@@ -61,7 +59,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const user = await repositories.users.update(id, update)
     if (user === undefined) throw new Errors.NOT_FOUND('User')
     // A new password ends every session; access tokens expire on their own within 15 minutes.
-    if (update.passwordHash !== undefined) await repositories.refreshTokens.revokeAllForUser(id)
+    if (update.passwordHash !== undefined) await repositories.sessions.revokeAllForUser(id, 'password_changed', new Date().toISOString())
     return { data: user }
   }
 

@@ -1,0 +1,86 @@
+import fp from 'fastify-plugin'
+import { RevocationList } from '../security/revocation-list.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Spec 5.2's blacklist of access-token identifiers. */
+    revocations: {
+      /** A memory lookup: no round trip on the request path. */
+      isRevoked: (jti: string) => boolean
+      revoke: (jti: string, expiresAt: Date) => Promise<void>
+    }
+  }
+}
+
+const CHANNEL = 'users-api:revocations'
+/** Every instance re-reads the database this often, so it learns of a revocation within a second. */
+const POLL_MS = 500
+/** Each poll re-reads this far back: covers clock skew between instances and late commits. */
+const OVERLAP_MS = 5000
+const PURGE_MS = 10 * 60 * 1000
+
+/**
+ * Revocations are written to the database (so they survive restarts of the service and of
+ * Redis) and kept in memory on every instance. Instances learn of each other's revocations
+ * by polling the database, and at once through Redis pub/sub when REDIS_URL is set.
+ */
+export default fp(async (fastify) => {
+  const repository = fastify.repositories.revocations
+  const list = new RevocationList()
+  let syncedFrom = new Date(0).toISOString()
+  let failing = false
+
+  async function sync (): Promise<void> {
+    const now = Date.now()
+    const rows = await repository.since(syncedFrom, new Date(now).toISOString())
+    for (const row of rows) list.add(row.jti, Date.parse(row.expires_at))
+    syncedFrom = new Date(now - OVERLAP_MS).toISOString()
+    list.prune(now)
+  }
+  const poll = () => {
+    sync().then(() => {
+      if (failing) fastify.log.info('revocation sync recovered')
+      failing = false
+    }, (error: unknown) => {
+      if (!failing) fastify.log.warn({ err: error }, 'revocation sync failed; retrying')
+      failing = true
+    })
+  }
+  await sync()
+  const pollTimer = setInterval(poll, POLL_MS).unref()
+  const purgeTimer = setInterval(() => {
+    repository.purgeExpired(new Date().toISOString()).catch(() => {})
+  }, PURGE_MS).unref()
+
+  const { redis } = fastify
+  const subscriber = redis?.duplicate() ?? null
+  if (subscriber !== null) {
+    subscriber.on('error', () => {}) // reported by the main client
+    subscriber.on('message', (_channel: string, message: string) => {
+      try {
+        const { jti, exp } = JSON.parse(message) as { jti: unknown, exp: unknown }
+        if (typeof jti === 'string' && typeof exp === 'number') list.add(jti, exp)
+      } catch {
+        // Not ours: ignore.
+      }
+    })
+    // (Re)subscribing happens on every (re)connection; the poll covers what was missed meanwhile.
+    subscriber.on('ready', () => { subscriber.subscribe(CHANNEL).catch(() => {}) })
+    subscriber.connect().catch(() => {})
+  }
+
+  fastify.decorate('revocations', {
+    isRevoked: (jti: string) => list.has(jti),
+    async revoke (jti: string, expiresAt: Date) {
+      await repository.add(jti, expiresAt.toISOString(), new Date().toISOString())
+      list.add(jti, expiresAt.getTime())
+      await redis?.publish(CHANNEL, JSON.stringify({ jti, exp: expiresAt.getTime() })).catch(() => {})
+    }
+  })
+
+  fastify.addHook('onClose', async () => {
+    clearInterval(pollTimer)
+    clearInterval(purgeTimer)
+    subscriber?.disconnect()
+  })
+}, { name: 'revocation', dependencies: ['repositories', 'redis'] })

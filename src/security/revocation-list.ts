@@ -1,0 +1,25 @@
+/**
+ * Revoked access-token identifiers held in memory, so checking one costs a map lookup
+ * rather than a round trip. Each entry is dropped once its token has expired anyway.
+ */
+export class RevocationList {
+  readonly #expiries = new Map<string, number>()
+
+  add (jti: string, expiresAtMs: number): void {
+    this.#expiries.set(jti, expiresAtMs)
+  }
+
+  has (jti: string): boolean {
+    return this.#expiries.has(jti)
+  }
+
+  prune (nowMs: number): void {
+    for (const [jti, expiresAt] of this.#expiries) {
+      if (expiresAt <= nowMs) this.#expiries.delete(jti)
+    }
+  }
+
+  get size (): number {
+    return this.#expiries.size
+  }
+}

@@ -1,0 +1,26 @@
+import type { Db } from './types.js'
+
+export interface RevokedToken { jti: string, expires_at: string }
+
+/** The durable list of revoked access-token identifiers (survives restarts). */
+export class RevocationsRepository {
+  constructor (private readonly db: Db) {}
+
+  async add (jti: string, expiresAt: string, now: string): Promise<void> {
+    await this.db.insertInto('revoked_tokens')
+      .values({ jti, expires_at: expiresAt, created_at: now })
+      .onConflict((conflict) => conflict.column('jti').doNothing())
+      .execute()
+  }
+
+  /** Entries revoked at or after `since` that have not expired by `now`. */
+  async since (since: string, now: string): Promise<RevokedToken[]> {
+    return await this.db.selectFrom('revoked_tokens').select(['jti', 'expires_at'])
+      .where('created_at', '>=', since).where('expires_at', '>', now).execute()
+  }
+
+  /** Entries outlive their token by nothing: an expired token fails verification anyway. */
+  async purgeExpired (now: string): Promise<void> {
+    await this.db.deleteFrom('revoked_tokens').where('expires_at', '<=', now).execute()
+  }
+}

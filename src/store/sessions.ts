@@ -1,0 +1,162 @@
+import type { CursorCodec } from '../collection/cursor.js'
+import type { CollectionRequest } from '../collection/query.js'
+import type { IssuedRefreshToken } from '../security/tokens.js'
+import { uuidv7 } from './ids.js'
+import { type CollectionResult, paginate } from './paginate.js'
+import type { Db } from './types.js'
+
+export interface SessionView {
+  id: string
+  device: Record<string, unknown>
+  created_at: string
+  last_used_at: string
+}
+
+/** A refresh token as found by its hash, with its session. */
+export interface PresentedRefreshToken {
+  jti: string
+  userId: string
+  sessionId: string
+  spentAt: string | null
+  tokenRevokedAt: string | null
+  sessionCreatedAt: string
+  sessionLastUsedAt: string
+  sessionRevokedAt: string | null
+  sessionRevokedReason: string | null
+}
+
+/** The instants before which a session counts as ended (CONTRACT section 3 timeouts). */
+export interface LivenessCutoffs {
+  /** Sessions last used before this have passed the idle timeout. */
+  idleBefore: string
+  /** Sessions created before this have passed the absolute timeout. */
+  createdBefore: string
+}
+
+export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed'
+
+function parseDevice (text: string): Record<string, unknown> {
+  const value: unknown = JSON.parse(text)
+  return typeof value === 'object' && value !== null ? value as Record<string, unknown> : {}
+}
+
+const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
+
+/**
+ * Sessions and their refresh-token families. Refresh tokens are kept only as SHA-256
+ * hashes; a token is spent by a conditional update, so of two concurrent refreshes with
+ * one token exactly one wins.
+ */
+export class SessionsRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
+    const id = uuidv7()
+    await this.db.insertInto('sessions').values({
+      id, user_id: userId, device: JSON.stringify(device), created_at: now, last_used_at: now, revoked_at: null, revoked_reason: null
+    }).execute()
+    return id
+  }
+
+  async addToken (sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<void> {
+    await this.db.insertInto('refresh_tokens').values({
+      jti: issued.jti,
+      session_id: sessionId,
+      user_id: userId,
+      token_hash: issued.token_hash,
+      device: JSON.stringify(device),
+      created_at: now,
+      expires_at: issued.expires_at.toISOString(),
+      spent_at: null,
+      revoked_at: null,
+      access_jti: accessJti
+    }).execute()
+  }
+
+  async findByTokenHash (tokenHash: string): Promise<PresentedRefreshToken | undefined> {
+    const row = await this.db.selectFrom('refresh_tokens')
+      .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+      .select([
+        'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
+        'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
+        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason'
+      ])
+      .where('refresh_tokens.token_hash', '=', tokenHash)
+      .executeTakeFirst()
+    if (row === undefined) return undefined
+    return {
+      jti: row.jti,
+      userId: row.user_id,
+      sessionId: row.session_id,
+      spentAt: row.spent_at,
+      tokenRevokedAt: row.token_revoked_at,
+      sessionCreatedAt: row.created_at,
+      sessionLastUsedAt: row.last_used_at,
+      sessionRevokedAt: row.session_revoked_at,
+      sessionRevokedReason: row.revoked_reason
+    }
+  }
+
+  /** Marks the token spent; false when another request spent (or revoked) it first. */
+  async spend (jti: string, now: string): Promise<boolean> {
+    const result = await this.db.updateTable('refresh_tokens')
+      .set({ spent_at: now })
+      .where('jti', '=', jti)
+      .where('spent_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    return result.numUpdatedRows > 0n
+  }
+
+  async touch (sessionId: string, now: string): Promise<void> {
+    await this.db.updateTable('sessions').set({ last_used_at: now }).where('id', '=', sessionId).execute()
+  }
+
+  /** Ends sessions and every refresh token in them. */
+  async revoke (sessionIds: string[], reason: RevocationReason, now: string): Promise<void> {
+    if (sessionIds.length === 0) return
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason })
+        .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
+      await trx.updateTable('refresh_tokens').set({ revoked_at: now })
+        .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
+    })
+  }
+
+  async revokeAllForUser (userId: string, reason: RevocationReason, now: string): Promise<void> {
+    const live = await this.db.selectFrom('sessions').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
+    await this.revoke(live.map((session) => session.id), reason, now)
+  }
+
+  /** The session that issued an access token, if it belongs to the user. */
+  async sessionOfAccessToken (userId: string, accessJti: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('refresh_tokens').select('session_id')
+      .where('access_jti', '=', accessJti).where('user_id', '=', userId).executeTakeFirst()
+    return row?.session_id
+  }
+
+  /** Live sessions of a user, oldest first. */
+  async liveIds (userId: string, cutoffs: LivenessCutoffs): Promise<string[]> {
+    const rows = await this.live(userId, cutoffs).select('id').orderBy('created_at').orderBy('id').execute()
+    return rows.map((row) => row.id)
+  }
+
+  async isLive (userId: string, sessionId: string, cutoffs: LivenessCutoffs): Promise<boolean> {
+    return await this.live(userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
+  }
+
+  async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
+    let filtered = this.live(userId, cutoffs)
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    const page = await paginate<Omit<SessionView, 'device'> & { device: string }>(filtered, SESSION_COLUMNS, request, this.cursors)
+    return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
+  }
+
+  private live (userId: string, { idleBefore, createdBefore }: LivenessCutoffs) {
+    return this.db.selectFrom('sessions')
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where('last_used_at', '>=', idleBefore)
+      .where('created_at', '>=', createdBefore)
+  }
+}

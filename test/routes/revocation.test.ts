@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { backends, build, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+
+const redisUrl = process.env.TEST_REDIS_URL
+const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
+
+function me (app: FastifyInstance, token: string) {
+  return app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))
+}
+
+/** Polls until the token is refused, returning how long that took (bounded by `limitMs`). */
+async function msUntilRefused (app: FastifyInstance, token: string, limitMs: number): Promise<number> {
+  const started = Date.now()
+  while (Date.now() - started < limitMs) {
+    if ((await me(app, token)).statusCode === 401) return Date.now() - started
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  return Infinity
+}
+
+for (const backend of backends()) {
+  t.test(`${backend.name}${redisUrl === undefined ? '' : ' + redis'}`, async (t) => {
+    t.test('a token revoked on one instance is refused by another within 1 second', async (t) => {
+      const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
+      const first = await build(t, { databaseUrl, env: redisEnv })
+      const second = await build(t, { databaseUrl, env: redisEnv })
+      const account = await createAccount(first)
+      t.equal((await me(second, account.token)).statusCode, 200, 'valid on both before')
+      t.equal((await first.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))).statusCode, 204)
+      const elapsed = await msUntilRefused(second, account.token, 2000)
+      t.ok(elapsed <= 1000, `refused by the other instance after ${elapsed} ms`)
+    })
+
+    t.test('a revoked token stays refused after a restart', async (t) => {
+      const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
+      const before = await build(t, { databaseUrl, env: redisEnv })
+      const account = await createAccount(before)
+      await before.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))
+      await before.close()
+      const after = await build(t, { databaseUrl, env: redisEnv })
+      const response = await me(after, account.token)
+      t.equal(response.statusCode, 401)
+      t.equal(response.json().error.code, 'INVALID_TOKEN')
+    })
+
+    t.test('revocation entries expire with their token', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const now = new Date().toISOString()
+      await app.repositories.revocations.add('expired-jti', new Date(Date.now() - 1000).toISOString(), now)
+      await app.repositories.revocations.add('live-jti', new Date(Date.now() + 60_000).toISOString(), now)
+      await app.repositories.revocations.purgeExpired(new Date().toISOString())
+      const left = await app.database.db.selectFrom('revoked_tokens').select('jti').execute()
+      t.same(left, [{ jti: 'live-jti' }])
+    })
+  })
+}

@@ -1,0 +1,154 @@
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+
+async function login (app: FastifyInstance, account: Account, device?: { id: string, name?: string }) {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password, device } })
+  if (response.statusCode !== 200) throw new Error(response.body)
+  return response.json().data as { access_token: string, refresh_token: string }
+}
+
+function refresh (app: FastifyInstance, token: string) {
+  return app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
+}
+
+for (const backend of backends()) {
+  t.test(backend.name, async (t) => {
+    t.test('refresh rotates: a new pair, the presented token spent', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const first = await login(app, account)
+      const rotated = await refresh(app, first.refresh_token)
+      t.equal(rotated.statusCode, 200)
+      const second = rotated.json().data
+      t.not(second.refresh_token, first.refresh_token)
+      t.not(second.access_token, first.access_token)
+      t.equal(second.token_type, 'Bearer')
+      t.equal((await app.inject(withToken(second.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 200)
+      t.equal((await refresh(app, second.refresh_token)).statusCode, 200, 'the new one rotates in turn')
+    })
+
+    t.test('reuse of a spent token revokes the whole session', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const first = await login(app, account)
+      const second = (await refresh(app, first.refresh_token)).json().data
+      const reused = await refresh(app, first.refresh_token)
+      t.equal(reused.statusCode, 401)
+      t.equal(reused.json().error.code, 'TOKEN_REUSED')
+      const descendant = await refresh(app, second.refresh_token)
+      t.equal(descendant.statusCode, 401, 'the token issued after the spent one dies with the session')
+      t.equal(descendant.json().error.code, 'TOKEN_REUSED')
+      const other = await login(app, account)
+      t.equal((await refresh(app, other.refresh_token)).statusCode, 200, 'other sessions are untouched')
+    })
+
+    t.test('concurrent refreshes with one token: one pair, one TOKEN_REUSED, the session survives', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { refresh_token: token } = await login(app, account)
+      const results = await Promise.all([refresh(app, token), refresh(app, token), refresh(app, token)])
+      const winners = results.filter((response) => response.statusCode === 200)
+      t.equal(winners.length, 1, 'never two pairs')
+      for (const loser of results.filter((response) => response.statusCode !== 200)) {
+        t.equal(loser.statusCode, 401)
+        t.equal(loser.json().error.code, 'TOKEN_REUSED')
+      }
+      t.equal((await refresh(app, winners[0]?.json().data.refresh_token)).statusCode, 200, 'a client racing itself stays signed in')
+    })
+
+    t.test('refresh refuses what is not a live refresh token', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const pair = await login(app, account)
+      for (const [label, token] of [['an access token', pair.access_token], ['garbage', 'x.y.z']] as const) {
+        const response = await refresh(app, token)
+        t.equal(response.statusCode, 401, label)
+        t.equal(response.json().error.code, 'INVALID_TOKEN', label)
+      }
+    })
+
+    t.test('the roles claim is refreshed at the next refresh', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const pair = await login(app, account)
+      await app.repositories.users.addRole(account.id, 'moderator')
+      const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
+      t.same(claims(pair.access_token).roles, ['user'])
+      const rotated = (await refresh(app, pair.refresh_token)).json().data
+      t.same(claims(rotated.access_token).roles.sort(), ['moderator', 'user'])
+    })
+
+    t.test('idle and absolute timeouts end the session', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const idle = await login(app, account)
+      const old = new Date(Date.now() - 1801 * 1000).toISOString()
+      await app.database.db.updateTable('sessions').set({ last_used_at: old }).where('user_id', '=', account.id).execute()
+      const expired = await refresh(app, idle.refresh_token)
+      t.equal(expired.statusCode, 401)
+      t.equal(expired.json().error.code, 'SESSION_EXPIRED')
+
+      const absolute = await login(app, account)
+      const ancient = new Date(Date.now() - 28801 * 1000).toISOString()
+      const session = await app.database.db.selectFrom('sessions').select('id').where('user_id', '=', account.id)
+        .where('revoked_at', 'is', null).orderBy('created_at', 'desc').executeTakeFirstOrThrow()
+      await app.database.db.updateTable('sessions').set({ created_at: ancient }).where('id', '=', session.id).execute()
+      t.equal((await refresh(app, absolute.refresh_token)).json().error.code, 'SESSION_EXPIRED')
+      t.equal((await refresh(app, absolute.refresh_token)).statusCode, 401, 'and stays ended')
+    })
+
+    t.test('a sign-in beyond SESSION_MAX_CONCURRENT ends the oldest session', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url, env: { SESSION_MAX_CONCURRENT: '2' } })
+      const account = await createAccount(app) // the helper's own sign-in is session 1
+      const second = await login(app, account, { id: 'phone' })
+      const third = await login(app, account, { id: 'laptop' })
+      const list = await app.inject(withToken(third.access_token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      t.equal(list.statusCode, 200)
+      t.same(list.json().data.map((session: { device: { id: string } }) => session.device.id), ['phone', 'laptop'])
+      t.equal(list.json().meta.total, 2)
+      t.equal((await refresh(app, second.refresh_token)).statusCode, 200)
+    })
+
+    t.test('GET and DELETE /auth/sessions', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const stranger = await createAccount(app)
+      const pair = await login(app, account, { id: 'tablet', name: 'Tablet' })
+      const listed = (await app.inject(withToken(pair.access_token, { method: 'GET', url: '/api/v1/auth/sessions?sort=-created_at' }))).json()
+      t.equal(listed.data.length, 2)
+      const [newest] = listed.data
+      t.same(Object.keys(newest).sort(), ['created_at', 'device', 'id', 'last_used_at'])
+      t.same(newest.device, { id: 'tablet', name: 'Tablet' })
+      t.notMatch(JSON.stringify(listed), /refresh_token|token_hash/)
+
+      const strangers = await app.inject(withToken(stranger.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${newest.id as string}` }))
+      t.equal(strangers.statusCode, 404, 'another user\'s session is not found')
+      const ended = await app.inject(withToken(account.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${newest.id as string}` }))
+      t.equal(ended.statusCode, 204)
+      t.equal((await refresh(app, pair.refresh_token)).statusCode, 401, 'its refresh tokens stop working')
+      const again = await app.inject(withToken(account.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${newest.id as string}` }))
+      t.equal(again.statusCode, 404)
+    })
+
+    t.test('logout revokes the access token and ends its session', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const pair = await login(app, account)
+      const out = await app.inject(withToken(pair.access_token, { method: 'POST', url: '/api/v1/auth/logout' }))
+      t.equal(out.statusCode, 204)
+      const after = await app.inject(withToken(pair.access_token, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.equal(after.statusCode, 401)
+      t.equal(after.json().error.code, 'INVALID_TOKEN')
+      t.equal((await refresh(app, pair.refresh_token)).statusCode, 401, 'the session is over')
+      t.equal((await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 200, 'other sessions live on')
+
+      const other = await login(app, account)
+      const byRefresh = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: other.refresh_token } }))
+      t.equal(byRefresh.statusCode, 204)
+      t.equal((await refresh(app, other.refresh_token)).statusCode, 401, 'the given refresh token\'s session ends')
+      const row = await app.database.db.selectFrom('revoked_tokens').select(['jti', 'expires_at']).execute()
+      t.equal(row.length, 2, 'both access tokens are on the revocation list')
+    })
+  })
+}
