@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { ListItem } from './collection.js'
 import { EmailSchema } from './user.js'
 
 export const DeviceSchema = Type.Object({
@@ -49,7 +50,4 @@ export const SESSION_FIELDS = {
   searchIn: null
 } as const
 
-export const SessionListItemSchema = Type.Composite([
-  Type.Pick(SessionSchema, ['id']),
-  Type.Partial(Type.Omit(SessionSchema, ['id']))
-], { title: 'SessionListItem' })
+export const SessionListItemSchema = ListItem(SessionSchema, 'SessionListItem')

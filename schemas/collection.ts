@@ -1,4 +1,4 @@
-import { Type, type TProperties, type TSchema } from '@sinclair/typebox'
+import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox'
 
 /** ISO 8601 date or date-time; checked for a real calendar instant in code. */
 const ISO_DATE_OR_DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$'
@@ -16,8 +16,8 @@ export interface CollectionFields {
  * Spec 4.3's collection parameters for one resource. The allow-lists are enforced in
  * `src/collection/query.ts` (so the error names the unknown field); here they document.
  */
-export function CollectionQuerySchema (fields: CollectionFields, extra: TProperties = {}) {
-  return Type.Object({
+export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
+  const properties = {
     page: Type.Optional(Type.Integer({ minimum: 1, description: 'Offset pagination page, 1-based (default 1)' })),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size' }),
     cursor: Type.Optional(Type.String({
@@ -34,15 +34,16 @@ export function CollectionQuerySchema (fields: CollectionFields, extra: TPropert
       pattern: '^[a-z_]+(,[a-z_]+)*$',
       description: `Comma-separated fields to return (id always included). Allowed: ${fields.selectable.join(', ')}`
     })),
-    ...(fields.searchIn !== null && {
-      search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: `Case-insensitive substring of ${fields.searchIn}` }))
-    }),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: `Case-insensitive substring of ${fields.searchIn ?? 'nothing'}` })),
     createdAfter: Type.Optional(Type.String({
       pattern: ISO_DATE_OR_DATE_TIME,
       description: 'Only records created strictly after this ISO 8601 date or date-time'
     })),
     ...extra
-  }, { additionalProperties: false })
+  }
+  // A resource without text to search does not take `search` (unknown parameters are refused).
+  if (fields.searchIn === null) delete (properties as Partial<typeof properties>).search
+  return Type.Object(properties, { additionalProperties: false })
 }
 
 export const OffsetMetaSchema = Type.Object({
@@ -63,4 +64,9 @@ export function CollectionEnvelope<T extends TSchema> (item: T) {
     data: Type.Array(item),
     meta: Type.Union([OffsetMetaSchema, CursorMetaSchema])
   })
+}
+
+/** A collection item: `fields` may leave out everything but `id`. */
+export function ListItem<T extends TProperties & { id: TSchema }> (resource: TObject<T>, title: string) {
+  return Type.Composite([Type.Pick(resource, ['id']), Type.Partial(Type.Omit(resource, ['id']))], { title })
 }

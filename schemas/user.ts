@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { ListItem } from './collection.js'
 import { IdSchema, TimestampSchema } from './common.js'
 import { PermissionSchema, RoleSchema } from './rbac.js'
 
@@ -22,11 +23,7 @@ export const USER_FIELDS = {
   searchIn: 'the name'
 } as const
 
-/** A list item: `fields` may leave out everything but `id`. */
-export const UserListItemSchema = Type.Composite([
-  Type.Pick(UserSchema, ['id']),
-  Type.Partial(Type.Omit(UserSchema, ['id']))
-], { title: 'UserListItem' })
+export const UserListItemSchema = ListItem(UserSchema, 'UserListItem')
 
 export const UserCreateBodySchema = Type.Object({
   email: EmailSchema,

@@ -1,16 +1,23 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Config } from './config.js'
 import adminBootstrap from './plugins/admin-bootstrap.js'
+import audit from './plugins/audit.js'
 import authentication from './plugins/authentication.js'
+import cors from './plugins/cors.js'
 import database from './plugins/database.js'
 import errorHandler from './plugins/error-handler.js'
+import rateLimit from './plugins/rate-limit.js'
 import redis from './plugins/redis.js'
 import repositories from './plugins/repositories.js'
 import revocation from './plugins/revocation.js'
 import security from './plugins/security.js'
+import securityHeaders from './plugins/security-headers.js'
 import sessions from './plugins/sessions.js'
+import zeroTrust from './plugins/zero-trust.js'
+import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
+import securityRoutes from './routes/security/index.js'
 import usersRoutes from './routes/users/index.js'
 
 declare module 'fastify' {
@@ -23,26 +30,36 @@ export interface AppOptions {
   config: Config
 }
 
-/** The application: infrastructure, then decorators, then routes (no listen). */
+/**
+ * The application: edge protections first (their hooks run on every request, errors and
+ * 404s included), then infrastructure, decorators and guards, then routes (no listen).
+ */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
   // Bodies are JSON or refused with 415 (CONTRACT section 2).
   fastify.removeContentTypeParser('text/plain')
 
-  await fastify.register(errorHandler)
+  await fastify.register(securityHeaders)
+  await fastify.register(cors)
   await fastify.register(database)
   await fastify.register(redis)
   await fastify.register(security)
   await fastify.register(repositories)
+  await fastify.register(audit)
+  await fastify.register(rateLimit)
+  await fastify.register(errorHandler)
   await fastify.register(revocation)
   await fastify.register(sessions)
   await fastify.register(authentication)
+  await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)
 
   await fastify.register(healthRoutes, { prefix: '/health' })
   await fastify.register(usersRoutes, { prefix: '/api/v1/users' })
   await fastify.register(authRoutes, { prefix: '/api/v1/auth' })
+  await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
+  await fastify.register(securityRoutes, { prefix: '/api/v1/security' })
 }
 
 export default app

@@ -1,8 +1,9 @@
 import AjvCompiler from '@fastify/ajv-compiler'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import app from './app.js'
 import type { Config } from './config.js'
+import { redact, redactUrl } from './security/redaction.js'
 
 /** CONTRACT section 8: the 10 KB body limit. */
 export const BODY_LIMIT_BYTES = 10_240
@@ -27,10 +28,24 @@ function buildValidator (externalSchemas: ExternalSchemas) {
 
 const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 
+/**
+ * Spec 5.9's request log: each request with method, URL, headers and client address, each
+ * response with status (Fastify adds the duration), secrets redacted (CONTRACT section 6).
+ */
+const serializers = {
+  req: (request: FastifyRequest) => ({
+    method: request.method,
+    url: redactUrl(request.url),
+    headers: redact(request.headers),
+    ip: request.ip
+  }),
+  res: (reply: Pick<FastifyReply, 'statusCode'>) => ({ statusCode: reply.statusCode })
+}
+
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
   const instance = Fastify({
-    logger: { level: config.logLevel },
+    logger: { level: config.logLevel, serializers },
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',

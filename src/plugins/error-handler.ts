@@ -79,9 +79,10 @@ export default fp(async (fastify) => {
     return await reply.code(status).headers(headers).send(envelope)
   })
 
-  fastify.setNotFoundHandler(async (request, reply) => {
+  // Unknown routes count against the general rate limit too.
+  fastify.setNotFoundHandler({ preHandler: fastify.rateLimit() }, async (request, reply) => {
     const path = request.url.split('?')[0]?.slice(0, 200) ?? ''
     const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
     return await reply.code(status).send(envelope)
   })
-}, { name: 'error-handler' })
+}, { name: 'error-handler', dependencies: ['rate-limit'] })

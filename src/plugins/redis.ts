@@ -24,6 +24,7 @@ export default fp(async (fastify) => {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
+    commandTimeout: 1000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000)
   })
   redis.on('error', (error) => fastify.log.warn({ err: error }, 'redis error'))

@@ -1,5 +1,7 @@
 import fp from 'fastify-plugin'
 import { CursorCodec } from '../collection/cursor.js'
+import { AuditLogsRepository } from '../store/audit-logs.js'
+import { DevicesRepository } from '../store/devices.js'
 import { RevocationsRepository } from '../store/revocations.js'
 import { SessionsRepository } from '../store/sessions.js'
 import { SignInFailuresRepository } from '../store/sign-in-failures.js'
@@ -13,6 +15,8 @@ declare module 'fastify' {
       sessions: SessionsRepository
       revocations: RevocationsRepository
       signInFailures: SignInFailuresRepository
+      auditLogs: AuditLogsRepository
+      devices: DevicesRepository
     }
     /** Signs and checks collection cursors. */
     cursors: CursorCodec
@@ -27,6 +31,8 @@ export default fp(async (fastify) => {
     users: new UsersRepository(db, cursors),
     sessions: new SessionsRepository(db, cursors),
     revocations: new RevocationsRepository(db),
-    signInFailures: new SignInFailuresRepository(db)
+    signInFailures: new SignInFailuresRepository(db),
+    auditLogs: new AuditLogsRepository(db, cursors),
+    devices: new DevicesRepository(db, cursors)
   })
 }, { name: 'repositories', dependencies: ['database'] })

@@ -49,7 +49,7 @@ export class SessionService {
    * `receivedAt` (when the request arrived, in ms) tells a replay from a race: a request
    * that arrived before the token was spent ran concurrently with the one that spent it.
    */
-  async refresh (refreshToken: string, receivedAt: number): Promise<TokenPair> {
+  async refresh (refreshToken: string, receivedAt: number): Promise<{ pair: TokenPair, userId: string }> {
     const { tokens, sessions, users } = this.#deps
     let claims
     try {
@@ -73,7 +73,7 @@ export class SessionService {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
       await sessions.touch(presented.sessionId, now)
-      return await this.#issue(principal, presented.sessionId, claims.device, now)
+      return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
     }
     // Spent already. Sent again after it was spent: stolen or replayed, so the whole
     // session ends. Sent while it was being spent (two tabs refreshing at once): the loser

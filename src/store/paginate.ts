@@ -28,7 +28,7 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
  * Runs one page of a collection: `filtered` is the resource's FROM with its filters applied;
  * `columns` are selected (they must include every sortable field, for the cursor).
  */
-export async function paginate<Row extends Record<string, unknown>> (
+export async function paginate<Row extends object> (
   filtered: SelectQueryBuilder<any, any, object>,
   columns: readonly string[],
   request: CollectionRequest,
@@ -55,7 +55,7 @@ export async function paginate<Row extends Record<string, unknown>> (
   const items = rows.slice(0, limit)
   const last = items.at(-1)
   const nextCursor = hasMore && last !== undefined
-    ? cursors.encode(request.fingerprint, request.sort.map((key) => last[key.field]))
+    ? cursors.encode(request.fingerprint, request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
     : null
   return { kind: 'cursor', items, nextCursor, hasMore }
 }

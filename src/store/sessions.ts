@@ -128,6 +128,14 @@ export class SessionsRepository {
     await this.revoke(live.map((session) => session.id), reason, now)
   }
 
+  /** Sessions of the user ended for refresh-token reuse after `since`. */
+  async reusesSince (userId: string, since: string): Promise<number> {
+    const row = await this.db.selectFrom('sessions').select((eb) => eb.fn.countAll().as('count'))
+      .where('user_id', '=', userId).where('revoked_reason', '=', 'reuse').where('revoked_at', '>', since)
+      .executeTakeFirstOrThrow()
+    return Number(row.count)
+  }
+
   /** The session that issued an access token, if it belongs to the user. */
   async sessionOfAccessToken (userId: string, accessJti: string): Promise<string | undefined> {
     const row = await this.db.selectFrom('refresh_tokens').select('session_id')

@@ -33,6 +33,13 @@ export class SignInFailuresRepository {
     await this.db.insertInto('lockouts').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now, locked_until: until }).execute()
   }
 
+  /** Lockouts of the account that began after `since`. */
+  async lockoutsSince (userId: string, since: string): Promise<number> {
+    const row = await this.db.selectFrom('lockouts').select((eb) => eb.fn.countAll().as('count'))
+      .where('user_id', '=', userId).where('created_at', '>', since).executeTakeFirstOrThrow()
+    return Number(row.count)
+  }
+
   /** The end of the lockout that applies to this address now, if any. */
   async lockedUntil (userId: string, address: string, now: string): Promise<string | undefined> {
     const row = await this.db.selectFrom('lockouts')

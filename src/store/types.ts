@@ -66,6 +66,27 @@ export interface LockoutsTable {
   locked_until: string
 }
 
+export interface AuditLogsTable {
+  id: string
+  event: string
+  actor_id: string | null
+  target_id: string | null
+  ip: string | null
+  user_agent: string | null
+  outcome: string
+  /** JSON text, redacted before it is written. */
+  details: string
+  created_at: string
+}
+
+export interface TrustedDevicesTable {
+  id: string
+  user_id: string
+  device_id: string
+  name: string
+  created_at: string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -74,6 +95,8 @@ export interface DatabaseSchema {
   revoked_tokens: RevokedTokensTable
   sign_in_failures: SignInFailuresTable
   lockouts: LockoutsTable
+  audit_logs: AuditLogsTable
+  trusted_devices: TrustedDevicesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import type { User } from '../../schemas/user.js'
 import type { CursorCodec } from '../collection/cursor.js'
@@ -7,6 +6,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
+import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
@@ -34,10 +34,6 @@ export interface UserUpdate {
 /** E-mail addresses are unique case-insensitively: stored and looked up in lower case. */
 export function normalizeEmail (email: string): string {
   return email.trim().toLowerCase()
-}
-
-function escapeLike (text: string): string {
-  return text.replace(/[\\%_]/g, (character) => `\\${character}`)
 }
 
 function toRoles (values: Array<string | null>): Role[] {
@@ -140,10 +136,7 @@ export class UsersRepository {
 
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
     let filtered = this.db.selectFrom('users')
-    if (request.search !== undefined) {
-      const pattern = `%${escapeLike(request.search.toLowerCase())}%`
-      filtered = filtered.where(sql<boolean>`lower(name) like ${pattern} escape '\\'`)
-    }
+    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
     return await paginate<User>(filtered, PUBLIC_COLUMNS, request, this.cursors)
   }

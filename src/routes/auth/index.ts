@@ -32,20 +32,36 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const { email, password, device } = request.body
     const account = await repositories.users.findByEmail(email)
-    if (account !== undefined) await signInGuard.assertNotLocked(account.id, request.ip)
+    const failed = (reason: string, userId: string | null = account?.id ?? null) => {
+      request.audit('auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { email, reason } })
+    }
+    if (account !== undefined) {
+      try {
+        await signInGuard.assertNotLocked(account.id, request.ip)
+      } catch (error) {
+        failed('locked')
+        throw error
+      }
+    }
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
     const valid = account?.password_hash != null
       ? await passwords.verify(password, account.password_hash)
       : await passwords.verifyAgainstDummy(password)
-    if (account === undefined) throw new Errors.INVALID_CREDENTIALS()
+    if (account === undefined) {
+      failed('unknown_email')
+      throw new Errors.INVALID_CREDENTIALS()
+    }
     if (!valid) {
+      failed('wrong_password')
       await signInGuard.recordFailure(account.id, request.ip)
       throw new Errors.INVALID_CREDENTIALS()
     }
     const principal = await repositories.users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await signInGuard.recordSuccess(account.id, request.ip)
-    return { data: await sessions.start(principal, device) }
+    const pair = await sessions.start(principal, device)
+    request.audit('auth.login', { outcome: 'success', actorId: account.id, targetId: account.id, details: { method: 'password', device } })
+    return { data: pair }
   })
 
   fastify.post('/refresh', {
@@ -55,7 +71,16 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       body: RefreshBodySchema,
       response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401) }
     }
-  }, async (request, reply) => ({ data: await sessions.refresh(request.body.refresh_token, Date.now() - reply.elapsedTime) }))
+  }, async (request, reply) => {
+    try {
+      const { pair, userId } = await sessions.refresh(request.body.refresh_token, Date.now() - reply.elapsedTime)
+      request.audit('auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
+      return { data: pair }
+    } catch (error) {
+      if (error instanceof Errors.TOKEN_REUSED) request.audit('auth.token_reused', { outcome: 'failure', details: {} })
+      throw error
+    }
+  })
 
   fastify.post('/logout', {
     onRequest: [fastify.authenticate],
@@ -69,6 +94,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const caller = fastify.authorize(request, 'read')
     await sessions.logout(caller, request.body?.refresh_token)
+    request.audit('auth.logout', { outcome: 'success', targetId: caller.id })
     return await reply.code(204).send()
   })
 

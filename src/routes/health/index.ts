@@ -7,10 +7,12 @@ import { Errors } from '../../errors.js'
 /** CONTRACT section 8: liveness and readiness (not versioned, never rate limited). */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', {
+    config: { rateLimit: false },
     schema: { tags: ['health'], summary: 'Liveness probe', response: { 200: HealthSchema } }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
+    config: { rateLimit: false },
     schema: {
       tags: ['health'],
       summary: 'Readiness: the database and, when configured, Redis answer',

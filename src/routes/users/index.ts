@@ -17,6 +17,7 @@ import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
 import type { UserUpdate } from '../../store/users.js'
+import devices from './devices.js'
 import roles from './roles.js'
 
 const bearer = [{ bearerAuth: [] }]
@@ -27,6 +28,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const accountDeps = { users: repositories.users, passwords, passwordPolicy: config.passwordPolicy }
   const byId = (request: FastifyRequest) => (request.params as { id: string }).id
   await fastify.register(roles)
+  await fastify.register(devices)
 
   /** CONTRACT section 7: oneself needs `write` (an owner's right), anyone else `manage_users`. */
   const selfOrManageUsers = fastify.requireSelfOr('manage_users', 'write')
@@ -60,6 +62,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     if (user === undefined) throw new Errors.NOT_FOUND('User')
     // A new password ends every session; access tokens expire on their own within 15 minutes.
     if (update.passwordHash !== undefined) await repositories.sessions.revokeAllForUser(id, 'password_changed', new Date().toISOString())
+    request.audit('user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
     return { data: user }
   }
 
@@ -89,6 +92,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const user = await createAccount(accountDeps, { ...request.body, roles: ['user'] })
+    request.audit('user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
     return await reply.code(201).header('location', `/api/v1/users/${user.id}`).send({ data: user })
   })
 
@@ -130,6 +134,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_users')],
+    config: { adminOperation: true },
     schema: {
       tags: ['users'],
       summary: 'Delete a user (idempotent: a missing user also answers 204)',
@@ -138,7 +143,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request, reply) => {
-    await repositories.users.delete(request.params.id)
+    const deleted = await repositories.users.delete(request.params.id)
+    request.audit('user.deleted', { outcome: 'success', targetId: request.params.id, details: { existed: deleted } })
     return await reply.code(204).send()
   })
 }

@@ -42,6 +42,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.put('/:id/roles/:role', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_roles')],
     preHandler: mayGrant,
+    config: { adminOperation: true },
     schema: {
       tags: ['roles'],
       summary: 'Assign a role',
@@ -53,12 +54,14 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     const { id, role } = request.params
     await assignment(id) // 404 before writing for a user that does not exist
     await users.addRole(id, role)
+    request.audit('role.assigned', { outcome: 'success', targetId: id, details: { role } })
     return await assignment(id)
   })
 
   fastify.delete('/:id/roles/:role', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_roles')],
     preHandler: mayGrant,
+    config: { adminOperation: true },
     schema: {
       tags: ['roles'],
       summary: 'Remove a role (harmless when not held)',
@@ -69,6 +72,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const { id, role } = request.params
     await users.removeRole(id, role)
+    request.audit('role.removed', { outcome: 'success', targetId: id, details: { role } })
     return await assignment(id)
   })
 }

@@ -1,0 +1,37 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ListItem } from './collection.js'
+import { IdSchema, TimestampSchema } from './common.js'
+
+/** CONTRACT section 6: the security events written to the audit log. */
+export const AUDIT_EVENTS = [
+  'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
+  'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
+  'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded'
+] as const
+export type AuditEvent = typeof AUDIT_EVENTS[number]
+
+export const AuditEntrySchema = Type.Object({
+  id: IdSchema,
+  event: Type.Unsafe<AuditEvent>(Type.String({ enum: [...AUDIT_EVENTS] })),
+  actor_id: Type.Union([Type.String(), Type.Null()]),
+  target_id: Type.Union([Type.String(), Type.Null()]),
+  ip: Type.Union([Type.String(), Type.Null()]),
+  user_agent: Type.Union([Type.String(), Type.Null()]),
+  outcome: Type.Union([Type.Literal('success'), Type.Literal('failure')]),
+  details: Type.Record(Type.String(), Type.Unknown(), { description: 'Event details, redacted' }),
+  created_at: TimestampSchema
+}, { title: 'AuditEntry' })
+export type AuditEntry = Static<typeof AuditEntrySchema>
+
+export const AUDIT_FIELDS = {
+  sortable: ['event', 'created_at'],
+  selectable: ['event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'],
+  searchIn: null
+} as const
+
+export const AuditListItemSchema = ListItem(AuditEntrySchema, 'AuditListItem')
+
+export const AuditFiltersSchema = {
+  event: Type.Optional(Type.Unsafe<AuditEvent>(Type.String({ enum: [...AUDIT_EVENTS] }))),
+  actor_id: Type.Optional(Type.String({ maxLength: 64 }))
+}

@@ -1,0 +1,47 @@
+import { Type } from '@sinclair/typebox'
+import { ListItem } from './collection.js'
+import { IdSchema, TimestampSchema } from './common.js'
+
+/** Spec 2.11: the input of `POST /api/v1/security/access-check`. */
+export const AccessCheckBodySchema = Type.Object({
+  device_id: Type.Optional(Type.String({ maxLength: 128 })),
+  user_agent: Type.Optional(Type.String({ maxLength: 512 })),
+  client_ip: Type.Optional(Type.String({ maxLength: 64 })),
+  user_id: Type.Optional(IdSchema),
+  location: Type.Optional(Type.String({ maxLength: 200 })),
+  timestamp: Type.Optional(Type.String({ format: 'date-time', description: 'Defaults to now; its UTC hour is what counts' }))
+}, { additionalProperties: false })
+
+const RiskFactorSchema = Type.Object({ trusted: Type.Boolean(), risk: Type.Integer(), reason: Type.String() })
+
+export const AccessDecisionSchema = Type.Object({
+  allowed: Type.Boolean(),
+  risk_score: Type.Integer(),
+  factors: Type.Array(RiskFactorSchema, { minItems: 4, maxItems: 4, description: 'device, network, behaviour, timing' })
+}, { title: 'AccessDecision' })
+
+/** CONTRACT section 6: a trusted device. */
+export const DeviceSchema = Type.Object({
+  id: IdSchema,
+  device_id: Type.String(),
+  name: Type.String(),
+  created_at: TimestampSchema
+}, { title: 'TrustedDevice' })
+
+export const DeviceBodySchema = Type.Object({
+  device_id: Type.String({ minLength: 1, maxLength: 128 }),
+  name: Type.String({ minLength: 1, maxLength: 100 })
+}, { additionalProperties: false })
+
+export const DEVICE_FIELDS = {
+  sortable: ['device_id', 'name', 'created_at'],
+  selectable: ['device_id', 'name', 'created_at'],
+  searchIn: 'the name'
+} as const
+
+export const DeviceListItemSchema = ListItem(DeviceSchema, 'TrustedDeviceListItem')
+
+export const DeviceParamsSchema = Type.Object({
+  id: IdSchema,
+  deviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The record id or the device_id' })
+}, { additionalProperties: false })

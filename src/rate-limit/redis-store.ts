@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import type { Clock, WindowState } from './sliding-window.js'
+
+/**
+ * The same sliding-window log in a Redis sorted set per key, in one atomic script, so every
+ * instance shares the counters. Returns { current, ttl } as the memory store does.
+ */
+const SLIDING_WINDOW = `
+local key, now, window, max, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local current = count + 1
+if count < max then
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, window)
+  count = count + 1
+  current = count
+end
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local ttl = window
+if oldest[2] then ttl = tonumber(oldest[2]) + window - now end
+return { current, ttl }
+`
+
+export class SlidingWindowRedisStore {
+  constructor (
+    private readonly redis: Redis,
+    private readonly onError: (error: Error) => void,
+    private readonly now: Clock = Date.now,
+    private readonly prefix = 'users-api:rate:'
+  ) {}
+
+  incr (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number): void {
+    const now = this.now()
+    const member = `${now}:${randomBytes(6).toString('base64url')}`
+    this.redis.eval(SLIDING_WINDOW, 1, this.prefix + key, now, windowMs, max, member).then((result) => {
+      const [current, ttl] = result as [number, number]
+      callback(null, { current, ttl })
+    }, (error: Error) => {
+      this.onError(error)
+      callback(error, { current: 0, ttl: windowMs })
+    })
+  }
+
+  child (): this {
+    return this
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * CONTRACT section 6 redaction: any key containing one of these words, in any case and at
+ * any depth (arrays included), has its value replaced. Used for audit entries and logs.
+ */
+const SENSITIVE_KEY = /password|token|secret|key|authorization|cookie/i
+export const REDACTED = '[REDACTED]'
+const MAX_DEPTH = 32
+
+export function isSensitiveKey (key: string): boolean {
+  return SENSITIVE_KEY.test(key)
+}
+
+/** A redacted deep copy; cycles and excessive depth are cut rather than followed. */
+export function redact (value: unknown): unknown {
+  return redactAt(value, new WeakSet(), 0)
+}
+
+function redactAt (value: unknown, seen: WeakSet<object>, depth: number): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  if (depth >= MAX_DEPTH) return '[Truncated]'
+  if (seen.has(value)) return '[Circular]'
+  seen.add(value)
+  let copy: unknown
+  if (Array.isArray(value)) {
+    copy = value.map((item) => redactAt(item, seen, depth + 1))
+  } else if (value instanceof Date) {
+    copy = value.toISOString()
+  } else {
+    const entries: Record<string, unknown> = {}
+    for (const [key, item] of Object.entries(value)) {
+      entries[key] = isSensitiveKey(key) ? REDACTED : redactAt(item, seen, depth + 1)
+    }
+    copy = entries
+  }
+  seen.delete(value)
+  return copy
+}
+
+/** The URL with the values of sensitive query parameters replaced. */
+export function redactUrl (url: string): string {
+  const query = url.indexOf('?')
+  if (query === -1) return url
+  const params = url.slice(query + 1).split('&').map((pair) => {
+    const equals = pair.indexOf('=')
+    const name = equals === -1 ? pair : pair.slice(0, equals)
+    let decoded = name
+    try {
+      decoded = decodeURIComponent(name)
+    } catch {
+      // A malformed name is checked as it stands.
+    }
+    return equals !== -1 && isSensitiveKey(decoded) ? `${name}=${REDACTED}` : pair
+  })
+  return `${url.slice(0, query)}?${params.join('&')}`
+}

@@ -1,0 +1,101 @@
+import { BlockList, isIP } from 'node:net'
+
+/** Spec 2.11: the input of an access check. */
+export interface AccessRequest {
+  device_id?: string
+  user_agent?: string
+  client_ip?: string
+  user_id?: string
+  location?: string
+  /** ISO 8601; defaults to now. */
+  timestamp?: string
+}
+
+export interface RiskFactor { trusted: boolean, risk: number, reason: string }
+
+export interface AccessDecision {
+  allowed: boolean
+  risk_score: number
+  /** Device, network, behaviour, timing: in that order. */
+  factors: [RiskFactor, RiskFactor, RiskFactor, RiskFactor]
+}
+
+/** Spec section 8: allowed only below this score (and with every factor trusted). */
+export const ALLOW_BELOW = 50
+
+function subnets (cidrs: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const cidr of cidrs) {
+    const [address = '', prefix] = cidr.split('/')
+    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
+    list.addSubnet(address, prefix === undefined ? (family === 'ipv6' ? 128 : 32) : Number(prefix), family)
+  }
+  return list
+}
+
+/** CONTRACT section 6: RFC 1918, IPv6 unique-local, loopback and link-local. */
+const PRIVATE = subnets([
+  '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16',
+  '127.0.0.0/8', '169.254.0.0/16',
+  'fc00::/7', '::1/128', 'fe80::/10'
+])
+
+/** IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4 address they carry. */
+function normalize (ip: string): { address: string, family: 'ipv4' | 'ipv6' } | null {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+  const address = mapped?.[1] ?? ip
+  const family = isIP(address)
+  if (family === 0) return null
+  return { address, family: family === 4 ? 'ipv4' : 'ipv6' }
+}
+
+export interface ZeroTrustContext {
+  /** A compiled TRUSTED_NETWORKS (see `trustedNetworks`). */
+  trustedNetworks: BlockList
+  /** Whether `device_id` is one of the user's trusted devices. */
+  deviceTrusted: boolean
+  /** What the anomaly detector found for the user. */
+  anomalies: number
+}
+
+export function trustedNetworks (cidrs: readonly string[]): BlockList {
+  return subnets(cidrs)
+}
+
+function deviceFactor (request: AccessRequest, trusted: boolean): RiskFactor {
+  if (request.device_id === undefined || request.device_id === '') return { trusted: false, risk: 30, reason: 'No device identifier' }
+  if (trusted) return { trusted: true, risk: 0, reason: 'Known trusted device' }
+  return { trusted: false, risk: 20, reason: 'Unknown device' }
+}
+
+function networkFactor (request: AccessRequest, trusted: BlockList): RiskFactor {
+  const ip = normalize(request.client_ip ?? '')
+  if (ip === null) return { trusted: false, risk: 40, reason: 'Invalid client IP address' }
+  if (trusted.check(ip.address, ip.family)) return { trusted: true, risk: 0, reason: 'Trusted network' }
+  if (PRIVATE.check(ip.address, ip.family)) return { trusted: true, risk: 5, reason: 'Private network' }
+  return { trusted: false, risk: 15, reason: 'Public network' }
+}
+
+function behaviourFactor (anomalies: number): RiskFactor {
+  if (anomalies <= 0) return { trusted: true, risk: 0, reason: 'No anomalies detected' }
+  return { trusted: false, risk: Math.min(10 * anomalies, 30), reason: `${anomalies} anomal${anomalies === 1 ? 'y' : 'ies'} detected` }
+}
+
+function timingFactor (timestamp: Date): RiskFactor {
+  const hour = timestamp.getUTCHours()
+  if (hour < 6 || hour > 22) return { trusted: true, risk: 10, reason: 'Access outside usual hours (UTC)' }
+  return { trusted: true, risk: 0, reason: 'Access during usual hours (UTC)' }
+}
+
+/** Spec 5.10: each factor by its table, in order; the score is their sum. */
+export function evaluateAccess (request: AccessRequest, context: ZeroTrustContext, now = new Date()): AccessDecision {
+  const timestamp = request.timestamp === undefined ? now : new Date(request.timestamp)
+  const factors: AccessDecision['factors'] = [
+    deviceFactor(request, context.deviceTrusted),
+    networkFactor(request, context.trustedNetworks),
+    behaviourFactor(context.anomalies),
+    timingFactor(timestamp)
+  ]
+  const riskScore = factors.reduce((sum, factor) => sum + factor.risk, 0)
+  return { allowed: riskScore < ALLOW_BELOW && factors.every((factor) => factor.trusted), risk_score: riskScore, factors }
+}

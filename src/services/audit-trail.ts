@@ -1,0 +1,81 @@
+import type { AuditEvent } from '../../schemas/audit.js'
+import { redact } from '../security/redaction.js'
+import { uuidv7 } from '../store/ids.js'
+import type { AuditLogsTable } from '../store/types.js'
+
+export interface AuditRecord {
+  event: AuditEvent
+  outcome: 'success' | 'failure'
+  actorId?: string | null
+  targetId?: string | null
+  ip?: string | null
+  userAgent?: string | null
+  details?: Record<string, unknown>
+}
+
+export interface AuditTrailOptions {
+  write: (rows: AuditLogsTable[]) => Promise<void>
+  onError: (error: unknown, pending: number) => void
+  /** Flush at least this often. */
+  flushIntervalMs?: number
+  /** Flush at once when this many are waiting. */
+  batchSize?: number
+  /** Beyond this many waiting (storage down for long), the oldest are dropped and reported. */
+  maxPending?: number
+}
+
+/**
+ * The audit table's writer. Recording is synchronous and cheap (redact, enqueue); rows are
+ * written in batches off the request path. A failed write keeps its rows for the next try,
+ * and `close()` writes everything still waiting.
+ */
+export class AuditTrail {
+  readonly #pending: AuditLogsTable[] = []
+  readonly #options: Required<AuditTrailOptions>
+  #flushing: Promise<void> | null = null
+  readonly #timer: NodeJS.Timeout
+
+  constructor (options: AuditTrailOptions) {
+    this.#options = { flushIntervalMs: 250, batchSize: 200, maxPending: 50_000, ...options }
+    this.#timer = setInterval(() => { void this.flush() }, this.#options.flushIntervalMs).unref()
+  }
+
+  record (entry: AuditRecord): void {
+    this.#pending.push({
+      id: uuidv7(),
+      event: entry.event,
+      actor_id: entry.actorId ?? null,
+      target_id: entry.targetId ?? null,
+      ip: entry.ip ?? null,
+      user_agent: entry.userAgent?.slice(0, 512) ?? null,
+      outcome: entry.outcome,
+      details: JSON.stringify(redact(entry.details ?? {})),
+      created_at: new Date().toISOString()
+    })
+    const overflow = this.#pending.length - this.#options.maxPending
+    if (overflow > 0) {
+      this.#pending.splice(0, overflow)
+      this.#options.onError(new Error(`audit backlog full: ${overflow} oldest entries dropped`), this.#pending.length)
+    }
+    if (this.#pending.length >= this.#options.batchSize) void this.flush()
+  }
+
+  /** Writes what is waiting; concurrent calls share one write. */
+  async flush (): Promise<void> {
+    if (this.#flushing !== null) return await this.#flushing
+    if (this.#pending.length === 0) return
+    const batch = this.#pending.splice(0, this.#pending.length)
+    this.#flushing = this.#options.write(batch).catch((error: unknown) => {
+      this.#pending.unshift(...batch)
+      this.#options.onError(error, this.#pending.length)
+    }).finally(() => { this.#flushing = null })
+    await this.#flushing
+  }
+
+  /** Stops the timer and writes everything still waiting (one retry if a write fails). */
+  async close (): Promise<void> {
+    clearInterval(this.#timer)
+    await this.flush()
+    await this.flush()
+  }
+}

@@ -1,0 +1,44 @@
+import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import type { CollectionRequest } from '../collection/query.js'
+import { type CollectionResult, paginate } from './paginate.js'
+import type { AuditLogsTable, Db } from './types.js'
+
+const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
+
+/** Rows inserted per statement: well under both dialects' bound-parameter limits. */
+const INSERT_CHUNK = 100
+
+export class AuditLogsRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  async insertMany (rows: AuditLogsTable[]): Promise<void> {
+    for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+      await this.db.insertInto('audit_logs').values(rows.slice(start, start + INSERT_CHUNK)).execute()
+    }
+  }
+
+  async list (request: CollectionRequest): Promise<CollectionResult<AuditEntry>> {
+    let filtered = this.db.selectFrom('audit_logs')
+    const { event, actor_id: actorId } = request.filters
+    if (event !== undefined) filtered = filtered.where('event', '=', event)
+    if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    const page = await paginate<AuditLogsTable>(filtered, COLUMNS, request, this.cursors)
+    return {
+      ...page,
+      items: page.items.map((row) => ({
+        ...row,
+        event: row.event as AuditEvent,
+        outcome: row.outcome === 'success' ? 'success' : 'failure',
+        details: JSON.parse(row.details) as Record<string, unknown>
+      }))
+    }
+  }
+
+  /** AUDIT_RETENTION_DAYS: removes entries created before `before`. */
+  async purgeBefore (before: string): Promise<number> {
+    const result = await this.db.deleteFrom('audit_logs').where('created_at', '<', before).executeTakeFirst()
+    return Number(result.numDeletedRows)
+  }
+}

@@ -1,0 +1,62 @@
+import type { CursorCodec } from '../collection/cursor.js'
+import type { CollectionRequest } from '../collection/query.js'
+import { Errors } from '../errors.js'
+import { isUniqueViolation } from './errors.js'
+import { uuidv7 } from './ids.js'
+import { type CollectionResult, paginate } from './paginate.js'
+import { containsIgnoringCase } from './search.js'
+import type { Db, TrustedDevicesTable } from './types.js'
+
+/** Spec 5.10 device policy: at most this many trusted devices per user. */
+export const MAX_DEVICES_PER_USER = 5
+
+export type Device = Omit<TrustedDevicesTable, 'user_id'>
+const COLUMNS = ['id', 'device_id', 'name', 'created_at'] as const
+
+export class DevicesRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  /**
+   * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction,
+   * and the unique (user, device) index refuses the same device twice.
+   */
+  async add (userId: string, deviceId: string, name: string): Promise<Device> {
+    const device = { id: uuidv7(), device_id: deviceId, name, created_at: new Date().toISOString() }
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        const { count } = await trx.selectFrom('trusted_devices').select((eb) => eb.fn.countAll().as('count'))
+          .where('user_id', '=', userId).executeTakeFirstOrThrow()
+        if (Number(count) >= MAX_DEVICES_PER_USER) {
+          throw new Errors.CONFLICT(`Device limit reached: at most ${MAX_DEVICES_PER_USER} trusted devices per user`)
+        }
+        await trx.insertInto('trusted_devices').values({ ...device, user_id: userId }).execute()
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new Errors.CONFLICT('Device already trusted')
+      throw error
+    }
+    return device
+  }
+
+  /** Removes by record id or device_id; false when there was none. */
+  async remove (userId: string, idOrDeviceId: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('trusted_devices')
+      .where('user_id', '=', userId)
+      .where((eb) => eb.or([eb('id', '=', idOrDeviceId), eb('device_id', '=', idOrDeviceId)]))
+      .executeTakeFirst()
+    return result.numDeletedRows > 0n
+  }
+
+  async isTrusted (userId: string, deviceId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('trusted_devices').select('id')
+      .where('user_id', '=', userId).where('device_id', '=', deviceId).executeTakeFirst()
+    return row !== undefined
+  }
+
+  async list (userId: string, request: CollectionRequest): Promise<CollectionResult<Device>> {
+    let filtered = this.db.selectFrom('trusted_devices').where('user_id', '=', userId)
+    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    return await paginate<Device>(filtered, COLUMNS, request, this.cursors)
+  }
+}
