@@ -32,7 +32,7 @@ const schemaController = { compilersFactory: { buildValidator } } as unknown as 
  * Spec 5.9's request log: each request with method, URL, headers and client address, each
  * response with status (Fastify adds the duration), secrets redacted (CONTRACT section 6).
  */
-const serializers = {
+export const logSerializers = {
   req: (request: FastifyRequest) => ({
     method: request.method,
     url: redactUrl(request.url),
@@ -45,7 +45,7 @@ const serializers = {
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
   const instance = Fastify({
-    logger: { level: config.logLevel, serializers },
+    logger: { level: config.logLevel, serializers: logSerializers },
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',

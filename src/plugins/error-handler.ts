@@ -79,10 +79,9 @@ export default fp(async (fastify) => {
     return await reply.code(status).headers(headers).send(envelope)
   })
 
-  // Unknown routes count against the general rate limit too.
-  fastify.setNotFoundHandler({ preHandler: fastify.rateLimit() }, async (request, reply) => {
+  fastify.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0]?.slice(0, 200) ?? ''
     const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
     return await reply.code(status).send(envelope)
   })
-}, { name: 'error-handler', dependencies: ['rate-limit'] })
+}, { name: 'error-handler' })

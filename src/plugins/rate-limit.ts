@@ -27,13 +27,6 @@ export default fp(async (fastify) => {
   const limits = fastify.config.rateLimit
   const { redis } = fastify
 
-  fastify.addHook('onRoute', (route) => {
-    const config = route.config ?? {}
-    if (config.rateLimit !== undefined) return
-    if (config.adminOperation === true) route.config = { ...config, rateLimit: { max: limits.adminMax, groupId: ':admin' } }
-    else if (route.url.startsWith(AUTH_PREFIX)) route.config = { ...config, rateLimit: { max: limits.authMax, groupId: ':auth' } }
-  })
-
   let warned = false
   const store = redis === null
     ? new SlidingWindowMemoryStore()
@@ -42,17 +35,33 @@ export default fp(async (fastify) => {
       warned = true
     })
 
+  // The plugin's own per-route hooks would run after the routes' authentication hooks, so
+  // unauthenticated floods would pass uncounted; its limiters are applied from one root
+  // hook instead, which runs first on every request, unknown routes included.
   await fastify.register(rateLimit, {
-    global: true,
+    global: false,
     max: limits.max,
     timeWindow: limits.windowMs,
-    keyGenerator: (request) => addressKey(request.ip),
     // The plugin constructs the store with `new`; a constructor returning an object yields it.
     store: function Store () { return store } as unknown as never,
-    skipOnError: true,
-    errorResponseBuilder: () => new Errors.RATE_LIMITED(),
-    onExceeded: (request) => {
-      request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: request.url } })
-    }
+    skipOnError: true
+  })
+  const tier = (max: number, group: string) =>
+    fastify.createRateLimit({ max, keyGenerator: (request) => `${addressKey(request.ip)}${group}` })
+  const tiers = { general: tier(limits.max, ''), auth: tier(limits.authMax, ':auth'), admin: tier(limits.adminMax, ':admin') }
+
+  fastify.addHook('onRequest', async (request, reply) => {
+    const { config } = request.routeOptions
+    if (config.rateLimit === false) return
+    const limiter = config.adminOperation === true ? tiers.admin : request.url.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
+    const result = await limiter(request)
+    if (result.isAllowed) return
+    reply.header('x-ratelimit-limit', result.max)
+    reply.header('x-ratelimit-remaining', result.remaining)
+    reply.header('x-ratelimit-reset', result.ttlInSeconds)
+    if (!result.isExceeded) return
+    reply.header('retry-after', result.ttlInSeconds)
+    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: request.url, limit: result.max } })
+    throw new Errors.RATE_LIMITED()
   })
 }, { name: 'rate-limit', dependencies: ['redis', 'audit'] })

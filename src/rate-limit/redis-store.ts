@@ -23,19 +23,27 @@ if oldest[2] then ttl = tonumber(oldest[2]) + window - now end
 return { current, ttl }
 `
 
+type SlidingWindowCommand = (key: string, now: number, windowMs: number, max: number, member: string) => Promise<[number, number]>
+
 export class SlidingWindowRedisStore {
+  readonly #command: SlidingWindowCommand
+
   constructor (
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly onError: (error: Error) => void,
     private readonly now: Clock = Date.now,
     private readonly prefix = 'users-api:rate:'
-  ) {}
+  ) {
+    // A defined command runs by EVALSHA: the script is sent once, not with every request.
+    if (!('usersApiSlidingWindow' in redis)) redis.defineCommand('usersApiSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW })
+    const command = (redis as unknown as { usersApiSlidingWindow: SlidingWindowCommand }).usersApiSlidingWindow
+    this.#command = command.bind(redis)
+  }
 
   incr (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number): void {
     const now = this.now()
     const member = `${now}:${randomBytes(6).toString('base64url')}`
-    this.redis.eval(SLIDING_WINDOW, 1, this.prefix + key, now, windowMs, max, member).then((result) => {
-      const [current, ttl] = result as [number, number]
+    this.#command(this.prefix + key, now, windowMs, max, member).then(([current, ttl]) => {
       callback(null, { current, ttl })
     }, (error: Error) => {
       this.onError(error)

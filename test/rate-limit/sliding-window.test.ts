@@ -1,0 +1,63 @@
+import { Redis } from 'ioredis'
+import t, { type Test } from 'tap'
+import { SlidingWindowRedisStore } from '../../src/rate-limit/redis-store.js'
+import { SlidingWindowMemoryStore, type WindowState } from '../../src/rate-limit/sliding-window.js'
+
+interface Store { incr: (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number) => void }
+
+function hit (store: Store, key: string, windowMs = 1000, max = 3): Promise<WindowState> {
+  return new Promise((resolve, reject) => store.incr(key, (error, state) => error === null ? resolve(state) : reject(error), windowMs, max))
+}
+
+/** The same behaviour for every store, under an injected clock. */
+async function slidingBehaviour (t: Test, makeStore: (clock: () => number) => Store, key: string) {
+  let now = 1_000_000
+  const store = makeStore(() => now)
+  t.same(await hit(store, key), { current: 1, ttl: 1000 })
+  now += 400
+  t.same(await hit(store, key), { current: 2, ttl: 600 })
+  now += 400
+  t.same(await hit(store, key), { current: 3, ttl: 200 }, 'the third of three is admitted')
+  t.same(await hit(store, key), { current: 4, ttl: 200 }, 'the fourth within the window is over')
+  now += 199
+  t.equal((await hit(store, key)).current, 4, '1 ms before the first hit slides out: still over')
+  now += 1
+  t.same(await hit(store, key), { current: 3, ttl: 400 }, 'the first hit slid out: one slot frees, no fixed-window reset')
+  t.equal((await hit(store, key)).current, 4, 'and only one')
+  now += 400
+  t.equal((await hit(store, key)).current, 3, 'the second slid out')
+  now += 5000
+  t.same(await hit(store, key), { current: 1, ttl: 1000 }, 'a quiet window starts afresh')
+  t.equal((await hit(store, `${key}:other`)).current, 1, 'keys are independent')
+}
+
+t.test('memory store slides', async (t) => {
+  await slidingBehaviour(t, (clock) => new SlidingWindowMemoryStore(clock), 'client')
+})
+
+t.test('refused requests are not logged: a flood costs no memory beyond max per key', async (t) => {
+  let now = 0
+  const store = new SlidingWindowMemoryStore(() => now)
+  for (let i = 0; i < 1000; i++) await hit(store, 'flood', 1000, 3)
+  now += 1000
+  t.equal((await hit(store, 'flood', 1000, 3)).current, 1, 'the flood left nothing behind once its admitted hits slid out')
+})
+
+const redisUrl = process.env.TEST_REDIS_URL
+if (redisUrl !== undefined && redisUrl !== '') {
+  t.test('Redis store slides the same way', async (t) => {
+    const redis = new Redis(redisUrl)
+    t.teardown(() => redis.disconnect())
+    const prefix = `users-api-test:${process.pid}:${Date.now()}:`
+    await slidingBehaviour(t, (clock) => new SlidingWindowRedisStore(redis, () => {}, clock, prefix), 'client')
+  })
+
+  t.test('Redis store reports an unreachable server instead of hanging', async (t) => {
+    const redis = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    redis.on('error', () => {})
+    t.teardown(() => redis.disconnect())
+    const errors: Error[] = []
+    await t.rejects(hit(new SlidingWindowRedisStore(redis, (error) => errors.push(error)), 'client'))
+    t.equal(errors.length, 1)
+  })
+}

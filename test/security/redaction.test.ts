@@ -1,0 +1,62 @@
+import fc from 'fast-check'
+import t from 'tap'
+import { REDACTED, redact, redactUrl } from '../../src/security/redaction.js'
+
+t.test('sensitive keys are redacted at any depth, in any case, arrays included', async (t) => {
+  const input = {
+    email: 'a@b.co',
+    Password: 'hunter2',
+    nested: { refresh_token: 'rt', deeper: [{ API_KEY: 'k', ok: 1 }, { clientSecret: 's' }] },
+    headers: { Authorization: 'Bearer x', cookie: 'sid=1', 'x-request-id': 'r' },
+    list: [[{ accessToken: 'a' }]]
+  }
+  t.same(redact(input), {
+    email: 'a@b.co',
+    Password: REDACTED,
+    nested: { refresh_token: REDACTED, deeper: [{ API_KEY: REDACTED, ok: 1 }, { clientSecret: REDACTED }] },
+    headers: { Authorization: REDACTED, cookie: REDACTED, 'x-request-id': 'r' },
+    list: [[{ accessToken: REDACTED }]]
+  })
+  t.equal(input.Password, 'hunter2', 'the input is not modified')
+})
+
+t.test('a sensitive key hides its whole value, objects included', async (t) => {
+  t.same(redact({ secret: { a: 1 }, tokens: ['a', 'b'] }), { secret: REDACTED, tokens: REDACTED })
+})
+
+t.test('cycles and excessive depth are cut, not followed', async (t) => {
+  const cyclic: Record<string, unknown> = { name: 'loop' }
+  cyclic.self = cyclic
+  t.same(redact(cyclic), { name: 'loop', self: '[Circular]' })
+  let deep: Record<string, unknown> = { password: 'p' }
+  for (let level = 0; level < 100; level++) deep = { next: deep }
+  t.notMatch(JSON.stringify(redact(deep)), /"p"/)
+})
+
+t.test('query parameters with sensitive names are redacted in URLs', async (t) => {
+  t.equal(redactUrl('/cb?code=abc&state=s&access_token=xyz'), `/cb?code=abc&state=s&access_token=${REDACTED}`)
+  t.equal(redactUrl('/path'), '/path')
+  t.equal(redactUrl('/x?Refresh%5FToken=1&b'), `/x?Refresh%5FToken=${REDACTED}&b`)
+  t.equal(redactUrl('/x?%zz=1'), '/x?%zz=1', 'malformed escapes do not throw')
+})
+
+t.test('fuzzed objects never leak a value stored under a sensitive key', async (t) => {
+  const sensitiveName = fc.tuple(
+    fc.constantFrom('password', 'TOKEN', 'Secret', 'key', 'authorization', 'Cookie'),
+    fc.string({ maxLength: 4 }),
+    fc.string({ maxLength: 4 })
+  ).map(([word, before, after]) => `${before}${word}${after}`)
+  const secret = fc.string({ minLength: 8, maxLength: 16 }).map((text) => `SECRET<${text}>`)
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.integer(),
+      fc.string({ maxLength: 8 }),
+      fc.array(tie('node'), { maxLength: 4 }),
+      fc.dictionary(fc.string({ maxLength: 8 }), tie('node'), { maxKeys: 4 }),
+      fc.tuple(sensitiveName, secret).map(([name, value]) => ({ [name]: value }))
+    )
+  })).node
+  fc.assert(fc.property(tree, (value) => !JSON.stringify(redact(value)).includes('SECRET<')), { numRuns: 500 })
+  t.pass('500 random trees')
+})
