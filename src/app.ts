@@ -6,6 +6,7 @@ import authentication from './plugins/authentication.js'
 import cors from './plugins/cors.js'
 import database from './plugins/database.js'
 import errorHandler from './plugins/error-handler.js'
+import mfa from './plugins/mfa.js'
 import rateLimit from './plugins/rate-limit.js'
 import redis from './plugins/redis.js'
 import repositories from './plugins/repositories.js'
@@ -51,6 +52,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(errorHandler)
   await fastify.register(revocation)
   await fastify.register(sessions)
+  await fastify.register(mfa)
   await fastify.register(authentication)
   await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)

@@ -216,7 +216,8 @@ export function loadConfig (source: Record<string, string | undefined> = process
     else warnings.push('CORS_ORIGINS is unset: every origin is allowed (refused with NODE_ENV=production)')
   }
 
-  const requiredRoles = list(env.MFA_REQUIRED_ROLES)
+  // `none`: no role must use MFA.
+  const requiredRoles = env.MFA_REQUIRED_ROLES.trim() === 'none' ? [] : list(env.MFA_REQUIRED_ROLES)
   const unknownRoles = requiredRoles.filter((role) => !(ROLES as readonly string[]).includes(role))
   if (unknownRoles.length > 0) problems.push(`MFA_REQUIRED_ROLES has unknown roles: ${unknownRoles.join(', ')} (known: ${ROLES.join(', ')})`)
 

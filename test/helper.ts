@@ -75,6 +75,9 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     RATE_LIMIT_MAX: '1000000',
     RATE_LIMIT_AUTH_MAX: '1000000',
     RATE_LIMIT_ADMIN_MAX: '1000000',
+    // Admin accounts in tests of other features are not enrolled in MFA; the MFA tests
+    // set the roles that must use it.
+    MFA_REQUIRED_ROLES: 'none',
     ...options.env
   })
   const app = createInstance(config)

@@ -17,6 +17,10 @@ export interface AuthenticatedUser {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Reachable by a user who must enrol MFA but has not yet (CONTRACT section 4). */
+    allowWithoutMfa?: boolean
+  }
   interface FastifyRequest {
     user: AuthenticatedUser | null
   }
@@ -39,6 +43,7 @@ const BEARER = 'Bearer '
 
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
+  const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
   fastify.decorateRequest('user', null)
 
   fastify.decorate('authenticate', async function authenticate (request: FastifyRequest) {
@@ -55,6 +60,10 @@ export default fp(async (fastify) => {
     // A deleted user's tokens stop working with the account.
     const principal = await repositories.users.findPrincipal(claims.sub)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    if (!principal.mfaEnabled && request.routeOptions.config.allowWithoutMfa !== true &&
+      principal.roles.some((role) => mfaRequiredRoles.has(role))) {
+      throw new Errors.MFA_ENROLLMENT_REQUIRED()
+    }
     request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti, tokenExpiresAt: new Date(claims.exp * 1000) }
   })
 

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { CursorCodec } from '../collection/cursor.js'
 import { AuditLogsRepository } from '../store/audit-logs.js'
 import { DevicesRepository } from '../store/devices.js'
+import { MfaRepository } from '../store/mfa.js'
 import { RevocationsRepository } from '../store/revocations.js'
 import { SessionsRepository } from '../store/sessions.js'
 import { SignInFailuresRepository } from '../store/sign-in-failures.js'
@@ -17,6 +18,7 @@ declare module 'fastify' {
       signInFailures: SignInFailuresRepository
       auditLogs: AuditLogsRepository
       devices: DevicesRepository
+      mfa: MfaRepository
     }
     /** Signs and checks collection cursors. */
     cursors: CursorCodec
@@ -33,6 +35,7 @@ export default fp(async (fastify) => {
     revocations: new RevocationsRepository(db),
     signInFailures: new SignInFailuresRepository(db),
     auditLogs: new AuditLogsRepository(db, cursors),
-    devices: new DevicesRepository(db, cursors)
+    devices: new DevicesRepository(db, cursors),
+    mfa: new MfaRepository(db)
   })
 }, { name: 'repositories', dependencies: ['database'] })

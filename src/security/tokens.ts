@@ -5,7 +5,10 @@ import { createSigner, createVerifier, TokenError } from 'fast-jwt'
 export const ACCESS_TOKEN_TTL_S = 15 * 60
 export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60
 
-export type TokenType = 'access' | 'refresh'
+/** CONTRACT section 4: the MFA challenge token lives 5 minutes. */
+export const MFA_TOKEN_TTL_S = 5 * 60
+
+export type TokenType = 'access' | 'refresh' | 'mfa'
 
 export interface AccessClaims {
   sub: string
@@ -23,6 +26,17 @@ export interface RefreshClaims {
   iat: number
   exp: number
   type: 'refresh'
+  device: Record<string, unknown>
+}
+
+/** Good only for `/auth/mfa/verify`: its type keeps it away from every other route. */
+export interface MfaClaims {
+  sub: string
+  jti: string
+  iat: number
+  exp: number
+  type: 'mfa'
+  /** The device given at sign-in, carried to the session the challenge opens. */
   device: Record<string, unknown>
 }
 
@@ -96,9 +110,18 @@ export class TokenService {
     return { token, jti, expires_at: new Date(exp * 1000), token_hash: hashToken(token) }
   }
 
+  /** CONTRACT section 4: the challenge answered by `/auth/mfa/verify`, single use. */
+  issueMfaToken (sub: string, device: Record<string, unknown> = {}): IssuedAccessToken {
+    const iat = Math.floor(this.#now() / 1000)
+    const jti = randomId(16)
+    const token = this.#sign({ sub, jti, iat, exp: iat + MFA_TOKEN_TTL_S, type: 'mfa', device })
+    return { token, jti, expiresAt: new Date((iat + MFA_TOKEN_TTL_S) * 1000) }
+  }
+
   verify (token: string, expectedType: 'access'): AccessClaims
   verify (token: string, expectedType: 'refresh'): RefreshClaims
-  verify (token: string, expectedType: TokenType = 'access'): AccessClaims | RefreshClaims {
+  verify (token: string, expectedType: 'mfa'): MfaClaims
+  verify (token: string, expectedType: TokenType = 'access'): AccessClaims | RefreshClaims | MfaClaims {
     let claims: Record<string, unknown>
     try {
       claims = this.#verify(token)
@@ -108,6 +131,6 @@ export class TokenService {
     }
     if (claims.type !== expectedType) throw new TokenVerificationError('type')
     if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw new TokenVerificationError('invalid')
-    return claims as unknown as AccessClaims | RefreshClaims
+    return claims as unknown as AccessClaims | RefreshClaims | MfaClaims
   }
 }

@@ -114,6 +114,22 @@ function migrations (dialect: Dialect): Record<string, Migration> {
           .addUniqueConstraint('trusted_devices_user_device', ['user_id', 'device_id'])
           .execute()
         await db.schema.createIndex('trusted_devices_user_id_created_at').on('trusted_devices').columns(['user_id', 'created_at', 'id']).execute()
+      }    },
+    '0004_mfa': {
+      async up (db: Kysely<any>) {
+        // Sealed (encrypted) TOTP secrets: the enabled one and one awaiting its first code.
+        await db.schema.alterTable('users').addColumn('totp_secret', 'text').execute()
+        await db.schema.alterTable('users').addColumn('totp_pending_secret', 'text').execute()
+        // The last accepted time step: codes of it or earlier are refused (replay).
+        await db.schema.alterTable('users').addColumn('totp_last_step', 'bigint').execute()
+
+        await db.schema.createTable('mfa_backup_codes')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('user_id', 'text', (column) => column.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('code_hash', 'text', (column) => column.notNull())
+          .addColumn('created_at', timestamp, (column) => column.notNull())
+          .execute()
+        await db.schema.createIndex('mfa_backup_codes_user_id').on('mfa_backup_codes').column('user_id').execute()
       }
     }
   }

@@ -13,6 +13,19 @@ export class RevocationsRepository {
       .execute()
   }
 
+  /**
+   * Adds the identifier unless it is there already: true for the one caller that added it,
+   * which makes single-use tokens (the MFA challenge) single use across instances.
+   */
+  async claim (jti: string, expiresAt: string, now: string): Promise<boolean> {
+    const inserted = await this.db.insertInto('revoked_tokens')
+      .values({ jti, expires_at: expiresAt, created_at: now })
+      .onConflict((conflict) => conflict.column('jti').doNothing())
+      .returning('jti')
+      .executeTakeFirst()
+    return inserted !== undefined
+  }
+
   /** Entries revoked at or after `since` that have not expired by `now`. */
   async since (since: string, now: string): Promise<RevokedToken[]> {
     return await this.db.selectFrom('revoked_tokens').select(['jti', 'expires_at'])

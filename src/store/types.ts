@@ -8,8 +8,19 @@ export interface UsersTable {
   /** null for accounts that sign in only through an external provider. */
   password_hash: string | null
   totp_enabled_at: string | null
+  totp_secret: string | null
+  totp_pending_secret: string | null
+  /** bigint: PostgreSQL hands it back as a string. */
+  totp_last_step: number | string | null
   created_at: string
   updated_at: string
+}
+
+export interface MfaBackupCodesTable {
+  id: string
+  user_id: string
+  code_hash: string
+  created_at: string
 }
 
 export interface UserRolesTable {
@@ -97,6 +108,7 @@ export interface DatabaseSchema {
   lockouts: LockoutsTable
   audit_logs: AuditLogsTable
   trusted_devices: TrustedDevicesTable
+  mfa_backup_codes: MfaBackupCodesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -10,24 +10,28 @@ import {
 import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
 import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
+import { SignInResultSchema } from '../../../schemas/mfa.js'
 import { MeSchema } from '../../../schemas/user.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
+import mfa from './mfa.js'
+import { completeSignIn } from './sign-in.js'
 
 const bearer = [{ bearerAuth: [] }]
 
 /** CONTRACT section 3: sign-in, sessions and the caller's own account. */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const { repositories, passwords, sessions, signInGuard } = fastify
+  await fastify.register(mfa, { prefix: '/mfa' })
 
   fastify.post('/login', {
     schema: {
       tags: ['auth'],
-      summary: 'Sign in with e-mail and password',
+      summary: 'Sign in with e-mail and password (answers an MFA challenge when the account has MFA on)',
       body: LoginBodySchema,
-      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: DataEnvelope(SignInResultSchema), ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => {
     const { email, password, device } = request.body
@@ -59,9 +63,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     const principal = await repositories.users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await signInGuard.recordSuccess(account.id, request.ip)
-    const pair = await sessions.start(principal, device)
-    request.audit('auth.login', { outcome: 'success', actorId: account.id, targetId: account.id, details: { method: 'password', device } })
-    return { data: pair }
+    return { data: await completeSignIn(fastify, request, principal, device, 'password') }
   })
 
   fastify.post('/refresh', {
@@ -84,6 +86,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/logout', {
     onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
       summary: 'Revoke the access token and end its session',
@@ -100,6 +103,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/me', {
     onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
       summary: 'The signed-in user with roles, permissions and MFA state',

@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+import { TokenPairSchema } from './auth.js'
+
+/** Spec 2.10's method identifiers. `backup_code` answers a challenge in their place. */
+export const MFA_METHODS = ['totp', 'sms', 'email', 'push'] as const
+export const MfaMethodSchema = Type.Unsafe<typeof MFA_METHODS[number]>(Type.String({ enum: [...MFA_METHODS], title: 'MfaMethod' }))
+
+export const CodeSchema = Type.String({ pattern: '^[0-9]{6}$', description: 'A 6-digit TOTP or backup code' })
+
+export const CodeBodySchema = Type.Object({ code: CodeSchema }, { additionalProperties: false })
+
+export const TotpSetupSchema = Type.Object({
+  secret: Type.String({ description: 'Base32 TOTP secret; shown only now' }),
+  otpauth_url: Type.String({ description: 'otpauth:// provisioning URI' }),
+  qr_code: Type.String({ pattern: '^data:image/png;base64,', description: 'The provisioning URI as a PNG QR code' })
+}, { title: 'TotpSetup' })
+
+export const BackupCodesSchema = Type.Object({
+  backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{6}$' }), { minItems: 10, maxItems: 10, description: 'Shown only now; each works once' })
+}, { title: 'BackupCodes' })
+
+/** CONTRACT section 3: what sign-in answers when the account has MFA on. */
+export const MfaChallengeSchema = Type.Object({
+  mfa_required: Type.Literal(true),
+  mfa_token: Type.String({ description: 'Good for 5 minutes, once, at /auth/mfa/verify' }),
+  methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code')]))
+}, { title: 'MfaChallenge' })
+
+export const SignInResultSchema = Type.Union([TokenPairSchema, MfaChallengeSchema], { title: 'SignInResult' })
+
+export const MfaVerifyBodySchema = Type.Object({
+  mfa_token: Type.String({ minLength: 1, maxLength: 4096 }),
+  code: CodeSchema
+}, { additionalProperties: false })

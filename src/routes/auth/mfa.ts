@@ -1,0 +1,125 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { TokenPairSchema } from '../../../schemas/auth.js'
+import { DataEnvelope } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/errors.js'
+import { BackupCodesSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupSchema } from '../../../schemas/mfa.js'
+import { Errors } from '../../errors.js'
+import { TokenVerificationError } from '../../security/tokens.js'
+
+const bearer = [{ bearerAuth: [] }]
+
+/** CONTRACT section 4: TOTP enrolment, backup codes, and completing an MFA sign-in. */
+const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { mfa: service, repositories, sessions, signInGuard, tokens, messageSender } = fastify
+
+  /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
+  async function notify (email: string, subject: string) {
+    await messageSender.send('email', email, subject, `${subject}. If this was not you, contact your administrator.`)
+      .catch((error: unknown) => fastify.log.warn({ err: error }, 'security notice not sent'))
+  }
+
+  fastify.post('/totp/setup', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      tags: ['mfa'],
+      summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code',
+      security: bearer,
+      response: { 200: DataEnvelope(TotpSetupSchema), ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request) => {
+    const caller = fastify.authorize(request, 'read')
+    const user = await repositories.users.findById(caller.id)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    return { data: await service.setup(user) }
+  })
+
+  fastify.post('/totp/enable', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      tags: ['mfa'],
+      summary: 'Finish enrolment with a first code; answers 10 single-use backup codes',
+      security: bearer,
+      body: CodeBodySchema,
+      response: { 200: DataEnvelope(BackupCodesSchema), ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request) => {
+    const caller = fastify.authorize(request, 'read')
+    const backupCodes = await service.enable(caller.id, request.body.code)
+    request.audit('mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    const user = await repositories.users.findById(caller.id)
+    if (user !== undefined) await notify(user.email, 'Two-factor authentication was enabled on your account')
+    return { data: { backup_codes: backupCodes } }
+  })
+
+  fastify.post('/backup-codes', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      tags: ['mfa'],
+      summary: 'A fresh set of 10 backup codes for a TOTP code; the old set stops working',
+      security: bearer,
+      body: CodeBodySchema,
+      response: { 200: DataEnvelope(BackupCodesSchema), ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request) => {
+    const caller = fastify.authorize(request, 'read')
+    return { data: { backup_codes: await service.regenerateBackupCodes(caller.id, request.body.code) } }
+  })
+
+  fastify.delete('/totp', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      tags: ['mfa'],
+      summary: 'Turn TOTP off (with a TOTP or backup code)',
+      security: bearer,
+      body: CodeBodySchema,
+      response: { 204: { type: 'null', description: 'Disabled' }, ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request, reply) => {
+    const caller = fastify.authorize(request, 'read')
+    await service.disable(caller.id, request.body.code)
+    request.audit('mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    const user = await repositories.users.findById(caller.id)
+    if (user !== undefined) await notify(user.email, 'Two-factor authentication was disabled on your account')
+    return await reply.code(204).send()
+  })
+
+  fastify.post('/verify', {
+    schema: {
+      tags: ['mfa'],
+      summary: 'Complete a sign-in with the challenge\'s mfa_token and a TOTP or backup code',
+      body: MfaVerifyBodySchema,
+      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401, 423) }
+    }
+  }, async (request) => {
+    let claims
+    try {
+      claims = tokens.verify(request.body.mfa_token, 'mfa')
+    } catch (error) {
+      if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.TOKEN_EXPIRED()
+      throw new Errors.INVALID_TOKEN()
+    }
+    const userId = claims.sub
+    await signInGuard.assertNotLocked(userId, request.ip)
+    const method = await service.verifyCode(userId, request.body.code)
+    if (method === null) {
+      // Wrong codes count toward the same lockout as wrong passwords.
+      await signInGuard.recordFailure(userId, request.ip)
+      request.audit('auth.mfa_failed', { outcome: 'failure', actorId: userId, targetId: userId })
+      throw new Errors.INVALID_MFA_CODE()
+    }
+    const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
+    if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
+    const principal = await repositories.users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    await signInGuard.recordSuccess(userId, request.ip)
+    const pair = await sessions.start(principal, claims.device as { id: string } | undefined)
+    request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
+    request.audit('auth.login', { outcome: 'success', actorId: userId, targetId: userId, details: { method: `mfa:${method}` } })
+    return { data: pair }
+  })
+}
+
+export default mfa

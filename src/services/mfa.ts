@@ -1,0 +1,108 @@
+import { hkdfSync } from 'node:crypto'
+import QRCode from 'qrcode'
+import { Errors } from '../errors.js'
+import { SecretBox } from '../security/secret-box.js'
+import { hashBackupCode, matchBackupCode, newBackupCodes, newTotpSecret, provisioningUri, verifyTotp } from '../security/totp.js'
+import type { MfaRepository } from '../store/mfa.js'
+
+export type MfaMethod = 'totp' | 'backup_code'
+
+export interface TotpSetup { secret: string, otpauth_url: string, qr_code: string }
+
+export interface MfaServiceOptions {
+  mfa: MfaRepository
+  /** The service secret (JWT_SECRET): TOTP secrets are sealed, backup codes keyed, under keys derived from it. */
+  secret: string
+  issuer: string
+  now?: () => number
+}
+
+/**
+ * TOTP enrolment, backup codes and code checks (CONTRACT section 4). TOTP secrets are
+ * stored sealed with AES-256-GCM; backup codes as keyed hashes; each accepted TOTP step is
+ * recorded so a code (the enabling one included) and older ones are refused afterwards.
+ */
+export class MfaService {
+  readonly #mfa: MfaRepository
+  readonly #box: SecretBox
+  readonly #backupKey: Buffer
+  readonly #issuer: string
+  readonly #now: () => number
+
+  constructor (options: MfaServiceOptions) {
+    this.#mfa = options.mfa
+    this.#box = new SecretBox(options.secret, 'totp-secret')
+    this.#backupKey = Buffer.from(hkdfSync('sha256', options.secret, 'users-api', 'backup-code', 32))
+    this.#issuer = options.issuer
+    this.#now = options.now ?? Date.now
+  }
+
+  /** A new secret awaiting its first code; refused while TOTP is on (the secret is never shown again). */
+  async setup (user: { id: string, email: string }): Promise<TotpSetup> {
+    const state = await this.#state(user.id)
+    if (state.enabledAt !== null) throw new Errors.CONFLICT('TOTP is already enabled; disable it first')
+    const secret = newTotpSecret()
+    await this.#mfa.setPendingSecret(user.id, this.#box.seal(secret))
+    const uri = provisioningUri(secret, user.email, this.#issuer)
+    return { secret, otpauth_url: uri, qr_code: await QRCode.toDataURL(uri, { type: 'image/png', errorCorrectionLevel: 'M' }) }
+  }
+
+  /** Turns TOTP on with a first good code; answers the first set of backup codes. */
+  async enable (userId: string, code: string): Promise<string[]> {
+    const state = await this.#state(userId)
+    if (state.enabledAt !== null) throw new Errors.CONFLICT('TOTP is already enabled')
+    const pending = state.pendingSecret === null ? null : this.#box.open(state.pendingSecret)
+    if (pending === null) throw new Errors.CONFLICT('No TOTP setup in progress: call /auth/mfa/totp/setup first')
+    await this.#acceptTotp(userId, pending, code, state.lastStep)
+    const codes = newBackupCodes()
+    await this.#mfa.enable(userId, state.pendingSecret ?? '', codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
+    return codes
+  }
+
+  /** A fresh set of backup codes for a good TOTP code; the old set stops working. */
+  async regenerateBackupCodes (userId: string, code: string): Promise<string[]> {
+    const { secret, lastStep } = await this.#enabled(userId)
+    await this.#acceptTotp(userId, secret, code, lastStep)
+    const codes = newBackupCodes()
+    await this.#mfa.replaceBackupCodes(userId, codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
+    return codes
+  }
+
+  /** Turns TOTP off for a good TOTP or backup code. */
+  async disable (userId: string, code: string): Promise<void> {
+    await this.#enabled(userId)
+    if (await this.verifyCode(userId, code) === null) throw new Errors.INVALID_MFA_CODE()
+    await this.#mfa.disable(userId)
+  }
+
+  /** Checks a sign-in code: a TOTP code, else a backup code (spent on use). Null when neither. */
+  async verifyCode (userId: string, code: string): Promise<MfaMethod | null> {
+    const state = await this.#state(userId)
+    const secret = state.secret === null ? null : this.#box.open(state.secret)
+    if (state.enabledAt === null || secret === null) return null
+    const step = verifyTotp(secret, code, this.#now(), state.lastStep)
+    if (step !== null) return await this.#mfa.acceptStep(userId, step) ? 'totp' : null
+    const stored = await this.#mfa.backupCodes(userId)
+    const index = matchBackupCode(stored.map((row) => row.code_hash), hashBackupCode(this.#backupKey, userId, code))
+    const match = stored[index]
+    return match !== undefined && await this.#mfa.consumeBackupCode(match.id) ? 'backup_code' : null
+  }
+
+  async #state (userId: string) {
+    const state = await this.#mfa.totpState(userId)
+    if (state === undefined) throw new Errors.NOT_FOUND('User')
+    return state
+  }
+
+  async #enabled (userId: string): Promise<{ secret: string, lastStep: number | null }> {
+    const state = await this.#state(userId)
+    const secret = state.secret === null ? null : this.#box.open(state.secret)
+    if (state.enabledAt === null || secret === null) throw new Errors.CONFLICT('TOTP is not enabled')
+    return { secret, lastStep: state.lastStep }
+  }
+
+  async #acceptTotp (userId: string, secret: string, code: string, lastStep: number | null): Promise<void> {
+    const step = verifyTotp(secret, code, this.#now(), lastStep)
+    if (step === null || !await this.#mfa.acceptStep(userId, step)) throw new Errors.INVALID_MFA_CODE()
+  }
+}

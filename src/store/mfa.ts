@@ -1,0 +1,85 @@
+import { uuidv7 } from './ids.js'
+import type { Db } from './types.js'
+
+export interface TotpState {
+  enabledAt: string | null
+  secret: string | null
+  pendingSecret: string | null
+  lastStep: number | null
+}
+
+/** TOTP enrolment state and backup codes (secrets arrive sealed, codes hashed). */
+export class MfaRepository {
+  constructor (private readonly db: Db) {}
+
+  async totpState (userId: string): Promise<TotpState | undefined> {
+    const row = await this.db.selectFrom('users')
+      .select(['totp_enabled_at', 'totp_secret', 'totp_pending_secret', 'totp_last_step'])
+      .where('id', '=', userId).executeTakeFirst()
+    if (row === undefined) return undefined
+    return {
+      enabledAt: row.totp_enabled_at,
+      secret: row.totp_secret,
+      pendingSecret: row.totp_pending_secret,
+      lastStep: row.totp_last_step === null ? null : Number(row.totp_last_step)
+    }
+  }
+
+  async setPendingSecret (userId: string, sealed: string): Promise<void> {
+    await this.db.updateTable('users').set({ totp_pending_secret: sealed }).where('id', '=', userId).execute()
+  }
+
+  /**
+   * Records `step` as the last accepted one, only if it is later than the one recorded:
+   * of two requests with one code, exactly one gets true.
+   */
+  async acceptStep (userId: string, step: number): Promise<boolean> {
+    const result = await this.db.updateTable('users').set({ totp_last_step: step })
+      .where('id', '=', userId)
+      .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+      .executeTakeFirst()
+    return result.numUpdatedRows > 0n
+  }
+
+  /** Turns the pending secret on and stores the first set of backup codes, atomically. */
+  async enable (userId: string, sealedSecret: string, codeHashes: string[], now: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('users')
+        .set({ totp_secret: sealedSecret, totp_pending_secret: null, totp_enabled_at: now })
+        .where('id', '=', userId).execute()
+      await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
+      await trx.insertInto('mfa_backup_codes')
+        .values(codeHashes.map((code_hash) => ({ id: uuidv7(), user_id: userId, code_hash, created_at: now })))
+        .execute()
+    })
+  }
+
+  async disable (userId: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('users')
+        .set({ totp_secret: null, totp_pending_secret: null, totp_enabled_at: null, totp_last_step: null })
+        .where('id', '=', userId).execute()
+      await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
+    })
+  }
+
+  /** A fresh set replaces the old one, atomically. */
+  async replaceBackupCodes (userId: string, codeHashes: string[], now: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
+      await trx.insertInto('mfa_backup_codes')
+        .values(codeHashes.map((code_hash) => ({ id: uuidv7(), user_id: userId, code_hash, created_at: now })))
+        .execute()
+    })
+  }
+
+  async backupCodes (userId: string): Promise<Array<{ id: string, code_hash: string }>> {
+    return await this.db.selectFrom('mfa_backup_codes').select(['id', 'code_hash']).where('user_id', '=', userId).execute()
+  }
+
+  /** Spends one code; false when another request spent it first. */
+  async consumeBackupCode (id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('mfa_backup_codes').where('id', '=', id).executeTakeFirst()
+    return result.numDeletedRows > 0n
+  }
+}
