@@ -233,7 +233,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const oauth = readOAuth(source, problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
-  if (env.JWT_SECRET === undefined) warnings.push('JWT_SECRET is unset: a random secret was generated, so tokens stop working at restart')
+  if (env.JWT_SECRET === undefined) warnings.push('JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart')
 
   return {
     nodeEnv: env.NODE_ENV,

@@ -1,0 +1,163 @@
+import { createRequire } from 'node:module'
+import type { FastifyInstance } from 'fastify'
+import { generateSync } from 'otplib'
+import { PNG } from 'pngjs'
+import t from 'tap'
+import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+
+// jsqr is CommonJS with an ESM-style default in its typings.
+const jsQR = createRequire(import.meta.url)('jsqr') as typeof import('jsqr').default
+
+/** A code for the step `offset` steps from now: the enabling code is spent, so later sign-ins use the next step. */
+const totp = (secret: string, offset = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
+
+async function enrol (app: FastifyInstance, account: Account) {
+  const setup = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))
+  if (setup.statusCode !== 200) throw new Error(setup.body)
+  const { secret } = setup.json().data as { secret: string }
+  const enabled = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: totp(secret) } }))
+  if (enabled.statusCode !== 200) throw new Error(enabled.body)
+  return { secret, backupCodes: enabled.json().data.backup_codes as string[], setup: setup.json().data }
+}
+
+function login (app: FastifyInstance, account: Account) {
+  return app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
+}
+
+function verify (app: FastifyInstance, mfaToken: string, code: string) {
+  return app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code } })
+}
+
+for (const backend of backends()) {
+  t.test(backend.name, async (t) => {
+    t.test('enrolment: secret, URI and a QR code whose PNG holds the URI', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url, env: { MFA_ISSUER: 'Acme Users' } })
+      const account = await createAccount(app)
+      const { secret, backupCodes, setup } = await enrol(app, account)
+      t.match(secret, /^[A-Z2-7]{32}$/)
+      t.equal(setup.otpauth_url, `otpauth://totp/Acme%20Users:${encodeURIComponent(account.email)}?secret=${secret}&issuer=Acme%20Users`)
+      t.match(setup.qr_code, /^data:image\/png;base64,/)
+      const png = PNG.sync.read(Buffer.from(setup.qr_code.replace('data:image/png;base64,', ''), 'base64'))
+      t.equal(jsQR(new Uint8ClampedArray(png.data), png.width, png.height)?.data, setup.otpauth_url, 'the QR code decodes to the URI')
+      t.equal(backupCodes.length, 10)
+      for (const code of backupCodes) t.match(code, /^\d{6}$/)
+
+      const stored = await app.database.db.selectFrom('users').select(['totp_secret']).where('id', '=', account.id).executeTakeFirstOrThrow()
+      t.notMatch(stored.totp_secret ?? '', secret, 'stored sealed, not in clear')
+      const codes = await app.database.db.selectFrom('mfa_backup_codes').select('code_hash').where('user_id', '=', account.id).execute()
+      t.equal(codes.length, 10)
+      t.notOk(codes.some((row) => backupCodes.includes(row.code_hash)), 'backup codes stored hashed')
+
+      const again = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))
+      t.equal(again.statusCode, 409, 'the secret is never handed out again')
+      const me = await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.equal(me.json().data.mfa_enabled, true)
+      t.notMatch(me.body, secret)
+    })
+
+    t.test('the enabling code is spent; a wrong first code is refused', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const setup = (await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))).json().data
+      const wrong = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: '000000' === totp(setup.secret) ? '111111' : '000000' } }))
+      t.equal(wrong.statusCode, 401)
+      t.equal(wrong.json().error.code, 'INVALID_MFA_CODE')
+      const code = totp(setup.secret)
+      t.equal((await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code } }))).statusCode, 200)
+      const challenge = (await login(app, account)).json().data
+      const replay = await verify(app, challenge.mfa_token, code)
+      t.equal(replay.statusCode, 401, 'the enabling code cannot sign in')
+      t.equal(replay.json().error.code, 'INVALID_MFA_CODE')
+    })
+
+    t.test('sign-in with MFA: challenge, then a computed TOTP code; the challenge is single use', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const first = await login(app, account)
+      t.equal(first.statusCode, 200)
+      const challenge = first.json().data
+      t.same(Object.keys(challenge).sort(), ['methods', 'mfa_required', 'mfa_token'])
+      t.equal(challenge.mfa_required, true)
+      t.same(challenge.methods, ['totp', 'backup_code'])
+      t.equal((await app.inject(withToken(challenge.mfa_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 401,
+        'the mfa_token is not an access token')
+
+      const code = totp(secret, 1)
+      const done = await verify(app, challenge.mfa_token, code)
+      t.equal(done.statusCode, 200)
+      t.equal(done.json().data.token_type, 'Bearer')
+      t.equal((await app.inject(withToken(done.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 200)
+      const reused = await verify(app, challenge.mfa_token, totp(secret, 1))
+      t.equal(reused.statusCode, 401, 'a used challenge or code is refused')
+
+      const second = (await login(app, account)).json().data
+      const replayed = await verify(app, second.mfa_token, code)
+      t.equal(replayed.json().error.code, 'INVALID_MFA_CODE', 'the code is spent even with a new challenge')
+    })
+
+    t.test('backup codes work once; a new set replaces the old', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret, backupCodes } = await enrol(app, account)
+      const [first = '', second = ''] = backupCodes
+      const ok = await verify(app, (await login(app, account)).json().data.mfa_token, first)
+      t.equal(ok.statusCode, 200)
+      const again = await verify(app, (await login(app, account)).json().data.mfa_token, first)
+      t.equal(again.statusCode, 401)
+      t.equal(again.json().error.code, 'INVALID_MFA_CODE')
+
+      const fresh = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/backup-codes', payload: { code: totp(secret, 1) } }))
+      t.equal(fresh.statusCode, 200)
+      const newCodes = fresh.json().data.backup_codes as string[]
+      t.equal(newCodes.length, 10)
+      t.equal((await verify(app, (await login(app, account)).json().data.mfa_token, second)).statusCode, 401, 'the old set stopped working')
+      t.equal((await verify(app, (await login(app, account)).json().data.mfa_token, newCodes[0] ?? '')).statusCode, 200)
+    })
+
+    t.test('wrong codes count toward the lockout', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const { mfa_token: token } = (await login(app, account)).json().data
+      const wrong = totp(secret, 1) === '000000' ? '111111' : '000000'
+      for (let n = 0; n < 5; n++) t.equal((await verify(app, token, wrong)).statusCode, 401)
+      const locked = await verify(app, token, totp(secret, 1))
+      t.equal(locked.statusCode, 423)
+      t.equal((await login(app, account)).statusCode, 423, 'and the password sign-in too')
+    })
+
+    t.test('disabling needs a code; sign-in is then plain again', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { backupCodes } = await enrol(app, account)
+      const remove = (code: string) => app.inject(withToken(account.token, { method: 'DELETE', url: '/api/v1/auth/mfa/totp', payload: { code } }))
+      t.equal((await remove('000001')).statusCode, 401)
+      t.equal((await remove(backupCodes[0] ?? '')).statusCode, 204)
+      const plain = await login(app, account)
+      t.ok(plain.json().data.access_token, 'no challenge any more')
+      t.equal((await app.database.db.selectFrom('mfa_backup_codes').select('id').where('user_id', '=', account.id).execute()).length, 0)
+    })
+
+    t.test('roles in MFA_REQUIRED_ROLES must enrol before anything else', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url, env: { MFA_REQUIRED_ROLES: 'admin,super_admin' } })
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const user = await createAccount(app)
+      const call = (account: Account, method: 'GET' | 'POST', url: string) => app.inject(withToken(account.token, { method, url }))
+      t.equal((await call(admin, 'GET', '/api/v1/auth/me')).statusCode, 200, '/auth/me is open')
+      const blocked = await call(admin, 'GET', '/api/v1/users')
+      t.equal(blocked.statusCode, 403)
+      t.same(blocked.json(), { error: { code: 'MFA_ENROLLMENT_REQUIRED', message: 'MFA enrollment required' } })
+      t.equal((await call(admin, 'GET', `/api/v1/users/${user.id}`)).statusCode, 403)
+      t.equal((await call(user, 'GET', '/api/v1/users')).statusCode, 200, 'plain users are not affected')
+
+      const { secret } = await enrol(app, admin)
+      const challenge = (await login(app, admin)).json().data
+      t.equal(challenge.mfa_required, true)
+      const pair = (await verify(app, challenge.mfa_token, totp(secret, 1))).json().data
+      t.equal((await app.inject(withToken(pair.access_token, { method: 'GET', url: '/api/v1/users' }))).statusCode, 200, 'enrolled: everything opens')
+      const out = await app.inject(withToken(admin.token, { method: 'POST', url: '/api/v1/auth/logout' }))
+      t.equal(out.statusCode, 204, '/auth/logout is open')
+    })
+  })
+}
