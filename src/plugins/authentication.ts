@@ -41,6 +41,11 @@ declare module 'fastify' {
 
 const BEARER = 'Bearer '
 
+/** A failed token verification as the HTTP error: expired tokens tell the client to refresh. */
+export function tokenFailure (error: unknown): Error {
+  return error instanceof TokenVerificationError && error.reason === 'expired' ? new Errors.TOKEN_EXPIRED() : new Errors.INVALID_TOKEN()
+}
+
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
   const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
@@ -53,8 +58,7 @@ export default fp(async (fastify) => {
     try {
       claims = tokens.verify(header.slice(BEARER.length).trim(), 'access')
     } catch (error) {
-      if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.TOKEN_EXPIRED()
-      throw new Errors.INVALID_TOKEN()
+      throw tokenFailure(error)
     }
     if (revocations.isRevoked(claims.jti)) throw new Errors.INVALID_TOKEN()
     // A deleted user's tokens stop working with the account.

@@ -4,7 +4,7 @@ import { DataEnvelope } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
-import { TokenVerificationError } from '../../security/tokens.js'
+import { tokenFailure } from '../../plugins/authentication.js'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -98,8 +98,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       claims = tokens.verify(request.body.mfa_token, 'mfa')
     } catch (error) {
-      if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.TOKEN_EXPIRED()
-      throw new Errors.INVALID_TOKEN()
+      throw tokenFailure(error)
     }
     const userId = claims.sub
     await signInGuard.assertNotLocked(userId, request.ip)
