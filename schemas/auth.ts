@@ -51,3 +51,19 @@ export const SESSION_FIELDS = {
 } as const
 
 export const SessionListItemSchema = ListItem(SessionSchema, 'SessionListItem')
+
+export const OAuthParamsSchema = Type.Object({
+  provider: Type.String({ minLength: 1, maxLength: 32, description: 'google, github or microsoft (any case)' })
+}, { additionalProperties: false })
+
+export const OAuthCallbackQuerySchema = Type.Object({
+  code: Type.Optional(Type.String({ maxLength: 2048 })),
+  state: Type.Optional(Type.String({ maxLength: 512 })),
+  error: Type.Optional(Type.String({ maxLength: 256 })),
+  error_description: Type.Optional(Type.String({ maxLength: 1024 })),
+  // Providers may add these; they carry nothing the service uses.
+  scope: Type.Optional(Type.String({ maxLength: 2048 })),
+  authuser: Type.Optional(Type.String({ maxLength: 16 })),
+  prompt: Type.Optional(Type.String({ maxLength: 64 })),
+  session_state: Type.Optional(Type.String({ maxLength: 512 }))
+}, { additionalProperties: false })

@@ -7,6 +7,7 @@ import cors from './plugins/cors.js'
 import database from './plugins/database.js'
 import errorHandler from './plugins/error-handler.js'
 import mfa from './plugins/mfa.js'
+import oauth from './plugins/oauth.js'
 import rateLimit from './plugins/rate-limit.js'
 import redis from './plugins/redis.js'
 import repositories from './plugins/repositories.js'
@@ -53,6 +54,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(revocation)
   await fastify.register(sessions)
   await fastify.register(mfa)
+  await fastify.register(oauth)
   await fastify.register(authentication)
   await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)

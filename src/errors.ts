@@ -27,7 +27,7 @@ export const Errors = {
   ACCOUNT_LOCKED: createError('ACCOUNT_LOCKED', 'Account temporarily locked after too many failed sign-ins', 423),
   RATE_LIMITED: createError('RATE_LIMITED', 'Rate limit exceeded', 429),
   INTERNAL_ERROR: createError('INTERNAL_ERROR', 'Internal server error', 500),
-  OAUTH_PROVIDER_ERROR: createError('OAUTH_PROVIDER_ERROR', 'OAuth provider error', 502),
+  OAUTH_PROVIDER_ERROR: createError('OAUTH_PROVIDER_ERROR', 'OAuth provider error: %s', 502),
   SERVICE_UNAVAILABLE: createError('SERVICE_UNAVAILABLE', 'Service unavailable: %s', 503)
 } satisfies Record<string, FastifyErrorConstructor>
 

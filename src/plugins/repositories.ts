@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { CursorCodec } from '../collection/cursor.js'
 import { AuditLogsRepository } from '../store/audit-logs.js'
 import { DevicesRepository } from '../store/devices.js'
+import { IdentitiesRepository } from '../store/identities.js'
 import { MfaRepository } from '../store/mfa.js'
 import { RevocationsRepository } from '../store/revocations.js'
 import { SessionsRepository } from '../store/sessions.js'
@@ -19,6 +20,7 @@ declare module 'fastify' {
       auditLogs: AuditLogsRepository
       devices: DevicesRepository
       mfa: MfaRepository
+      identities: IdentitiesRepository
     }
     /** Signs and checks collection cursors. */
     cursors: CursorCodec
@@ -36,6 +38,7 @@ export default fp(async (fastify) => {
     signInFailures: new SignInFailuresRepository(db),
     auditLogs: new AuditLogsRepository(db, cursors),
     devices: new DevicesRepository(db, cursors),
-    mfa: new MfaRepository(db)
+    mfa: new MfaRepository(db),
+    identities: new IdentitiesRepository(db)
   })
 }, { name: 'repositories', dependencies: ['database'] })

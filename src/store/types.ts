@@ -98,6 +98,22 @@ export interface TrustedDevicesTable {
   created_at: string
 }
 
+export interface UserIdentitiesTable {
+  provider: string
+  subject: string
+  user_id: string
+  email: string | null
+  created_at: string
+}
+
+export interface OAuthStatesTable {
+  state_hash: string
+  provider: string
+  code_verifier: string
+  created_at: string
+  expires_at: string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -109,6 +125,8 @@ export interface DatabaseSchema {
   audit_logs: AuditLogsTable
   trusted_devices: TrustedDevicesTable
   mfa_backup_codes: MfaBackupCodesTable
+  user_identities: UserIdentitiesTable
+  oauth_states: OAuthStatesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

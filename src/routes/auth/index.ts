@@ -17,6 +17,7 @@ import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import mfa from './mfa.js'
+import oauth from './oauth.js'
 import { completeSignIn } from './sign-in.js'
 
 const bearer = [{ bearerAuth: [] }]
@@ -25,6 +26,7 @@ const bearer = [{ bearerAuth: [] }]
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const { repositories, passwords, sessions, signInGuard } = fastify
   await fastify.register(mfa, { prefix: '/mfa' })
+  await fastify.register(oauth, { prefix: '/oauth' })
 
   fastify.post('/login', {
     schema: {

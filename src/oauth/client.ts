@@ -1,0 +1,77 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { OAuthProviderConfig } from '../config.js'
+import { Errors } from '../errors.js'
+import type { OAuthProvider, OAuthProfile, ProviderGet } from './providers.js'
+
+/** CONTRACT section 5: provider calls that take longer fail (502), never hang a request. */
+export const PROVIDER_TIMEOUT_MS = 5000
+const USER_AGENT = 'users-api'
+
+/** PKCE (RFC 7636) S256: a random verifier kept server-side, its hash sent to the provider. */
+export function pkcePair (): { verifier: string, challenge: string } {
+  const verifier = randomBytes(32).toString('base64url')
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
+}
+
+function providerError (detail: string): Error {
+  return new Errors.OAUTH_PROVIDER_ERROR(detail)
+}
+
+async function call (url: string, init: RequestInit, timeoutMs: number): Promise<unknown> {
+  let response: Response
+  try {
+    response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
+  } catch (error) {
+    throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable')
+  }
+  if (!response.ok) throw providerError(`HTTP ${response.status}`)
+  try {
+    return await response.json()
+  } catch {
+    throw providerError('answered something other than JSON')
+  }
+}
+
+/** An authenticated GET, for the profile endpoints. */
+export function providerGet (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderGet {
+  return async (url, accessToken) => await call(url, {
+    headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json', 'user-agent': USER_AGENT }
+  }, timeoutMs)
+}
+
+/** Spec 5.6's code exchange: a form POST with the PKCE verifier; answers the access token. */
+export async function exchangeCode (
+  provider: OAuthProvider,
+  config: OAuthProviderConfig,
+  code: string,
+  codeVerifier: string,
+  timeoutMs = PROVIDER_TIMEOUT_MS
+): Promise<string> {
+  const body = new URLSearchParams({
+    client_id: config.clientId,
+    client_secret: config.clientSecret,
+    code,
+    grant_type: 'authorization_code',
+    redirect_uri: config.redirectUri,
+    code_verifier: codeVerifier
+  })
+  const answer = await call(config.tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': USER_AGENT, ...provider.tokenRequestHeaders },
+    body
+  }, timeoutMs) as Record<string, unknown>
+  // GitHub reports a bad code with 200 and an `error` field.
+  if (typeof answer.error === 'string') throw providerError(answer.error)
+  if (typeof answer.access_token !== 'string' || answer.access_token === '') throw providerError('no access token in the token response')
+  return answer.access_token
+}
+
+/** The normalized profile; any failure reading it is the provider's. */
+export async function fetchProfile (provider: OAuthProvider, config: OAuthProviderConfig, accessToken: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<OAuthProfile> {
+  try {
+    return await provider.readProfile(config, providerGet(timeoutMs), accessToken)
+  } catch (error) {
+    if (error instanceof Errors.OAUTH_PROVIDER_ERROR) throw error
+    throw providerError(error instanceof Error ? error.message : 'unreadable profile')
+  }
+}

@@ -1,0 +1,79 @@
+import type { OAuthProviderConfig, OAuthProviderKey } from '../config.js'
+
+/** What a provider says about the user, normalized. */
+export interface OAuthProfile {
+  subject: string
+  email: string | null
+  /** Only a verified address may link to an existing account. */
+  emailVerified: boolean
+  name: string | null
+}
+
+/** GET a provider URL with its access token; throws on a non-2xx answer. */
+export type ProviderGet = (url: string, accessToken: string) => Promise<unknown>
+
+/**
+ * What differs between providers (spec 5.6): extra authorization parameters, the token
+ * request's Accept header, and how the profile is read. Adding a provider is one entry.
+ */
+export interface OAuthProvider {
+  key: OAuthProviderKey
+  extraAuthorizationParams: Record<string, string>
+  /** GitHub answers the token request with form encoding unless asked for JSON. */
+  tokenRequestHeaders: Record<string, string>
+  readProfile: (config: OAuthProviderConfig, get: ProviderGet, accessToken: string) => Promise<OAuthProfile>
+}
+
+function text (value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null
+}
+
+/** OpenID Connect userinfo (Google, Microsoft): `sub`, `email`, `email_verified`, `name`. */
+async function readOidcProfile (config: OAuthProviderConfig, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
+  const profile = await get(config.userinfoUrl, accessToken) as Record<string, unknown>
+  const subject = text(profile.sub)
+  if (subject === null) throw new Error('userinfo has no subject')
+  return { subject, email: text(profile.email), emailVerified: profile.email_verified === true, name: text(profile.name) }
+}
+
+interface GithubEmail { email?: unknown, primary?: unknown, verified?: unknown }
+
+/**
+ * GitHub: `/user`, whose public e-mail is often empty and never marked verified, so the
+ * primary verified address comes from `/user/emails` (the userinfo URL + `/emails`).
+ */
+async function readGithubProfile (config: OAuthProviderConfig, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
+  const profile = await get(config.userinfoUrl, accessToken) as Record<string, unknown>
+  if (typeof profile.id !== 'number' && typeof profile.id !== 'string') throw new Error('GitHub profile has no id')
+  const emails = await get(`${config.userinfoUrl.replace(/\/$/, '')}/emails`, accessToken)
+  const primary = Array.isArray(emails)
+    ? (emails as GithubEmail[]).find((entry) => entry.primary === true && entry.verified === true)
+    : undefined
+  return {
+    subject: String(profile.id),
+    email: text(primary?.email) ?? text(profile.email),
+    emailVerified: primary !== undefined,
+    name: text(profile.name) ?? text(profile.login)
+  }
+}
+
+export const OAUTH_PROVIDER_REGISTRY: Record<OAuthProviderKey, OAuthProvider> = {
+  google: {
+    key: 'google',
+    extraAuthorizationParams: { access_type: 'offline', prompt: 'consent' },
+    tokenRequestHeaders: {},
+    readProfile: readOidcProfile
+  },
+  github: {
+    key: 'github',
+    extraAuthorizationParams: {},
+    tokenRequestHeaders: { accept: 'application/json' },
+    readProfile: readGithubProfile
+  },
+  microsoft: {
+    key: 'microsoft',
+    extraAuthorizationParams: {},
+    tokenRequestHeaders: {},
+    readProfile: readOidcProfile
+  }
+}

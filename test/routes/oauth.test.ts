@@ -1,0 +1,206 @@
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { generateSync } from 'otplib'
+import { type TestContext, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { TestProvider } from '../oauth-provider.js'
+
+const REDIRECT = 'http://127.0.0.1:3000/callback'
+
+async function providerFor (t: TestContext, key: 'google' | 'github' | 'microsoft') {
+  const provider = await new TestProvider({ id: `${key}-client`, secret: `${key}-secret`, redirectUri: REDIRECT, githubStyle: key === 'github' }).start()
+  t.teardown(async () => await provider.stop())
+  const prefix = `OAUTH_${key.toUpperCase()}_`
+  const env = {
+    [`${prefix}CLIENT_ID`]: `${key}-client`,
+    [`${prefix}CLIENT_SECRET`]: `${key}-secret`,
+    [`${prefix}REDIRECT_URI`]: REDIRECT,
+    [`${prefix}AUTH_URL`]: `${provider.base}/authorize`,
+    [`${prefix}TOKEN_URL`]: `${provider.base}/token`,
+    [`${prefix}USERINFO_URL`]: `${provider.base}/userinfo`
+  }
+  return { provider, env }
+}
+
+/** The browser's part: follow /authorize, "approve" at the provider, come back to /callback. */
+async function signIn (app: FastifyInstance, provider: TestProvider, key: string, profile: Record<string, unknown>, emails?: unknown[]) {
+  const authorize = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/authorize` })
+  if (authorize.statusCode !== 302) throw new Error(authorize.body)
+  const location = new URL(String(authorize.headers.location))
+  const state = location.searchParams.get('state') ?? ''
+  const code = provider.approve(location.searchParams.get('code_challenge') ?? '', profile, emails)
+  const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?code=${code}&state=${state}` })
+  return { authorize, location, state, code, callback }
+}
+
+const userCount = async (app: FastifyInstance) => Number((await app.database.db.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+
+for (const backend of backends()) {
+  t.test(backend.name, async (t) => {
+    t.test('authorize: spec 5.6 parameters, state and PKCE S256; Google adds offline consent', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const response = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/Google/authorize' })
+      t.equal(response.statusCode, 302)
+      const location = new URL(String(response.headers.location))
+      t.equal(`${location.origin}${location.pathname}`, `${provider.base}/authorize`)
+      const params = Object.fromEntries(location.searchParams)
+      t.match(params, {
+        client_id: 'google-client', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid email profile',
+        code_challenge_method: 'S256', access_type: 'offline', prompt: 'consent'
+      })
+      t.match(params.state, /^[A-Za-z0-9_-]{43}$/)
+      t.match(params.code_challenge, /^[A-Za-z0-9_-]{43}$/)
+      t.equal(response.headers['x-frame-options'], 'DENY', 'security headers on redirects too')
+    })
+
+    for (const key of ['google', 'github', 'microsoft'] as const) {
+      t.test(`${key}: the happy path creates a user with role user, then signs the same user in`, async (t) => {
+        const { provider, env } = await providerFor(t, key)
+        const app = await build(t, { postgresUrl: backend.url, env })
+        const email = uniqueEmail(key)
+        const profile = key === 'github'
+          ? { id: 4242, login: 'octo', name: 'Octo Cat', email: null }
+          : { sub: `${key}-subject-1`, email, email_verified: key === 'google', name: 'Ada Provider' }
+        const emails = key === 'github' ? [{ email: 'old@example.com', primary: false, verified: true }, { email, primary: true, verified: true }] : undefined
+        const { callback } = await signIn(app, provider, key, profile, emails)
+        t.equal(callback.statusCode, 200, callback.body)
+        const pair = callback.json().data
+        t.equal(pair.token_type, 'Bearer')
+        const me = (await app.inject(withToken(pair.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).json().data
+        t.equal(me.email, email)
+        t.same(me.roles, ['user'])
+        const tokenCall = provider.requests.find((request) => request.path === '/token')
+        if (key === 'github') t.equal(tokenCall?.headers.accept, 'application/json', 'GitHub is asked for JSON')
+        t.match(tokenCall?.body, /code_verifier=/)
+
+        const again = await signIn(app, provider, key, profile, emails)
+        t.equal(again.callback.statusCode, 200)
+        const meAgain = (await app.inject(withToken(again.callback.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).json().data
+        t.equal(meAgain.id, me.id, 'the linked identity signs in the same user')
+        const identities = await app.database.db.selectFrom('user_identities').selectAll().execute()
+        t.equal(identities.length, 1)
+        t.match(identities[0], { provider: key, user_id: me.id })
+      })
+    }
+
+    t.test('a verified e-mail links to the existing account; an unverified one does not', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const account = await createAccount(app)
+      const unverified = await signIn(app, provider, 'google', { sub: 'g-1', email: account.email, email_verified: false, name: 'X' })
+      t.equal(unverified.callback.statusCode, 409)
+      t.equal(unverified.callback.json().error.code, 'EMAIL_ALREADY_REGISTERED')
+      const verified = await signIn(app, provider, 'google', { sub: 'g-1', email: account.email.toUpperCase(), email_verified: true, name: 'X' })
+      t.equal(verified.callback.statusCode, 200)
+      const me = (await app.inject(withToken(verified.callback.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).json().data
+      t.equal(me.id, account.id)
+      const before = await userCount(app)
+      t.equal((await signIn(app, provider, 'google', { sub: 'g-1', email: 'changed@example.com', email_verified: true })).callback.statusCode, 200)
+      t.equal(await userCount(app), before, 'the linked subject wins over a changed e-mail')
+    })
+
+    t.test('state: reused, unknown, missing, expired, or from another provider → 400', async (t) => {
+      const google = await providerFor(t, 'google')
+      const github = await providerFor(t, 'github')
+      const app = await build(t, { postgresUrl: backend.url, env: { ...google.env, ...github.env } })
+      const profile = { sub: 's', email: uniqueEmail(), email_verified: true }
+      const first = await signIn(app, google.provider, 'google', profile)
+      t.equal(first.callback.statusCode, 200)
+      const callback = (key: string, query: string) => app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?${query}` })
+      const invalid = async (label: string, key: string, query: string) => {
+        const response = await callback(key, query)
+        t.equal(response.statusCode, 400, label)
+        t.equal(response.json().error.code, 'INVALID_OAUTH_STATE', label)
+      }
+      await invalid('reused', 'google', `code=${first.code}&state=${first.state}`)
+      await invalid('tampered', 'google', `code=x&state=${first.state.slice(0, -2)}zz`)
+      await invalid('missing', 'google', 'code=x')
+      const crossed = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })
+      const githubState = new URL(String(crossed.headers.location)).searchParams.get('state') ?? ''
+      await invalid('another provider\'s state', 'google', `code=x&state=${githubState}`)
+
+      if (app.redis === null) {
+        const stale = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/google/authorize' })
+        const staleState = new URL(String(stale.headers.location)).searchParams.get('state') ?? ''
+        await app.database.db.updateTable('oauth_states').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).execute()
+        await invalid('expired (10 minutes)', 'google', `code=x&state=${staleState}`)
+      }
+    })
+
+    t.test('provider failures answer 502 and create nothing', async (t) => {
+      const { provider, env } = await providerFor(t, 'github')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const before = await userCount(app)
+      for (const mode of ['token-4xx', 'token-5xx', 'token-error-200', 'userinfo-5xx'] as const) {
+        provider.mode = mode
+        const { callback } = await signIn(app, provider, 'github', { id: 1, login: 'x' }, [{ email: uniqueEmail(), primary: true, verified: true }])
+        t.equal(callback.statusCode, 502, mode)
+        t.equal(callback.json().error.code, 'OAUTH_PROVIDER_ERROR', mode)
+        t.notMatch(callback.body, /client_secret|github-secret/)
+      }
+      provider.mode = 'ok'
+      const authorize = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })
+      const state = new URL(String(authorize.headers.location)).searchParams.get('state') ?? ''
+      const code = provider.approve('not-the-challenge', { id: 2, login: 'y' }, [{ email: uniqueEmail(), primary: true, verified: true }])
+      const mismatch = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?code=${code}&state=${state}` })
+      t.equal(mismatch.statusCode, 502, 'PKCE mismatch: the provider refuses the exchange')
+      const denied = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?error=access_denied&state=${new URL(String((await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })).headers.location)).searchParams.get('state') ?? ''}` })
+      t.equal(denied.statusCode, 502)
+      t.equal(await userCount(app), before, 'no user was created')
+    })
+
+    t.test('a provider that does not answer times out after 5 s with 502', async (t) => {
+      const { provider, env } = await providerFor(t, 'microsoft')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      provider.mode = 'token-timeout'
+      const started = Date.now()
+      const { callback } = await signIn(app, provider, 'microsoft', { sub: 'm', email: uniqueEmail(), email_verified: true })
+      const elapsed = Date.now() - started
+      t.equal(callback.statusCode, 502)
+      t.match(callback.json().error.message, /timed out/)
+      t.ok(elapsed >= 4900 && elapsed < 8000, `gave up after ${elapsed} ms`)
+    })
+
+    t.test('unknown and unconfigured providers are 404 UNSUPPORTED_PROVIDER', async (t) => {
+      const { env } = await providerFor(t, 'github')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      for (const key of ['facebook', 'google', '__proto__']) {
+        const response = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/authorize` })
+        t.equal(response.statusCode, 404, key)
+        t.same(response.json(), { error: { code: 'UNSUPPORTED_PROVIDER', message: `Unsupported OAuth2 provider: ${key}` } })
+      }
+      t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/GITHUB/authorize' })).statusCode, 302, 'keys are case-insensitive')
+    })
+
+    t.test('MFA applies to OAuth sign-in', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const account = await createAccount(app)
+      const setup = (await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))).json().data
+      await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: generateSync({ secret: setup.secret }) } }))
+      const { callback } = await signIn(app, provider, 'google', { sub: 'g-mfa', email: account.email, email_verified: true })
+      t.equal(callback.statusCode, 200)
+      t.equal(callback.json().data.mfa_required, true)
+    })
+  })
+}
+
+const redisUrl = process.env.TEST_REDIS_URL
+if (redisUrl !== undefined && redisUrl !== '') {
+  t.test('with Redis, state lives there: one instance starts the flow, another finishes it, once', async (t) => {
+    const { provider, env } = await providerFor(t, 'google')
+    const first = await build(t, { env: { ...env, REDIS_URL: redisUrl } })
+    const second = await build(t, { env: { ...env, REDIS_URL: redisUrl } })
+    for (const app of [first, second]) {
+      const redis = app.redis
+      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
+    }
+    const authorize = await first.inject({ method: 'GET', url: '/api/v1/auth/oauth/google/authorize' })
+    const location = new URL(String(authorize.headers.location))
+    const state = location.searchParams.get('state') ?? ''
+    const code = provider.approve(location.searchParams.get('code_challenge') ?? '', { sub: 'r', email: uniqueEmail(), email_verified: true })
+    const finish = () => second.inject({ method: 'GET', url: `/api/v1/auth/oauth/google/callback?code=${code}&state=${state}` })
+    t.equal((await finish()).statusCode, 200)
+    t.equal((await finish()).statusCode, 400, 'single use')
+  })
+}
