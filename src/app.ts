@@ -19,6 +19,7 @@ import zeroTrust from './plugins/zero-trust.js'
 import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
+import postsRoutes from './routes/posts/index.js'
 import securityRoutes from './routes/security/index.js'
 import usersRoutes from './routes/users/index.js'
 
@@ -62,6 +63,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(healthRoutes, { prefix: '/health' })
   await fastify.register(usersRoutes, { prefix: '/api/v1/users' })
   await fastify.register(authRoutes, { prefix: '/api/v1/auth' })
+  await fastify.register(postsRoutes, { prefix: '/api/v1/posts' })
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
   await fastify.register(securityRoutes, { prefix: '/api/v1/security' })
 }

@@ -1,4 +1,4 @@
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Permission, Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
@@ -27,6 +27,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook: spec 5.1 bearer authentication. */
     authenticate: onRequestAsyncHookHandler
+    /** onRequest hook for public routes that show more to a caller: authenticates when a token is sent. */
+    authenticateIfPresent: onRequestAsyncHookHandler
     /** onRequest hook (after `authenticate`): spec 5.4 permission check. */
     requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => onRequestAsyncHookHandler
     /**
@@ -69,6 +71,11 @@ export default fp(async (fastify) => {
       throw new Errors.MFA_ENROLLMENT_REQUIRED()
     }
     request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti, tokenExpiresAt: new Date(claims.exp * 1000) }
+  })
+
+  fastify.decorate('authenticateIfPresent', async function authenticateIfPresent (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    // A token that is sent must be good: a bad one is refused, not ignored.
+    if (request.headers.authorization !== undefined) await fastify.authenticate.call(this, request, reply)
   })
 
   function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): AuthenticatedUser {

@@ -4,6 +4,7 @@ import { AuditLogsRepository } from '../store/audit-logs.js'
 import { DevicesRepository } from '../store/devices.js'
 import { IdentitiesRepository } from '../store/identities.js'
 import { MfaRepository } from '../store/mfa.js'
+import { CommentsRepository, PostsRepository } from '../store/posts.js'
 import { RevocationsRepository } from '../store/revocations.js'
 import { SessionsRepository } from '../store/sessions.js'
 import { SignInFailuresRepository } from '../store/sign-in-failures.js'
@@ -21,6 +22,8 @@ declare module 'fastify' {
       devices: DevicesRepository
       mfa: MfaRepository
       identities: IdentitiesRepository
+      posts: PostsRepository
+      comments: CommentsRepository
     }
     /** Signs and checks collection cursors. */
     cursors: CursorCodec
@@ -39,6 +42,8 @@ export default fp(async (fastify) => {
     auditLogs: new AuditLogsRepository(db, cursors),
     devices: new DevicesRepository(db, cursors),
     mfa: new MfaRepository(db),
-    identities: new IdentitiesRepository(db)
+    identities: new IdentitiesRepository(db),
+    posts: new PostsRepository(db, cursors),
+    comments: new CommentsRepository(db, cursors)
   })
 }, { name: 'repositories', dependencies: ['database'] })

@@ -114,6 +114,24 @@ export interface OAuthStatesTable {
   expires_at: string
 }
 
+export interface PostsTable {
+  id: string
+  author_id: string
+  title: string
+  body: string
+  status: 'draft' | 'published' | 'archived'
+  created_at: string
+  updated_at: string
+}
+
+export interface CommentsTable {
+  id: string
+  post_id: string
+  author_id: string
+  body: string
+  created_at: string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -127,6 +145,8 @@ export interface DatabaseSchema {
   mfa_backup_codes: MfaBackupCodesTable
   user_identities: UserIdentitiesTable
   oauth_states: OAuthStatesTable
+  posts: PostsTable
+  comments: CommentsTable
 }
 
 export type Db = Kysely<DatabaseSchema>

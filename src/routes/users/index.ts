@@ -18,6 +18,7 @@ import { Errors, validationFailed } from '../../errors.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
 import type { UserUpdate } from '../../store/users.js'
 import devices from './devices.js'
+import userPosts from './posts.js'
 import roles from './roles.js'
 
 const bearer = [{ bearerAuth: [] }]
@@ -29,6 +30,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const byId = (request: FastifyRequest) => (request.params as { id: string }).id
   await fastify.register(roles)
   await fastify.register(devices)
+  await fastify.register(userPosts)
 
   /** CONTRACT section 7: oneself needs `write` (an owner's right), anyone else `manage_users`. */
   const selfOrManageUsers = fastify.requireSelfOr('manage_users', 'write')

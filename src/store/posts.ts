@@ -1,0 +1,89 @@
+import type { Comment, Post } from '../../schemas/post.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import type { CollectionRequest } from '../collection/query.js'
+import { uuidv7 } from './ids.js'
+import { type CollectionResult, paginate } from './paginate.js'
+import { containsIgnoringCase } from './search.js'
+import type { Db } from './types.js'
+
+/** Who is reading: anonymous readers see published posts; a caller also their own; moderators all. */
+export interface Visibility {
+  viewerId: string | null
+  seesAll: boolean
+}
+
+const POST_COLUMNS = ['id', 'author_id', 'title', 'body', 'status', 'created_at', 'updated_at'] as const
+const COMMENT_COLUMNS = ['id', 'post_id', 'author_id', 'body', 'created_at'] as const
+
+export class PostsRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
+    const now = new Date().toISOString()
+    const row = { id: uuidv7(), author_id: authorId, ...post, created_at: now, updated_at: now }
+    await this.db.insertInto('posts').values(row).execute()
+    return row
+  }
+
+  async findById (id: string): Promise<Post | undefined> {
+    return await this.db.selectFrom('posts').select(POST_COLUMNS).where('id', '=', id).executeTakeFirst()
+  }
+
+  async update (id: string, changes: Partial<Pick<Post, 'title' | 'body' | 'status'>>): Promise<Post | undefined> {
+    return await this.db.updateTable('posts').set({ ...changes, updated_at: new Date().toISOString() })
+      .where('id', '=', id).returning(POST_COLUMNS).executeTakeFirst()
+  }
+
+  /** Removes the post and its comments. */
+  async delete (id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('posts').where('id', '=', id).executeTakeFirst()
+    return result.numDeletedRows > 0n
+  }
+
+  /** Posts the viewer may see; `authorId` narrows to one author's posts. */
+  async list (request: CollectionRequest, visibility: Visibility, authorId?: string): Promise<CollectionResult<Post>> {
+    let filtered = this.db.selectFrom('posts')
+    if (authorId !== undefined) filtered = filtered.where('author_id', '=', authorId)
+    if (!visibility.seesAll) {
+      const { viewerId } = visibility
+      filtered = viewerId === null
+        ? filtered.where('status', '=', 'published')
+        : filtered.where((eb) => eb.or([eb('status', '=', 'published'), eb('author_id', '=', viewerId)]))
+    }
+    const { status } = request.filters
+    if (status !== undefined) filtered = filtered.where('status', '=', status as Post['status'])
+    const { search } = request
+    if (search !== undefined) filtered = filtered.where((eb) => eb.or([containsIgnoringCase('title', search), containsIgnoringCase('body', search)]))
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    return await paginate<Post>(filtered, POST_COLUMNS, request, this.cursors)
+  }
+}
+
+export class CommentsRepository {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  async create (postId: string, authorId: string, body: string): Promise<Comment> {
+    const row = { id: uuidv7(), post_id: postId, author_id: authorId, body, created_at: new Date().toISOString() }
+    await this.db.insertInto('comments').values(row).execute()
+    return row
+  }
+
+  async find (postId: string, id: string): Promise<Comment | undefined> {
+    return await this.db.selectFrom('comments').select(COMMENT_COLUMNS).where('post_id', '=', postId).where('id', '=', id).executeTakeFirst()
+  }
+
+  async update (id: string, body: string): Promise<Comment | undefined> {
+    return await this.db.updateTable('comments').set({ body }).where('id', '=', id).returning(COMMENT_COLUMNS).executeTakeFirst()
+  }
+
+  async delete (id: string): Promise<void> {
+    await this.db.deleteFrom('comments').where('id', '=', id).execute()
+  }
+
+  async list (postId: string, request: CollectionRequest): Promise<CollectionResult<Comment>> {
+    let filtered = this.db.selectFrom('comments').where('post_id', '=', postId)
+    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('body', request.search))
+    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
+    return await paginate<Comment>(filtered, COMMENT_COLUMNS, request, this.cursors)
+  }
+}
