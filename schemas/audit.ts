@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ListItem } from './collection.js'
+import { ListItem, CollectionEnvelope } from './collection.js'
 import { IdSchema, TimestampSchema } from './common.js'
 
 /** CONTRACT section 6: the security events written to the audit log. */
@@ -35,3 +35,6 @@ export const AuditFiltersSchema = {
   event: Type.Optional(Type.Unsafe<AuditEvent>(Type.String({ enum: [...AUDIT_EVENTS] }))),
   actor_id: Type.Optional(Type.String({ maxLength: 64 }))
 }
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const AuditCollectionSchema = CollectionEnvelope(AuditListItemSchema)

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ListItem } from './collection.js'
+import { DataEnvelope } from './common.js'
+import { ListItem, CollectionEnvelope } from './collection.js'
 import { EmailSchema } from './user.js'
 
 export const DeviceSchema = Type.Object({
@@ -67,3 +68,7 @@ export const OAuthCallbackQuerySchema = Type.Object({
   prompt: Type.Optional(Type.String({ maxLength: 64 })),
   session_state: Type.Optional(Type.String({ maxLength: 512 }))
 }, { additionalProperties: false })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const SessionCollectionSchema = CollectionEnvelope(SessionListItemSchema)
+export const TokenPairResponseSchema = DataEnvelope(TokenPairSchema)

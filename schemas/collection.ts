@@ -1,4 +1,5 @@
 import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox'
+import { component } from './components.js'
 
 /** ISO 8601 date or date-time; checked for a real calendar instant in code. */
 const ISO_DATE_OR_DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$'
@@ -58,12 +59,14 @@ export const CursorMetaSchema = Type.Object({
   hasMore: Type.Boolean()
 }, { title: 'CursorMeta' })
 
-/** Spec 2.3 / 2.4: `{ data: [...], meta }`, offset or cursor style. */
+/** Spec 2.3 / 2.4: `{ data: [...], meta }`, offset or cursor style, named `<Resource>Collection`. */
 export function CollectionEnvelope<T extends TSchema> (item: T) {
-  return Type.Object({
-    data: Type.Array(item),
-    meta: Type.Union([OffsetMetaSchema, CursorMetaSchema])
-  })
+  const title = (item as { title?: unknown }).title
+  if (typeof title !== 'string') throw new Error('collection items need a title: it names their component')
+  return component(`${title.replace(/ListItem$/, '')}Collection`, Type.Object({
+    data: Type.Array(component(title, item)),
+    meta: Type.Union([component('OffsetMeta', OffsetMetaSchema), component('CursorMeta', CursorMetaSchema)])
+  }))
 }
 
 /** A collection item: `fields` may leave out everything but `id`. */

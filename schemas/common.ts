@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { component } from './components.js'
 
 export const IdSchema = Type.String({
   format: 'uuid',
@@ -13,7 +14,15 @@ export const TimestampSchema = Type.String({
 export const IdParamsSchema = Type.Object({ id: IdSchema }, { additionalProperties: false })
 export type IdParams = Static<typeof IdParamsSchema>
 
-/** Spec 2.5: every single resource travels as `{ data: <resource> }`. */
+/** The `$id` a named schema was registered under (its title). */
+function nameOf (schema: TSchema): string {
+  const { title } = schema as { title?: unknown }
+  if (typeof title !== 'string') throw new Error('envelope items need a title: it names their component')
+  return title
+}
+
+/** Spec 2.5: every single resource travels as `{ data: <resource> }`, named `<Title>Response`. */
 export function DataEnvelope<T extends TSchema> (item: T) {
-  return Type.Object({ data: item })
+  const name = nameOf(item)
+  return component(`${name}Response`, Type.Object({ data: component(name, item) }))
 }

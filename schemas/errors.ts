@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { component } from './components.js'
 
 export const ValidationIssueSchema = Type.Object({
   path: Type.String({ description: 'JSON pointer to the offending value, e.g. /email' }),
@@ -12,8 +13,11 @@ export const ErrorEnvelopeSchema = Type.Object({
     message: Type.String(),
     details: Type.Optional(Type.Array(ValidationIssueSchema))
   })
-}, { title: 'ErrorEnvelope' })
+}, { title: 'Error' })
 export type ErrorEnvelope = Static<typeof ErrorEnvelopeSchema>
+
+/** The one error component every route's error statuses point to. */
+const ErrorReference = component('Error', ErrorEnvelopeSchema)
 
 type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 423 | 429 | 500 | 502 | 503
 
@@ -28,5 +32,5 @@ const WITH_BODY: ErrorStatus[] = [413, 415]
  */
 export function errorResponses (options: { body?: boolean }, ...statuses: ErrorStatus[]) {
   const all = new Set([...ALWAYS, ...(options.body === true ? WITH_BODY : []), ...statuses])
-  return Object.fromEntries([...all].sort().map((status) => [status, ErrorEnvelopeSchema])) as Record<ErrorStatus, typeof ErrorEnvelopeSchema>
+  return Object.fromEntries([...all].sort().map((status) => [status, ErrorReference])) as Record<ErrorStatus, typeof ErrorReference>
 }

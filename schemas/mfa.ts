@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
+import { DataEnvelope } from './common.js'
 import { TokenPairSchema } from './auth.js'
+import { component } from './components.js'
 
 /** Spec 2.10's method identifiers. `backup_code` answers a challenge in their place. */
 export const MFA_METHODS = ['totp', 'sms', 'email', 'push'] as const
@@ -26,9 +28,14 @@ export const MfaChallengeSchema = Type.Object({
   methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code')]))
 }, { title: 'MfaChallenge' })
 
-export const SignInResultSchema = Type.Union([TokenPairSchema, MfaChallengeSchema], { title: 'SignInResult' })
+export const SignInResultSchema = Type.Union([component('TokenPair', TokenPairSchema), component('MfaChallenge', MfaChallengeSchema)], { title: 'SignInResult' })
 
 export const MfaVerifyBodySchema = Type.Object({
   mfa_token: Type.String({ minLength: 1, maxLength: 4096 }),
   code: CodeSchema
 }, { additionalProperties: false })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const BackupCodesResponseSchema = DataEnvelope(BackupCodesSchema)
+export const SignInResultResponseSchema = DataEnvelope(SignInResultSchema)
+export const TotpSetupResponseSchema = DataEnvelope(TotpSetupSchema)

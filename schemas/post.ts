@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ListItem } from './collection.js'
-import { IdSchema, TimestampSchema } from './common.js'
+import { ListItem, CollectionEnvelope } from './collection.js'
+import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 
 /** CONTRACT section 7. */
 export const POST_STATUSES = ['draft', 'published', 'archived'] as const
@@ -64,3 +64,9 @@ export const COMMENT_FIELDS = {
 export const CommentListItemSchema = ListItem(CommentSchema, 'CommentListItem')
 
 export const CommentParamsSchema = Type.Object({ id: IdSchema, commentId: IdSchema }, { additionalProperties: false })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const CommentCollectionSchema = CollectionEnvelope(CommentListItemSchema)
+export const PostCollectionSchema = CollectionEnvelope(PostListItemSchema)
+export const CommentResponseSchema = DataEnvelope(CommentSchema)
+export const PostResponseSchema = DataEnvelope(PostSchema)

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { DataEnvelope } from './common.js'
 
 /** Spec 2.9. */
 export const ROLES = ['anonymous', 'user', 'moderator', 'admin', 'super_admin'] as const
@@ -25,3 +26,6 @@ export const RoleAssignmentSchema = Type.Object({
   roles: Type.Array(RoleSchema),
   permissions: Type.Array(PermissionSchema)
 }, { title: 'RoleAssignment' })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const RoleAssignmentResponseSchema = DataEnvelope(RoleAssignmentSchema)

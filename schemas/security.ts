@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { ListItem } from './collection.js'
-import { IdSchema, TimestampSchema } from './common.js'
+import { ListItem, CollectionEnvelope } from './collection.js'
+import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 
 /** Spec 2.11: the input of `POST /api/v1/security/access-check`. */
 export const AccessCheckBodySchema = Type.Object({
@@ -45,3 +45,8 @@ export const DeviceParamsSchema = Type.Object({
   id: IdSchema,
   deviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The record id or the device_id' })
 }, { additionalProperties: false })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const DeviceCollectionSchema = CollectionEnvelope(DeviceListItemSchema)
+export const AccessDecisionResponseSchema = DataEnvelope(AccessDecisionSchema)
+export const DeviceResponseSchema = DataEnvelope(DeviceSchema)

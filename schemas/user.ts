@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ListItem } from './collection.js'
-import { IdSchema, TimestampSchema } from './common.js'
+import { ListItem, CollectionEnvelope } from './collection.js'
+import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 import { PermissionSchema, RoleSchema } from './rbac.js'
 
 export const EmailSchema = Type.String({ format: 'email', maxLength: 254 })
@@ -63,3 +63,8 @@ export const MeSchema = Type.Composite([
     mfa_enabled: Type.Boolean()
   })
 ], { title: 'Me' })
+
+/** Named response envelopes (components of the OpenAPI document). */
+export const UserCollectionSchema = CollectionEnvelope(UserListItemSchema)
+export const MeResponseSchema = DataEnvelope(MeSchema)
+export const UserResponseSchema = DataEnvelope(UserSchema)

@@ -5,6 +5,7 @@ import audit from './plugins/audit.js'
 import authentication from './plugins/authentication.js'
 import cors from './plugins/cors.js'
 import database from './plugins/database.js'
+import documentation from './plugins/documentation.js'
 import errorHandler from './plugins/error-handler.js'
 import mfa from './plugins/mfa.js'
 import oauth from './plugins/oauth.js'
@@ -59,6 +60,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(authentication)
   await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)
+  await fastify.register(documentation)
 
   await fastify.register(healthRoutes, { prefix: '/health' })
   await fastify.register(usersRoutes, { prefix: '/api/v1/users' })

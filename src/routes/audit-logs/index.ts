@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AUDIT_FIELDS, AuditFiltersSchema, AuditListItemSchema } from '../../../schemas/audit.js'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
+import { AUDIT_FIELDS, AuditCollectionSchema, AuditFiltersSchema } from '../../../schemas/audit.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
@@ -15,7 +15,7 @@ const auditLogs: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Security events (filters: event, actor_id, createdAfter)',
       security: [{ bearerAuth: [] }],
       querystring: CollectionQuerySchema(AUDIT_FIELDS, AuditFiltersSchema),
-      response: { 200: CollectionEnvelope(AuditListItemSchema), ...errorResponses({}, 401, 403) }
+      response: { 200: AuditCollectionSchema, ...errorResponses({}, 401, 403) }
     }
   }, async (request) => {
     const { event, actor_id: actorId, ...query } = request.query

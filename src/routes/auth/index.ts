@@ -1,17 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import {
-  LoginBodySchema,
-  LogoutBodySchema,
-  RefreshBodySchema,
-  SESSION_FIELDS,
-  SessionListItemSchema,
-  TokenPairSchema
-} from '../../../schemas/auth.js'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
-import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { LoginBodySchema, LogoutBodySchema, RefreshBodySchema, SESSION_FIELDS, SessionCollectionSchema, TokenPairResponseSchema } from '../../../schemas/auth.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { SignInResultSchema } from '../../../schemas/mfa.js'
-import { MeSchema } from '../../../schemas/user.js'
+import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
+import { MeResponseSchema } from '../../../schemas/user.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
@@ -33,7 +26,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['auth'],
       summary: 'Sign in with e-mail and password (answers an MFA challenge when the account has MFA on)',
       body: LoginBodySchema,
-      response: { 200: DataEnvelope(SignInResultSchema), ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => {
     const { email, password, device } = request.body
@@ -73,7 +66,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['auth'],
       summary: 'Exchange a refresh token for a new pair (the presented token is spent)',
       body: RefreshBodySchema,
-      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401) }
+      response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401) }
     }
   }, async (request, reply) => {
     try {
@@ -110,7 +103,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['auth'],
       summary: 'The signed-in user with roles, permissions and MFA state',
       security: bearer,
-      response: { 200: DataEnvelope(MeSchema), ...errorResponses({}, 401) }
+      response: { 200: MeResponseSchema, ...errorResponses({}, 401) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
@@ -133,7 +126,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'The caller\'s live sessions',
       security: bearer,
       querystring: CollectionQuerySchema(SESSION_FIELDS),
-      response: { 200: CollectionEnvelope(SessionListItemSchema), ...errorResponses({}, 401) }
+      response: { 200: SessionCollectionSchema, ...errorResponses({}, 401) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { TokenPairSchema } from '../../../schemas/auth.js'
-import { DataEnvelope } from '../../../schemas/common.js'
+import { TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { BackupCodesSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupSchema } from '../../../schemas/mfa.js'
+import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
 import { tokenFailure } from '../../plugins/authentication.js'
 
@@ -25,7 +24,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['mfa'],
       summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code',
       security: bearer,
-      response: { 200: DataEnvelope(TotpSetupSchema), ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: TotpSetupResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
@@ -42,7 +41,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Finish enrolment with a first code; answers 10 single-use backup codes',
       security: bearer,
       body: CodeBodySchema,
-      response: { 200: DataEnvelope(BackupCodesSchema), ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
@@ -60,7 +59,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'A fresh set of 10 backup codes for a TOTP code; the old set stops working',
       security: bearer,
       body: CodeBodySchema,
-      response: { 200: DataEnvelope(BackupCodesSchema), ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
@@ -91,7 +90,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['mfa'],
       summary: 'Complete a sign-in with the challenge\'s mfa_token and a TOTP or backup code',
       body: MfaVerifyBodySchema,
-      response: { 200: DataEnvelope(TokenPairSchema), ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => {
     let claims

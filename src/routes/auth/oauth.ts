@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { OAuthCallbackQuerySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
-import { DataEnvelope } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { SignInResultSchema } from '../../../schemas/mfa.js'
+import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
 import { completeSignIn } from './sign-in.js'
 
@@ -23,7 +22,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Finish the provider sign-in: a token pair, or an MFA challenge',
       params: OAuthParamsSchema,
       querystring: OAuthCallbackQuerySchema,
-      response: { 200: DataEnvelope(SignInResultSchema), ...errorResponses({}, 401, 404, 409, 502) }
+      response: { 200: SignInResultResponseSchema, ...errorResponses({}, 401, 404, 409, 502) }
     }
   }, async (request) => {
     const signIn = await fastify.oauth.callback(request.params.provider, request.query)

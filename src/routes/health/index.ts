@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { sql } from 'kysely'
-import { ErrorEnvelopeSchema } from '../../../schemas/errors.js'
+import { errorResponses } from '../../../schemas/errors.js'
 import { HealthSchema, ReadinessSchema } from '../../../schemas/health.js'
 import { Errors } from '../../errors.js'
 
@@ -16,7 +16,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['health'],
       summary: 'Readiness: the database and, when configured, Redis answer',
-      response: { 200: ReadinessSchema, 503: ErrorEnvelopeSchema }
+      response: { 200: ReadinessSchema, ...errorResponses({}) }
     }
   }, async () => {
     const failed: string[] = []

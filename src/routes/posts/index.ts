@@ -1,12 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
-import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import {
-  COMMENT_FIELDS, CommentBodySchema, CommentListItemSchema, CommentParamsSchema, CommentSchema,
-  POST_FIELDS, PostCreateBodySchema, PostFiltersSchema, PostListItemSchema, PostPatchBodySchema, PostSchema
-} from '../../../schemas/post.js'
+import { COMMENT_FIELDS, CommentBodySchema, CommentCollectionSchema, CommentParamsSchema, CommentResponseSchema, POST_FIELDS, PostCollectionSchema, PostCreateBodySchema, PostFiltersSchema, PostPatchBodySchema, PostResponseSchema } from '../../../schemas/post.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
@@ -38,7 +35,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['posts'],
       summary: 'List posts (published ones; with a token also the caller\'s own)',
       querystring: CollectionQuerySchema(POST_FIELDS, PostFiltersSchema),
-      response: { 200: CollectionEnvelope(PostListItemSchema), ...errorResponses({}, 401) }
+      response: { 200: PostCollectionSchema, ...errorResponses({}, 401) }
     }
   }, async (request) => await postsPage(fastify, request, request.query))
 
@@ -49,7 +46,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Write a post (draft unless a status is given)',
       security: bearer,
       body: PostCreateBodySchema,
-      response: { 201: DataEnvelope(PostSchema), ...errorResponses({ body: true }, 401, 403) }
+      response: { 201: PostResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request, reply) => {
     const { title, body, status = 'draft' } = request.body
@@ -63,7 +60,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['posts'],
       summary: 'Get a post',
       params: IdParamsSchema,
-      response: { 200: DataEnvelope(PostSchema), ...errorResponses({}, 401, 404) }
+      response: { 200: PostResponseSchema, ...errorResponses({}, 401, 404) }
     }
   }, async (request) => ({ data: await visiblePost(request, request.params.id) }))
 
@@ -75,7 +72,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       security: bearer,
       params: IdParamsSchema,
       body: PostPatchBodySchema,
-      response: { 200: DataEnvelope(PostSchema), ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: PostResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const post = await visiblePost(request, request.params.id)
@@ -108,7 +105,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'List a post\'s comments (oldest first)',
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(COMMENT_FIELDS),
-      response: { 200: CollectionEnvelope(CommentListItemSchema), ...errorResponses({}, 401, 404) }
+      response: { 200: CommentCollectionSchema, ...errorResponses({}, 401, 404) }
     }
   }, async (request) => {
     const post = await visiblePost(request, request.params.id)
@@ -124,7 +121,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       security: bearer,
       params: IdParamsSchema,
       body: CommentBodySchema,
-      response: { 201: DataEnvelope(CommentSchema), ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 201: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
     const post = await visiblePost(request, request.params.id)
@@ -140,7 +137,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       security: bearer,
       params: CommentParamsSchema,
       body: CommentBodySchema,
-      response: { 200: DataEnvelope(CommentSchema), ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const comment = await visibleComment(request, request.params.id, request.params.commentId)

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { DataEnvelope } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { AccessCheckBodySchema, AccessDecisionSchema } from '../../../schemas/security.js'
+import { AccessCheckBodySchema, AccessDecisionResponseSchema } from '../../../schemas/security.js'
 
 /** Spec 2.11 / 5.10: the zero-trust access check. */
 const security: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -12,7 +11,7 @@ const security: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Evaluate the risk of an access request (another user\'s needs manage_users)',
       security: [{ bearerAuth: [] }],
       body: AccessCheckBodySchema,
-      response: { 200: DataEnvelope(AccessDecisionSchema), ...errorResponses({ body: true }, 401, 403) }
+      response: { 200: AccessDecisionResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request) => {
     const input = request.body

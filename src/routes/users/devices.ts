@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
-import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { DEVICE_FIELDS, DeviceBodySchema, DeviceListItemSchema, DeviceParamsSchema, DeviceSchema } from '../../../schemas/security.js'
+import { DEVICE_FIELDS, DeviceBodySchema, DeviceCollectionSchema, DeviceParamsSchema, DeviceResponseSchema } from '../../../schemas/security.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
@@ -26,7 +26,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
       security: bearer,
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(DEVICE_FIELDS),
-      response: { 200: CollectionEnvelope(DeviceListItemSchema), ...errorResponses({}, 401, 403, 404) }
+      response: { 200: DeviceCollectionSchema, ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => {
     await assertUser(request.params.id)
@@ -42,7 +42,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
       security: bearer,
       params: IdParamsSchema,
       body: DeviceBodySchema,
-      response: { 201: DataEnvelope(DeviceSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
+      response: { 201: DeviceResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
     }
   }, async (request, reply) => {
     const { id } = request.params

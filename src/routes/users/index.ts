@@ -1,17 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
-import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import {
-  type UserChanges,
-  USER_FIELDS,
-  UserCreateBodySchema,
-  UserListItemSchema,
-  UserPatchBodySchema,
-  UserReplaceBodySchema,
-  UserSchema
-} from '../../../schemas/user.js'
+import { USER_FIELDS, type UserChanges, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
@@ -75,7 +67,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'List users',
       security: bearer,
       querystring: CollectionQuerySchema(USER_FIELDS),
-      response: { 200: CollectionEnvelope(UserListItemSchema), ...errorResponses({}, 401, 403) }
+      response: { 200: UserCollectionSchema, ...errorResponses({}, 401, 403) }
     }
   }, async (request) => {
     const collection = parseCollectionQuery(request.query, {
@@ -90,7 +82,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['users'],
       summary: 'Register a user (role `user`)',
       body: UserCreateBodySchema,
-      response: { 201: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 409) }
+      response: { 201: UserResponseSchema, ...errorResponses({ body: true }, 409) }
     }
   }, async (request, reply) => {
     const user = await createAccount(accountDeps, { ...request.body, roles: ['user'] })
@@ -105,7 +97,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Get a user',
       security: bearer,
       params: IdParamsSchema,
-      response: { 200: DataEnvelope(UserSchema), ...errorResponses({}, 401, 403, 404) }
+      response: { 200: UserResponseSchema, ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => {
     const user = await repositories.users.findById(request.params.id)
@@ -128,7 +120,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         security: bearer,
         params: IdParamsSchema,
         body,
-        response: { 200: DataEnvelope(UserSchema), ...errorResponses({ body: true }, 401, 403, 404, 409) }
+        response: { 200: UserResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
       },
       handler: async (request) => await applyUpdate(request, request.params.id, request.body)
     })

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { CollectionEnvelope, CollectionQuerySchema } from '../../../schemas/collection.js'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { POST_FIELDS, PostFiltersSchema, PostListItemSchema } from '../../../schemas/post.js'
+import { POST_FIELDS, PostCollectionSchema, PostFiltersSchema } from '../../../schemas/post.js'
 import { Errors } from '../../errors.js'
 import { postsPage } from '../posts/visibility.js'
 
@@ -15,7 +15,7 @@ const userPosts: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'A user\'s posts',
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(POST_FIELDS, PostFiltersSchema),
-      response: { 200: CollectionEnvelope(PostListItemSchema), ...errorResponses({}, 401, 404) }
+      response: { 200: PostCollectionSchema, ...errorResponses({}, 401, 404) }
     }
   }, async (request) => {
     if (await fastify.repositories.users.findById(request.params.id) === undefined) throw new Errors.NOT_FOUND('User')

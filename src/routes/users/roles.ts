@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { DataEnvelope, IdParamsSchema } from '../../../schemas/common.js'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { RoleAssignmentSchema, RoleParamsSchema, type Role } from '../../../schemas/rbac.js'
+import { type Role, RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { effectiveRoles, missingToGrant, permissionsOf } from '../../security/permissions.js'
 
@@ -35,7 +35,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'A user\'s roles and effective permissions (self, or manage_roles)',
       security: bearer,
       params: IdParamsSchema,
-      response: { 200: DataEnvelope(RoleAssignmentSchema), ...errorResponses({}, 401, 403, 404) }
+      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => await assignment(request.params.id))
 
@@ -48,7 +48,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Assign a role',
       security: bearer,
       params: RoleParamsSchema,
-      response: { 200: DataEnvelope(RoleAssignmentSchema), ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const { id, role } = request.params
@@ -67,7 +67,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Remove a role (harmless when not held)',
       security: bearer,
       params: RoleParamsSchema,
-      response: { 200: DataEnvelope(RoleAssignmentSchema), ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const { id, role } = request.params
