@@ -20,7 +20,7 @@ export interface CollectionFields {
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
     page: Type.Optional(Type.Integer({ minimum: 1, description: 'Offset pagination page, 1-based (default 1)' })),
-    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size' }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size (default 20)' })),
     cursor: Type.Optional(Type.String({
       maxLength: 1024,
       description: 'Cursor pagination: empty for the first page, then meta.nextCursor'

@@ -25,8 +25,8 @@ let schemaCounter = 0
 
 /**
  * A fresh, empty database for one test: SQLite in memory (or in a temporary file, for
- * several instances or restarts), or a new PostgreSQL schema; removed at teardown, so test
- * files never share state.
+ * several instances or restarts, removed at teardown), or a new PostgreSQL schema (removed
+ * after the suite by test/drop-test-schemas.ts), so tests never share state.
  */
 export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null, options: { shared?: boolean } = {}): Promise<string> {
   if (postgresUrl === null) {
@@ -40,12 +40,6 @@ export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | nu
   await admin.connect()
   await admin.query(`create schema "${schema}"`)
   await admin.end()
-  t.teardown(async () => {
-    const cleanup = new pg.Client({ connectionString: postgresUrl })
-    await cleanup.connect()
-    await cleanup.query(`drop schema "${schema}" cascade`)
-    await cleanup.end()
-  })
   const url = new URL(postgresUrl)
   url.searchParams.set('options', `-c search_path=${schema}`)
   return url.toString()

@@ -25,9 +25,12 @@ export interface CollectionRequest {
   fingerprint: string
 }
 
+/** Spec section 8: the page size when none is given. */
+export const DEFAULT_LIMIT = 20
+
 export interface CollectionQueryInput {
   page?: number
-  limit: number
+  limit?: number
   cursor?: string
   sort?: string
   fields?: string
@@ -99,14 +102,15 @@ export function parseCollectionQuery (
     .digest('base64url')
     .slice(0, 22)
 
-  let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit: query.limit }
+  const limit = query.limit ?? DEFAULT_LIMIT
+  let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit }
   if (query.cursor !== undefined) {
     if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })
     const after = query.cursor === '' ? null : cursors.decode(query.cursor, fingerprint)
     if (query.cursor !== '' && (after === null || after.length !== sort.length)) {
       issues.push({ path: '/cursor', message: 'is not a cursor issued for this sort and filter' })
     }
-    pagination = { kind: 'cursor', limit: query.limit, after }
+    pagination = { kind: 'cursor', limit, after }
   }
   if (issues.length > 0) throw validationFailed(issues)
   return {

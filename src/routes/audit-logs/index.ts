@@ -7,7 +7,7 @@ import { parseCollectionQuery } from '../../collection/query.js'
 
 /** CONTRACT section 6: the audit log, newest first by default. */
 const auditLogs: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: [fastify.authenticate, fastify.requirePermission('view_audit_logs')],
     config: { adminOperation: true },
     schema: {

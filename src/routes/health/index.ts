@@ -6,9 +6,9 @@ import { Errors } from '../../errors.js'
 
 /** CONTRACT section 8: liveness and readiness (not versioned, never rate limited). */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.get('/', {
+  fastify.get('', {
     config: { rateLimit: false },
-    schema: { tags: ['health'], summary: 'Liveness probe', response: { 200: HealthSchema } }
+    schema: { tags: ['health'], summary: 'Liveness probe', response: { 200: HealthSchema, ...errorResponses({}) } }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {

@@ -29,7 +29,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     return comment
   }
 
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: [fastify.authenticateIfPresent],
     schema: {
       tags: ['posts'],
@@ -39,7 +39,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => await postsPage(fastify, request, request.query))
 
-  fastify.post('/', {
+  fastify.post('', {
     onRequest: [fastify.authenticate, fastify.requirePermission('create')],
     schema: {
       tags: ['posts'],

@@ -60,7 +60,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return { data: user }
   }
 
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: [fastify.authenticate, fastify.requirePermission('read')],
     schema: {
       tags: ['users'],
@@ -77,7 +77,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return collectionEnvelope(await repositories.users.list(collection), collection.fields)
   })
 
-  fastify.post('/', {
+  fastify.post('', {
     schema: {
       tags: ['users'],
       summary: 'Register a user (role `user`)',

@@ -1,0 +1,65 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { components } from '../schemas/components.js'
+import { loadConfig } from './config.js'
+import { createInstance } from './instance.js'
+
+/**
+ * The OpenAPI document, built from a ready app that never listens (in-memory SQLite,
+ * silent), for `npm run export:openapi` and the client-generation test.
+ */
+export async function buildOpenApiDocument (): Promise<Record<string, unknown>> {
+  const app: FastifyInstance = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', LOG_LEVEL: 'silent', JWT_SECRET: 'x'.repeat(32), MFA_REQUIRED_ROLES: 'none' }))
+  try {
+    await app.ready()
+    return app.swagger() as unknown as Record<string, unknown>
+  } finally {
+    await app.close()
+  }
+}
+
+function referencesIn (value: unknown, found: Set<string>): Set<string> {
+  if (Array.isArray(value)) for (const item of value) referencesIn(item, found)
+  else if (typeof value === 'object' && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key === '$ref' && typeof item === 'string') found.add(item)
+      else referencesIn(item, found)
+    }
+  }
+  return found
+}
+
+function rewriteReferences (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(rewriteReferences)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(Object.entries(value)
+    .filter(([key]) => key !== '$id')
+    .map(([key, item]) => [key, key === '$ref' && typeof item === 'string' ? `#/$defs/${item}` : rewriteReferences(item)]))
+}
+
+/**
+ * Each named schema as a standalone JSON Schema (2020-12): the components it refers to,
+ * transitively, travel along under `$defs`.
+ */
+export function standaloneSchemas (): Record<string, Record<string, unknown>> {
+  const byId = new Map(components().map((schema) => [String(schema.$id), schema]))
+  const result: Record<string, Record<string, unknown>> = {}
+  for (const [id, schema] of byId) {
+    const needed = new Set<string>()
+    const pending = [...referencesIn(schema, new Set())]
+    while (pending.length > 0) {
+      const next = pending.pop() ?? ''
+      if (needed.has(next)) continue
+      needed.add(next)
+      pending.push(...referencesIn(byId.get(next), new Set()))
+    }
+    const defs = Object.fromEntries([...needed].map((name) => [name, rewriteReferences(byId.get(name) as TSchema)]))
+    result[id] = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: id,
+      ...(rewriteReferences(schema) as Record<string, unknown>),
+      ...(needed.size > 0 && { $defs: defs })
+    }
+  }
+  return result
+}
