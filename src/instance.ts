@@ -1,6 +1,7 @@
 import AjvCompiler from '@fastify/ajv-compiler'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
+import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
 import { redact, redactUrl } from './security/redaction.js'
@@ -45,7 +46,13 @@ export const logSerializers = {
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
   const instance = Fastify({
-    logger: { level: config.logLevel, serializers: logSerializers },
+    logger: {
+      level: config.logLevel,
+      serializers: logSerializers,
+      // Asynchronous writes: two lines per request must not block the event loop.
+      // pino flushes what is buffered when the process exits.
+      stream: pino.destination({ dest: 1, sync: false })
+    },
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',

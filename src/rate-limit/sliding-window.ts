@@ -9,23 +9,37 @@ export type Clock = () => number
  * refused request is not logged: a client over the limit regains one slot as each old entry
  * slides out, and a flood costs no memory beyond `max` entries per key.
  */
+/** One key's admitted request times, oldest first; `head` skips the ones that slid out. */
+interface HitLog { times: number[], head: number }
+
 export class SlidingWindowMemoryStore {
-  readonly #hits = new Map<string, number[]>()
+  readonly #logs = new Map<string, HitLog>()
   #lastSweep = 0
 
   constructor (private readonly now: Clock = Date.now) {}
 
-  /** @fastify/rate-limit's store contract. */
+  /** @fastify/rate-limit's store contract. Amortized O(1): times arrive in order. */
   incr (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number): void {
     const now = this.now()
     this.#sweep(now, windowMs)
-    const hits = (this.#hits.get(key) ?? []).filter((time) => time > now - windowMs)
-    const admitted = hits.length < max
-    if (admitted) hits.push(now)
-    if (hits.length > 0) this.#hits.set(key, hits)
-    else this.#hits.delete(key)
-    const oldest = hits[0]
-    callback(null, { current: admitted ? hits.length : hits.length + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now })
+    let log = this.#logs.get(key)
+    if (log === undefined) {
+      log = { times: [], head: 0 }
+      this.#logs.set(key, log)
+    }
+    const { times } = log
+    while (log.head < times.length && (times[log.head] ?? 0) <= now - windowMs) log.head++
+    // Compact once the expired prefix is the larger part.
+    if (log.head > 64 && log.head * 2 > times.length) {
+      times.splice(0, log.head)
+      log.head = 0
+    }
+    const count = times.length - log.head
+    const admitted = count < max
+    if (admitted) times.push(now)
+    const oldest = times[log.head]
+    // Admitted: the new count. Refused (not logged): one over, as the plugin expects.
+    callback(null, { current: count + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now })
   }
 
   /** Every tier shares this store; tiers are told apart by the key's group suffix. */
@@ -37,8 +51,8 @@ export class SlidingWindowMemoryStore {
   #sweep (now: number, windowMs: number): void {
     if (now - this.#lastSweep < windowMs) return
     this.#lastSweep = now
-    for (const [key, hits] of this.#hits) {
-      if ((hits.at(-1) ?? 0) <= now - windowMs) this.#hits.delete(key)
+    for (const [key, log] of this.#logs) {
+      if ((log.times.at(-1) ?? 0) <= now - windowMs) this.#logs.delete(key)
     }
   }
 }

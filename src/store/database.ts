@@ -14,9 +14,34 @@ export interface Database {
   close: () => Promise<void>
 }
 
+/** Distinct SQL texts whose prepared statements are kept (the service issues a few hundred). */
+const STATEMENT_CACHE_SIZE = 500
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs more than running a
+ * small query. Statements are reused per SQL text (better-sqlite3 statements are reusable,
+ * and all use is synchronous), least recently used dropped first.
+ */
+function cacheStatements (sqlite: SQLite.Database): void {
+  const prepare = sqlite.prepare.bind(sqlite)
+  const cache = new Map<string, SQLite.Statement>()
+  sqlite.prepare = ((source: string) => {
+    let statement = cache.get(source)
+    if (statement === undefined) {
+      statement = prepare(source)
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value ?? '')
+    } else {
+      cache.delete(source)
+    }
+    cache.set(source, statement)
+    return statement
+  }) as typeof sqlite.prepare
+}
+
 function openSqlite (path: string): SQLite.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const sqlite = new SQLite(path)
+  cacheStatements(sqlite)
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')

@@ -1,0 +1,16 @@
+import Fastify from 'fastify'
+
+/**
+ * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked
+ * routes, with no authentication, storage, headers or logging. Ratios are measured against it.
+ */
+const user = { id: '01890000-0000-7000-8000-000000000001', email: 'bench@example.com', name: 'Bench User', created_at: '2026-01-01T00:00:00.000Z' }
+const app = Fastify({ logger: false })
+app.get('/health', async () => ({ status: 'ok' }))
+app.get('/api/v1/users/:id', async () => ({ data: user }))
+app.get('/api/v1/users', async () => ({
+  data: Array.from({ length: 20 }, (_, index) => ({ ...user, id: `${user.id.slice(0, -2)}${String(index).padStart(2, '0')}` })),
+  meta: { page: 1, limit: 20, total: 51, totalPages: 3 }
+}))
+await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
+process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })

@@ -1,0 +1,193 @@
+import { execSync, spawn, type ChildProcess } from 'node:child_process'
+import { pbkdf2 } from 'node:crypto'
+import { appendFileSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import autocannon from 'autocannon'
+
+/**
+ * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
+ * protection on) and, interleaved in the same run, against a bare-Fastify ceiling. Prints
+ * each target with its ratio and appends the table to bench/RESULTS.md.
+ * BENCH_SECONDS (default 8) sets each measurement's length, BENCH_SOAK_SECONDS (default 60) the soak.
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60)
+const WARM_UP_SECONDS = 3
+const CONNECTIONS = 32
+const ROUNDS = 2
+
+interface Measured { rps: number, p50: number, p99: number }
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/**
+ * Starts a server with its output going to a file: piped back to this process, two log
+ * lines per request would tax the load generator, not the server.
+ */
+async function start (command: string[], env: Record<string, string>, logFile: string): Promise<{ child: ChildProcess, base: string }> {
+  const port = await freePort()
+  const output = openSync(logFile, 'a')
+  const child = spawn(process.execPath, command, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', output, 'inherit'] })
+  const base = `http://127.0.0.1:${port}`
+  for (let attempt = 0; ; attempt++) {
+    if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`)
+    try {
+      if ((await fetch(`${base}/health`)).ok) break
+    } catch {
+      if (attempt > 300) throw new Error(`${command.join(' ')} did not start`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return { child, base }
+}
+
+async function stop (child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await exited
+}
+
+async function load (options: autocannon.Options): Promise<Measured> {
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options })
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${options.url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 }
+}
+
+async function json (url: string, init: RequestInit = {}): Promise<any> {
+  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } })
+  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`)
+  return response.status === 204 ? null : await response.json()
+}
+
+function rssMb (pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
+}
+
+/** Hashes per second with every threadpool thread busy: the floor sign-in can reach. */
+async function pbkdf2Capacity (): Promise<number> {
+  const derive = promisify(pbkdf2)
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
+  let done = 0
+  const until = Date.now() + SECONDS * 1000
+  await Promise.all(Array.from({ length: threads }, async () => {
+    while (Date.now() < until) {
+      await derive('benchmark-password', 'salt-salt-salt-1', 120_000, 32, 'sha256')
+      done++
+    }
+  }))
+  return done / SECONDS
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+async function main () {
+  const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
+  const env = {
+    DATABASE_URL: `sqlite://${join(dir, 'bench.db')}`,
+    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
+    CORS_ORIGINS: 'http://localhost',
+    // Every protection stays on; the limits are set out of reach so the store still counts.
+    RATE_LIMIT_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    MFA_REQUIRED_ROLES: 'none',
+    LOG_LEVEL: 'info'
+  }
+  const service = await start(['dist/src/server.js'], env, join(dir, 'service.log'))
+  const ceiling = await start(['dist/bench/ceiling.js'], {}, join(dir, 'ceiling.log'))
+  const results: string[] = []
+  const verdicts: boolean[] = []
+  const report = (name: string, ratio: number, target: string, holds: boolean, detail: string) => {
+    verdicts.push(holds)
+    const line = `| ${name} | ${ratio.toFixed(2)} | ${target} | ${holds ? 'holds' : 'MISSED'} | ${detail} |`
+    results.push(line)
+    process.stdout.write(`${line}\n`)
+  }
+  try {
+    const password = 'bench-password-1'
+    const created = await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }) })
+    for (let n = 0; n < 50; n++) {
+      await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: `member-${n}@example.com`, name: `Member ${n}`, password }) })
+    }
+    const login = await json(`${service.base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', password }) })
+    const headers = { authorization: `Bearer ${String(login.data.access_token)}` }
+    const id = String(created.data.id)
+
+    const compare = async (name: string, path: string, ceilingPath: string, target: number) => {
+      // Warm both up first: the JIT settles the simpler ceiling sooner.
+      await autocannon({ url: ceiling.base + ceilingPath, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      await autocannon({ url: service.base + path, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      const ours: Measured[] = []
+      const bare: Measured[] = []
+      for (let round = 0; round < ROUNDS; round++) {
+        bare.push(await load({ url: ceiling.base + ceilingPath }))
+        ours.push(await load({ url: service.base + path, headers }))
+      }
+      const ratio = median(ours.map((m) => m.rps)) / median(bare.map((m) => m.rps))
+      const o = ours.at(-1) as Measured
+      report(name, ratio, `≥ ${target} × ceiling`, ratio >= target,
+        `${median(ours.map((m) => m.rps)).toFixed(0)} vs ${median(bare.map((m) => m.rps)).toFixed(0)} req/s; p50 ${o.p50} ms, p99 ${o.p99} ms; RSS ${rssMb(service.child.pid ?? 0).toFixed(0)} MB`)
+    }
+    await compare('GET /health', '/health', '/health', 0.85)
+    await compare('GET /api/v1/users/{id} (authenticated)', `/api/v1/users/${id}`, `/api/v1/users/${id}`, 0.5)
+    await compare('GET /api/v1/users?limit=20 (authenticated)', '/api/v1/users?limit=20', '/api/v1/users', 0.4)
+
+    const capacity = await pbkdf2Capacity()
+    const signIn = await load({ url: `${service.base}/api/v1/auth/login`, method: 'POST', connections: 8, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password }) })
+    report('POST /api/v1/auth/login', signIn.rps / capacity, '≥ 0.9 × raw PBKDF2 capacity', signIn.rps / capacity >= 0.9,
+      `${signIn.rps.toFixed(1)} sign-ins/s vs ${capacity.toFixed(1)} hashes/s; p99 ${signIn.p99} ms`)
+
+    let registrations = 0
+    const register = await autocannon({
+      url: `${service.base}/api/v1/users`, method: 'POST', connections: 8, duration: SECONDS, headers: { 'content-type': 'application/json' },
+      requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ email: `load-${process.pid}-${registrations++}@example.com`, name: 'Load', password }) }) }]
+    })
+    report('POST /api/v1/users', register.requests.average / capacity, 'reported (hash-bound)', register.non2xx === 0,
+      `${register.requests.average.toFixed(1)} registrations/s; p99 ${register.latency.p99} ms; non-2xx ${register.non2xx}`)
+
+    const quiet = await load({ url: `${service.base}/api/v1/users/${id}`, headers, connections: 8 })
+    const storm = autocannon({ url: `${service.base}/api/v1/auth/login`, method: 'POST', connections: 16, duration: SECONDS + 2, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password }) })
+    const busy = await load({ url: `${service.base}/api/v1/users/${id}`, headers, connections: 8 })
+    await storm
+    report('mixed: reads during a sign-in storm', busy.p99 / quiet.p99, '≤ 3 × quiet p99', busy.p99 <= 3 * quiet.p99,
+      `p99 ${busy.p99} ms vs ${quiet.p99} ms quiet; ${busy.rps.toFixed(0)} vs ${quiet.rps.toFixed(0)} req/s`)
+
+    const samples: number[] = []
+    const sampler = setInterval(() => samples.push(rssMb(service.child.pid ?? 0)), 1000)
+    await autocannon({ url: `${service.base}/api/v1/users/${id}`, headers, connections: CONNECTIONS, duration: SOAK_SECONDS })
+    clearInterval(sampler)
+    const settled = samples.slice(Math.floor(samples.length / 4))
+    const low = Math.min(...settled)
+    const high = Math.max(...settled)
+    report(`RSS over a ${SOAK_SECONDS} s soak`, high / low, '≤ 1.10 and < 200 MB', high / low <= 1.1 && high < 200,
+      `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
+  } finally {
+    await stop(service.child)
+    await stop(ceiling.child)
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  const commit = execSync('git rev-parse --short HEAD').toString().trim()
+  appendFileSync(join(import.meta.dirname, '..', '..', 'bench', 'RESULTS.md'), [
+    '',
+    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — ${SECONDS} s per measurement, ${CONNECTIONS} connections, SQLite`,
+    '',
+    '| scenario | ratio | target | verdict | measured |',
+    '|---|---|---|---|---|',
+    ...results,
+    ''
+  ].join('\n'))
+  process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
+}
+
+await main()
