@@ -30,8 +30,9 @@ function buildValidator (externalSchemas: ExternalSchemas) {
 const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 
 /**
- * Spec 5.9's request log: each request with method, URL, headers and client address, each
- * response with status (Fastify adds the duration), secrets redacted (CONTRACT section 6).
+ * Spec 5.9's request log, secrets redacted (CONTRACT section 6): one line per exchange with
+ * the request (method, URL, headers, client address) and the response (status, duration).
+ * One line instead of Fastify's two halves the logging cost on the request path.
  */
 export const logSerializers = {
   req: (request: FastifyRequest) => ({
@@ -56,7 +57,15 @@ export function createInstance (config: Config): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
+    disableRequestLogging: true,
     schemaController
+  })
+  // Request starts are logged too at debug level (not paid for otherwise).
+  if (config.logLevel === 'debug' || config.logLevel === 'trace') {
+    instance.addHook('onRequest', async (request) => { request.log.debug({ req: request }, 'incoming request') })
+  }
+  instance.addHook('onResponse', async (request, reply) => {
+    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
   instance.register(fp(app), { config })

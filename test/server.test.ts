@@ -11,7 +11,7 @@ t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const databasePath = join(dir, 'app.db')
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { ...process.env, PORT: '0', DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'info', JWT_SECRET: 'x'.repeat(32) },
+    env: { ...process.env, PORT: '0', DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug', JWT_SECRET: 'x'.repeat(32) },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { if (server.exitCode === null) server.kill('SIGKILL') })

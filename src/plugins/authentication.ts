@@ -64,7 +64,7 @@ export default fp(async (fastify) => {
     }
     if (revocations.isRevoked(claims.jti)) throw new Errors.INVALID_TOKEN()
     // A deleted user's tokens stop working with the account.
-    const principal = await repositories.users.findPrincipal(claims.sub)
+    const principal = await repositories.users.cachedPrincipal(claims.sub)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
     if (!principal.mfaEnabled && request.routeOptions.config.allowWithoutMfa !== true &&
       principal.roles.some((role) => mfaRequiredRoles.has(role))) {

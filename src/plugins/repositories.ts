@@ -34,14 +34,15 @@ export default fp(async (fastify) => {
   const { db } = fastify.database
   const cursors = new CursorCodec(fastify.config.jwtSecret)
   fastify.decorate('cursors', cursors)
+  const users = new UsersRepository(db, cursors)
   fastify.decorate('repositories', {
-    users: new UsersRepository(db, cursors),
+    users,
     sessions: new SessionsRepository(db, cursors),
     revocations: new RevocationsRepository(db),
     signInFailures: new SignInFailuresRepository(db),
     auditLogs: new AuditLogsRepository(db, cursors),
     devices: new DevicesRepository(db, cursors),
-    mfa: new MfaRepository(db),
+    mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),
     posts: new PostsRepository(db, cursors),
     comments: new CommentsRepository(db, cursors)

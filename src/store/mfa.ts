@@ -10,7 +10,8 @@ export interface TotpState {
 
 /** TOTP enrolment state and backup codes (secrets arrive sealed, codes hashed). */
 export class MfaRepository {
-  constructor (private readonly db: Db) {}
+  /** `changed` hears of every user whose MFA state changed (cached principals carry it). */
+  constructor (private readonly db: Db, private readonly changed: (userId: string) => void = () => {}) {}
 
   async totpState (userId: string): Promise<TotpState | undefined> {
     const row = await this.db.selectFrom('users')
@@ -52,6 +53,7 @@ export class MfaRepository {
         .values(codeHashes.map((code_hash) => ({ id: uuidv7(), user_id: userId, code_hash, created_at: now })))
         .execute()
     })
+    this.changed(userId)
   }
 
   async disable (userId: string): Promise<void> {
@@ -61,6 +63,7 @@ export class MfaRepository {
         .where('id', '=', userId).execute()
       await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
     })
+    this.changed(userId)
   }
 
   /** A fresh set replaces the old one, atomically. */

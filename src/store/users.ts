@@ -40,8 +40,32 @@ function toRoles (values: Array<string | null>): Role[] {
   return values.filter((value): value is Role => (ROLES as readonly string[]).includes(value ?? ''))
 }
 
+/**
+ * How long a principal read for authentication may be reused. Changes made through this
+ * instance invalidate it at once; other instances see them within this time.
+ */
+export const PRINCIPAL_TTL_MS = 1000
+
 export class UsersRepository {
+  readonly #principals = new Map<string, { principal: UserPrincipal | undefined, until: number }>()
+
   constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+
+  /** The principal for authentication, from a short-lived cache (one query per user per TTL). */
+  async cachedPrincipal (id: string): Promise<UserPrincipal | undefined> {
+    const now = Date.now()
+    const cached = this.#principals.get(id)
+    if (cached !== undefined && cached.until > now) return cached.principal
+    const principal = await this.findPrincipal(id)
+    if (this.#principals.size >= 10_000) this.#principals.clear()
+    this.#principals.set(id, { principal, until: now + PRINCIPAL_TTL_MS })
+    return principal
+  }
+
+  /** Drops a cached principal after a change to the user's roles, MFA or existence. */
+  invalidate (id: string): void {
+    this.#principals.delete(id)
+  }
 
   /** Inserts the user and its roles atomically; a taken e-mail is EMAIL_ALREADY_REGISTERED. */
   async create (user: NewUser): Promise<User> {
@@ -118,6 +142,7 @@ export class UsersRepository {
   /** Removes the user with its roles and refresh tokens (foreign keys cascade). */
   async delete (id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst()
+    this.invalidate(id)
     return result.numDeletedRows > 0n
   }
 
@@ -127,11 +152,13 @@ export class UsersRepository {
       .values({ user_id: userId, role, created_at: new Date().toISOString() })
       .onConflict((conflict) => conflict.columns(['user_id', 'role']).doNothing())
       .execute()
+    this.invalidate(userId)
   }
 
   /** Removes a role; removing one not held changes nothing. */
   async removeRole (userId: string, role: Role): Promise<void> {
     await this.db.deleteFrom('user_roles').where('user_id', '=', userId).where('role', '=', role).execute()
+    this.invalidate(userId)
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
