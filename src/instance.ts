@@ -1,5 +1,5 @@
 import AjvCompiler from '@fastify/ajv-compiler'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify'
 import fp from 'fastify-plugin'
 import pino from 'pino'
 import app from './app.js'
@@ -44,6 +44,19 @@ export const logSerializers = {
   res: (reply: Pick<FastifyReply, 'statusCode'>) => ({ statusCode: reply.statusCode })
 }
 
+/** Fastify's request log lines, as one line per exchange (request start only at debug level). */
+class ExchangeLogController extends LogController {
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const entry = { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (error === null || error === undefined) reply.log.info(entry, 'request completed')
+    else reply.log.error({ ...entry, err: error }, 'request errored')
+  }
+}
+
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
   const instance = Fastify({
@@ -57,15 +70,8 @@ export function createInstance (config: Config): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
-    disableRequestLogging: true,
+    logController: new ExchangeLogController(),
     schemaController
-  })
-  // Request starts are logged too at debug level (not paid for otherwise).
-  if (config.logLevel === 'debug' || config.logLevel === 'trace') {
-    instance.addHook('onRequest', async (request) => { request.log.debug({ req: request }, 'incoming request') })
-  }
-  instance.addHook('onResponse', async (request, reply) => {
-    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
   instance.register(fp(app), { config })
