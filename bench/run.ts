@@ -98,8 +98,11 @@ async function main () {
     JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
     CORS_ORIGINS: 'http://localhost',
     // Every protection stays on; the limits are set out of reach so the store still counts.
+    // A 1 s window keeps the sliding log (one entry per admitted request) at a realistic size:
+    // with a 60 s window and an unreachable limit it would hold every request of the last minute.
     RATE_LIMIT_MAX: '1000000000',
     RATE_LIMIT_AUTH_MAX: '1000000000',
+    RATE_LIMIT_WINDOW_MS: '1000',
     MFA_REQUIRED_ROLES: 'none',
     LOG_LEVEL: 'info'
   }

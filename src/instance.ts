@@ -6,6 +6,12 @@ import app from './app.js'
 import type { Config } from './config.js'
 import { redact, redactUrl } from './security/redaction.js'
 
+/**
+ * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
+ * this are dropped rather than held in memory without bound.
+ */
+const LOG_BUFFER_BYTES = 16 * 1024 * 1024
+
 /** CONTRACT section 8: the 10 KB body limit. */
 export const BODY_LIMIT_BYTES = 10_240
 
@@ -65,7 +71,7 @@ export function createInstance (config: Config): FastifyInstance {
       serializers: logSerializers,
       // Asynchronous writes: two lines per request must not block the event loop.
       // pino flushes what is buffered when the process exits.
-      stream: pino.destination({ dest: 1, sync: false })
+      stream: pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_BYTES })
     },
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
