@@ -26,3 +26,6 @@ export function DataEnvelope<T extends TSchema> (item: T) {
   const name = nameOf(item)
   return component(`${name}Response`, Type.Object({ data: component(name, item) }))
 }
+
+/** OpenAPI security requirement of routes that take a bearer token (scheme in plugins/documentation.ts). */
+export const BEARER = [{ bearerAuth: [] }]

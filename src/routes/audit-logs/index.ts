@@ -4,6 +4,7 @@ import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
+import { BEARER } from '../../../schemas/common.js'
 
 /** CONTRACT section 6: the audit log, newest first by default. */
 const auditLogs: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -13,7 +14,7 @@ const auditLogs: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['audit'],
       summary: 'Security events (filters: event, actor_id, createdAfter)',
-      security: [{ bearerAuth: [] }],
+      security: BEARER,
       querystring: CollectionQuerySchema(AUDIT_FIELDS, AuditFiltersSchema),
       response: { 200: AuditCollectionSchema, ...errorResponses({}, 401, 403) }
     }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LoginBodySchema, LogoutBodySchema, RefreshBodySchema, SESSION_FIELDS, SessionCollectionSchema, TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
@@ -12,8 +12,6 @@ import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
 import { completeSignIn } from './sign-in.js'
-
-const bearer = [{ bearerAuth: [] }]
 
 /** CONTRACT section 3: sign-in, sessions and the caller's own account. */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -85,7 +83,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       summary: 'Revoke the access token and end its session',
-      security: bearer,
+      security: BEARER,
       body: LogoutBodySchema,
       response: { 204: { type: 'null', description: 'Signed out' }, ...errorResponses({ body: true }, 401) }
     }
@@ -102,7 +100,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       summary: 'The signed-in user with roles, permissions and MFA state',
-      security: bearer,
+      security: BEARER,
       response: { 200: MeResponseSchema, ...errorResponses({}, 401) }
     }
   }, async (request) => {
@@ -124,7 +122,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       summary: 'The caller\'s live sessions',
-      security: bearer,
+      security: BEARER,
       querystring: CollectionQuerySchema(SESSION_FIELDS),
       response: { 200: SessionCollectionSchema, ...errorResponses({}, 401) }
     }
@@ -142,7 +140,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       summary: 'End one of the caller\'s sessions: its refresh tokens stop working',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       response: { 204: { type: 'null', description: 'Ended' }, ...errorResponses({ body: true }, 401, 404) }
     }

@@ -4,8 +4,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
 import { tokenFailure } from '../../plugins/authentication.js'
-
-const bearer = [{ bearerAuth: [] }]
+import { BEARER } from '../../../schemas/common.js'
 
 /** CONTRACT section 4: TOTP enrolment, backup codes, and completing an MFA sign-in. */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -23,7 +22,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code',
-      security: bearer,
+      security: BEARER,
       response: { 200: TotpSetupResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
@@ -39,7 +38,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       summary: 'Finish enrolment with a first code; answers 10 single-use backup codes',
-      security: bearer,
+      security: BEARER,
       body: CodeBodySchema,
       response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
@@ -57,7 +56,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       summary: 'A fresh set of 10 backup codes for a TOTP code; the old set stops working',
-      security: bearer,
+      security: BEARER,
       body: CodeBodySchema,
       response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
@@ -72,7 +71,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       summary: 'Turn TOTP off (with a TOTP or backup code)',
-      security: bearer,
+      security: BEARER,
       body: CodeBodySchema,
       response: { 204: { type: 'null', description: 'Disabled' }, ...errorResponses({ body: true }, 401, 409) }
     }

@@ -1,15 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { COMMENT_FIELDS, CommentBodySchema, CommentCollectionSchema, CommentParamsSchema, CommentResponseSchema, POST_FIELDS, PostCollectionSchema, PostCreateBodySchema, PostFiltersSchema, PostPatchBodySchema, PostResponseSchema } from '../../../schemas/post.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
 import { canSee, postsPage, visibilityOf } from './visibility.js'
-
-const bearer = [{ bearerAuth: [] }]
 
 /** Spec 4.2 and CONTRACT section 7: posts and their comments. */
 const posts: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -44,7 +42,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['posts'],
       summary: 'Write a post (draft unless a status is given)',
-      security: bearer,
+      security: BEARER,
       body: PostCreateBodySchema,
       response: { 201: PostResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }
@@ -69,7 +67,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['posts'],
       summary: 'Edit a post (its author, or a moderator or admin)',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       body: PostPatchBodySchema,
       response: { 200: PostResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
@@ -87,7 +85,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['posts'],
       summary: 'Delete a post and its comments (its author, or a moderator or admin)',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }
@@ -118,7 +116,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['comments'],
       summary: 'Comment on a post',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       body: CommentBodySchema,
       response: { 201: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
@@ -134,7 +132,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['comments'],
       summary: 'Edit a comment (its author, or a moderator or admin)',
-      security: bearer,
+      security: BEARER,
       params: CommentParamsSchema,
       body: CommentBodySchema,
       response: { 200: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
@@ -152,7 +150,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['comments'],
       summary: 'Delete a comment (its author, or a moderator or admin)',
-      security: bearer,
+      security: BEARER,
       params: CommentParamsSchema,
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }

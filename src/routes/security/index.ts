@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../../schemas/errors.js'
 import { AccessCheckBodySchema, AccessDecisionResponseSchema } from '../../../schemas/security.js'
+import { BEARER } from '../../../schemas/common.js'
 
 /** Spec 2.11 / 5.10: the zero-trust access check. */
 const security: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -9,7 +10,7 @@ const security: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['security'],
       summary: 'Evaluate the risk of an access request (another user\'s needs manage_users)',
-      security: [{ bearerAuth: [] }],
+      security: BEARER,
       body: AccessCheckBodySchema,
       response: { 200: AccessDecisionResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }

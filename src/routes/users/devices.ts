@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { DEVICE_FIELDS, DeviceBodySchema, DeviceCollectionSchema, DeviceParamsSchema, DeviceResponseSchema } from '../../../schemas/security.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors } from '../../errors.js'
-
-const bearer = [{ bearerAuth: [] }]
 
 /** CONTRACT section 6: a user's trusted devices (zero trust), at most five. */
 const devices: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -23,7 +21,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['devices'],
       summary: 'A user\'s trusted devices',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(DEVICE_FIELDS),
       response: { 200: DeviceCollectionSchema, ...errorResponses({}, 401, 403, 404) }
@@ -39,7 +37,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['devices'],
       summary: 'Trust a device (the sixth is 409)',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       body: DeviceBodySchema,
       response: { 201: DeviceResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
@@ -57,7 +55,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['devices'],
       summary: 'Stop trusting a device (by record id or device_id)',
-      security: bearer,
+      security: BEARER,
       params: DeviceParamsSchema,
       response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { USER_FIELDS, type UserChanges, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
 import { collectionEnvelope } from '../../collection/envelope.js'
@@ -12,8 +12,6 @@ import type { UserUpdate } from '../../store/users.js'
 import devices from './devices.js'
 import userPosts from './posts.js'
 import roles from './roles.js'
-
-const bearer = [{ bearerAuth: [] }]
 
 /** Spec 4.1 and CONTRACT section 7. */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -65,7 +63,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['users'],
       summary: 'List users',
-      security: bearer,
+      security: BEARER,
       querystring: CollectionQuerySchema(USER_FIELDS),
       response: { 200: UserCollectionSchema, ...errorResponses({}, 401, 403) }
     }
@@ -95,7 +93,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['users'],
       summary: 'Get a user',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       response: { 200: UserResponseSchema, ...errorResponses({}, 401, 403, 404) }
     }
@@ -117,7 +115,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         tags: ['users'],
         summary,
-        security: bearer,
+        security: BEARER,
         params: IdParamsSchema,
         body,
         response: { 200: UserResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
@@ -132,7 +130,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['users'],
       summary: 'Delete a user (idempotent: a missing user also answers 204)',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403) }
     }

@@ -1,12 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { type Role, RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { effectiveRoles, missingToGrant, permissionsOf } from '../../security/permissions.js'
-
-const bearer = [{ bearerAuth: [] }]
 
 /** CONTRACT section 6: a user's roles. Role changes apply to protected routes at once. */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -33,7 +31,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['roles'],
       summary: 'A user\'s roles and effective permissions (self, or manage_roles)',
-      security: bearer,
+      security: BEARER,
       params: IdParamsSchema,
       response: { 200: RoleAssignmentResponseSchema, ...errorResponses({}, 401, 403, 404) }
     }
@@ -46,7 +44,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['roles'],
       summary: 'Assign a role',
-      security: bearer,
+      security: BEARER,
       params: RoleParamsSchema,
       response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
@@ -65,7 +63,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['roles'],
       summary: 'Remove a role (harmless when not held)',
-      security: bearer,
+      security: BEARER,
       params: RoleParamsSchema,
       response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
