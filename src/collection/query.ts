@@ -21,8 +21,17 @@ export interface CollectionRequest {
   /** Resource-specific equality filters (e.g. status), already validated by the route schema. */
   filters: Record<string, string>
   pagination: Pagination
-  /** Identifies sort and filters, binding cursors to the query that made them. */
-  fingerprint: string
+}
+
+/**
+ * Identifies sort and filters, binding cursors to the query that made them. Computed only
+ * for cursor pages: offset pages (the common case) need no hash.
+ */
+export function queryFingerprint (request: Pick<CollectionRequest, 'sort' | 'search' | 'createdAfter' | 'filters'>): string {
+  return createHash('sha256')
+    .update(JSON.stringify([request.sort, request.search ?? null, request.createdAfter ?? null, request.filters]))
+    .digest('base64url')
+    .slice(0, 22)
 }
 
 /** Spec section 8: the page size when none is given. */
@@ -97,16 +106,11 @@ export function parseCollectionQuery (
   const sort = parseSort(query.sort, options, issues)
   const fields = parseFields(query.fields, options, issues)
   const createdAfter = parseInstant(query.createdAfter, issues)
-  const fingerprint = createHash('sha256')
-    .update(JSON.stringify([sort, query.search ?? null, createdAfter ?? null, filters]))
-    .digest('base64url')
-    .slice(0, 22)
-
   const limit = query.limit ?? DEFAULT_LIMIT
   let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit }
   if (query.cursor !== undefined) {
     if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })
-    const after = query.cursor === '' ? null : cursors.decode(query.cursor, fingerprint)
+    const after = query.cursor === '' ? null : cursors.decode(query.cursor, queryFingerprint({ sort, search: query.search, createdAfter, filters }))
     if (query.cursor !== '' && (after === null || after.length !== sort.length)) {
       issues.push({ path: '/cursor', message: 'is not a cursor issued for this sort and filter' })
     }
@@ -119,7 +123,6 @@ export function parseCollectionQuery (
     ...(query.search !== undefined && { search: query.search }),
     ...(createdAfter !== undefined && { createdAfter }),
     filters,
-    pagination,
-    fingerprint
+    pagination
   }
 }

@@ -1,18 +1,22 @@
-import rateLimit from '@fastify/rate-limit'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors } from '../errors.js'
 import { SlidingWindowRedisStore } from '../rate-limit/redis-store.js'
-import { SlidingWindowMemoryStore } from '../rate-limit/sliding-window.js'
+import { type RateLimitStore, SlidingWindowMemoryStore, type WindowState } from '../rate-limit/sliding-window.js'
 import { addressKey } from '../security/network.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** DELETE of a user, role changes, the audit log: the admin rate-limit tier and zero trust. */
     adminOperation?: boolean
+    /** `false` for probes that must never be limited (health checks). */
+    rateLimit?: false
   }
 }
 
 const AUTH_PREFIX = '/api/v1/auth/'
+
+interface Tier { max: number, group: string }
 
 /**
  * Spec section 8 / CONTRACT section 1: three tiers per client address (IPv6 by /64), each a
@@ -22,46 +26,55 @@ const AUTH_PREFIX = '/api/v1/auth/'
  * Counters live in Redis when REDIS_URL is set. If Redis cannot answer, limits fail open
  * (requests pass, a warning is logged): an outage of the cache must not take the API down,
  * and sign-in stays guarded by the account lockout and the hashing cap.
+ *
+ * One root onRequest hook applies the limits, so it runs first on every request (unknown
+ * routes included), before any authentication: unauthenticated floods are counted too. It
+ * is callback-style so that the memory store's answer costs no promise on the request path.
  */
 export default fp(async (fastify) => {
   const limits = fastify.config.rateLimit
   const { redis } = fastify
+  const store: RateLimitStore = redis === null ? new SlidingWindowMemoryStore() : new SlidingWindowRedisStore(redis)
+  const tiers: Record<'general' | 'auth' | 'admin', Tier> = {
+    general: { max: limits.max, group: '' },
+    auth: { max: limits.authMax, group: ':auth' },
+    admin: { max: limits.adminMax, group: ':admin' }
+  }
 
-  let warned = false
-  const store = redis === null
-    ? new SlidingWindowMemoryStore()
-    : new SlidingWindowRedisStore(redis, (error) => {
-      if (!warned) fastify.log.warn({ err: error }, 'rate-limit store unreachable: limits fail open until it returns')
-      warned = true
-    })
+  let unreachable = false
+  function failOpen (error: unknown): void {
+    if (!unreachable) fastify.log.warn({ err: error }, 'rate-limit store unreachable: limits fail open until it returns')
+    unreachable = true
+  }
 
-  // The plugin's own per-route hooks would run after the routes' authentication hooks, so
-  // unauthenticated floods would pass uncounted; its limiters are applied from one root
-  // hook instead, which runs first on every request, unknown routes included.
-  await fastify.register(rateLimit, {
-    global: false,
-    max: limits.max,
-    timeWindow: limits.windowMs,
-    // The plugin constructs the store with `new`; a constructor returning an object yields it.
-    store: function Store () { return store } as unknown as never,
-    skipOnError: true
-  })
-  const tier = (max: number, group: string) =>
-    fastify.createRateLimit({ max, keyGenerator: (request) => `${addressKey(request.ip)}${group}` })
-  const tiers = { general: tier(limits.max, ''), auth: tier(limits.authMax, ':auth'), admin: tier(limits.adminMax, ':admin') }
+  /** Sends the limit headers; the error to answer with when the request is over the limit. */
+  function apply (request: FastifyRequest, reply: FastifyReply, max: number, state: WindowState): Error | undefined {
+    unreachable = false
+    const resetSeconds = Math.ceil(state.ttl / 1000)
+    reply.header('x-ratelimit-limit', max)
+    reply.header('x-ratelimit-remaining', Math.max(0, max - state.current))
+    reply.header('x-ratelimit-reset', resetSeconds)
+    if (state.current <= max) return undefined
+    reply.header('retry-after', resetSeconds)
+    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: request.url, limit: max } })
+    return new Errors.RATE_LIMITED()
+  }
 
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     const { config } = request.routeOptions
-    if (config.rateLimit === false) return
-    const limiter = config.adminOperation === true ? tiers.admin : request.url.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
-    const result = await limiter(request)
-    if (result.isAllowed) return
-    reply.header('x-ratelimit-limit', result.max)
-    reply.header('x-ratelimit-remaining', result.remaining)
-    reply.header('x-ratelimit-reset', result.ttlInSeconds)
-    if (!result.isExceeded) return
-    reply.header('retry-after', result.ttlInSeconds)
-    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: request.url, limit: result.max } })
-    throw new Errors.RATE_LIMITED()
+    if (config.rateLimit === false) {
+      done()
+      return
+    }
+    const tier = config.adminOperation === true ? tiers.admin : request.url.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
+    const state = store.hit(`${addressKey(request.ip)}${tier.group}`, limits.windowMs, tier.max)
+    if (state instanceof Promise) {
+      state.then((shared) => { done(apply(request, reply, tier.max, shared)) }, (error: unknown) => {
+        failOpen(error)
+        done()
+      })
+    } else {
+      done(apply(request, reply, tier.max, state))
+    }
   })
 }, { name: 'rate-limit', dependencies: ['redis', 'audit'] })

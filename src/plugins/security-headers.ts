@@ -48,10 +48,14 @@ export function securityHeaders (): Record<string, string> {
   return headers
 }
 
-/** On every response: the hook runs first on every request, so errors, 404s, 429s and preflights carry them. */
+/**
+ * On every response: the hook runs first on every request, so errors, 404s, 429s and
+ * preflights carry them. Callback-style: nothing to wait for, so no promise per request.
+ */
 export default fp(async (fastify) => {
   const headers = securityHeaders()
-  fastify.addHook('onRequest', async (_request, reply) => {
+  fastify.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)
+    done()
   })
 }, { name: 'security-headers' })

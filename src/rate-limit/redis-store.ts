@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { Clock, WindowState } from './sliding-window.js'
+import type { Clock, RateLimitStore, WindowState } from './sliding-window.js'
 
 /**
  * The same sliding-window log in a Redis sorted set per key, in one atomic script, so every
@@ -25,12 +25,11 @@ return { current, ttl }
 
 type SlidingWindowCommand = (key: string, now: number, windowMs: number, max: number, member: string) => Promise<[number, number]>
 
-export class SlidingWindowRedisStore {
+export class SlidingWindowRedisStore implements RateLimitStore {
   readonly #command: SlidingWindowCommand
 
   constructor (
     redis: Redis,
-    private readonly onError: (error: Error) => void,
     private readonly now: Clock = Date.now,
     private readonly prefix = 'users-api:rate:'
   ) {
@@ -40,18 +39,10 @@ export class SlidingWindowRedisStore {
     this.#command = command.bind(redis)
   }
 
-  incr (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number): void {
+  async hit (key: string, windowMs: number, max: number): Promise<WindowState> {
     const now = this.now()
     const member = `${now}:${randomBytes(6).toString('base64url')}`
-    this.#command(this.prefix + key, now, windowMs, max, member).then(([current, ttl]) => {
-      callback(null, { current, ttl })
-    }, (error: Error) => {
-      this.onError(error)
-      callback(error, { current: 0, ttl: windowMs })
-    })
-  }
-
-  child (): this {
-    return this
+    const [current, ttl] = await this.#command(this.prefix + key, now, windowMs, max, member)
+    return { current, ttl }
   }
 }

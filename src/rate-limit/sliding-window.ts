@@ -1,5 +1,13 @@
-/** What @fastify/rate-limit expects back from a store: the count and ms until a slot frees. */
+/**
+ * A store's answer for one hit: the count in the window including this hit (one over `max`
+ * when refused) and the milliseconds until the oldest entry slides out.
+ */
 export interface WindowState { current: number, ttl: number }
+
+/** A sliding-window counter: the memory store answers at once, the shared one later. */
+export interface RateLimitStore {
+  hit: (key: string, windowMs: number, max: number) => WindowState | Promise<WindowState>
+}
 
 export type Clock = () => number
 
@@ -12,14 +20,14 @@ export type Clock = () => number
 /** One key's admitted request times, oldest first; `head` skips the ones that slid out. */
 interface HitLog { times: number[], head: number }
 
-export class SlidingWindowMemoryStore {
+export class SlidingWindowMemoryStore implements RateLimitStore {
   readonly #logs = new Map<string, HitLog>()
   #lastSweep = 0
 
   constructor (private readonly now: Clock = Date.now) {}
 
-  /** @fastify/rate-limit's store contract. Amortized O(1): times arrive in order. */
-  incr (key: string, callback: (error: Error | null, state: WindowState) => void, windowMs: number, max: number): void {
+  /** Amortized O(1): times arrive in order. */
+  hit (key: string, windowMs: number, max: number): WindowState {
     const now = this.now()
     this.#sweep(now, windowMs)
     let log = this.#logs.get(key)
@@ -38,13 +46,8 @@ export class SlidingWindowMemoryStore {
     const admitted = count < max
     if (admitted) times.push(now)
     const oldest = times[log.head]
-    // Admitted: the new count. Refused (not logged): one over, as the plugin expects.
-    callback(null, { current: count + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now })
-  }
-
-  /** Every tier shares this store; tiers are told apart by the key's group suffix. */
-  child (): this {
-    return this
+    // Admitted: the new count. Refused (not logged): one over.
+    return { current: count + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now }
   }
 
   /** Drops keys idle for a whole window, at most once per window. */

@@ -8,6 +8,9 @@ export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60
 /** CONTRACT section 4: the MFA challenge token lives 5 minutes. */
 export const MFA_TOKEN_TTL_S = 5 * 60
 
+/** Verified tokens remembered at most (oldest dropped first). */
+const VERIFIED_CACHE_SIZE = 10_000
+
 export type TokenType = 'access' | 'refresh' | 'mfa'
 
 export interface AccessClaims {
@@ -84,15 +87,19 @@ export interface TokenServiceOptions {
 export class TokenService {
   readonly #sign: (payload: Record<string, unknown>) => string
   readonly #verify: (token: string) => Record<string, unknown>
+  /**
+   * Tokens already verified, by their exact text, until they expire: a client repeats its
+   * token on every request. (fast-jwt's own cache keys by a SHA-256 of the text: a hash per
+   * request.) Revocation is checked apart, on every request.
+   */
+  readonly #verified = new Map<string, Record<string, unknown>>()
   readonly #now: () => number
 
   constructor (options: TokenServiceOptions) {
     this.#now = options.now ?? Date.now
     // iat and exp are written into the payload from our clock; the signer keeps them.
     this.#sign = createSigner({ key: options.secret, algorithm: 'HS256' })
-    // The cache keeps verified tokens (by their text) until they expire: a client repeats its
-    // token on every request. Revocation is checked apart, on every request.
-    this.#verify = createVerifier({ key: options.secret, algorithms: ['HS256'], requiredClaims: ['exp', 'sub', 'jti'], cache: 10_000 })
+    this.#verify = createVerifier({ key: options.secret, algorithms: ['HS256'], requiredClaims: ['exp', 'sub', 'jti'] })
   }
 
   /** Spec 2.7: caller-supplied data claims plus the reserved ones, which data cannot override. */
@@ -124,6 +131,19 @@ export class TokenService {
   verify (token: string, expectedType: 'refresh'): RefreshClaims
   verify (token: string, expectedType: 'mfa'): MfaClaims
   verify (token: string, expectedType: TokenType = 'access'): AccessClaims | RefreshClaims | MfaClaims {
+    const claims = this.#verifiedClaims(token)
+    if (claims.type !== expectedType) throw new TokenVerificationError('type')
+    if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw new TokenVerificationError('invalid')
+    return claims as unknown as AccessClaims | RefreshClaims | MfaClaims
+  }
+
+  #verifiedClaims (token: string): Record<string, unknown> {
+    const cached = this.#verified.get(token)
+    if (cached !== undefined) {
+      if ((cached.exp as number) * 1000 > this.#now()) return cached
+      this.#verified.delete(token)
+      throw new TokenVerificationError('expired')
+    }
     let claims: Record<string, unknown>
     try {
       claims = this.#verify(token)
@@ -131,8 +151,8 @@ export class TokenService {
       const expired = error instanceof TokenError && error.code === TokenError.codes.expired
       throw new TokenVerificationError(expired ? 'expired' : 'invalid')
     }
-    if (claims.type !== expectedType) throw new TokenVerificationError('type')
-    if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw new TokenVerificationError('invalid')
-    return claims as unknown as AccessClaims | RefreshClaims | MfaClaims
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value ?? '')
+    this.#verified.set(token, claims)
+    return claims
   }
 }

@@ -1,6 +1,6 @@
 import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { CursorCodec } from '../collection/cursor.js'
-import type { CollectionRequest, SortKey } from '../collection/query.js'
+import { type CollectionRequest, queryFingerprint, type SortKey } from '../collection/query.js'
 
 export type CollectionResult<Row> =
   | { kind: 'offset', items: Row[], page: number, limit: number, total: number, totalPages: number }
@@ -55,7 +55,7 @@ export async function paginate<Row extends object> (
   const items = rows.slice(0, limit)
   const last = items.at(-1)
   const nextCursor = hasMore && last !== undefined
-    ? cursors.encode(request.fingerprint, request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
+    ? cursors.encode(queryFingerprint(request), request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
     : null
   return { kind: 'cursor', items, nextCursor, hasMore }
 }

@@ -6,6 +6,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
+import { prepare } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
@@ -48,8 +49,16 @@ export const PRINCIPAL_TTL_MS = 1000
 
 export class UsersRepository {
   readonly #principals = new Map<string, { principal: UserPrincipal | undefined, until: number }>()
+  readonly #selectById
+  readonly #selectPrincipal
 
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {
+    this.#selectById = prepare(db, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
+    this.#selectPrincipal = prepare(db, db.selectFrom('users')
+      .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
+      .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
+      .where('users.id', '=', ''))
+  }
 
   /** The principal for authentication, from a short-lived cache (one query per user per TTL). */
   async cachedPrincipal (id: string): Promise<UserPrincipal | undefined> {
@@ -96,7 +105,7 @@ export class UsersRepository {
   }
 
   async findById (id: string): Promise<User | undefined> {
-    return await this.db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst()
+    return (await this.#selectById(id))[0]
   }
 
   async findByEmail (email: string): Promise<(User & { password_hash: string | null }) | undefined> {
@@ -113,11 +122,7 @@ export class UsersRepository {
 
   /** One indexed query: the user's existence, roles and MFA state. */
   async findPrincipal (id: string): Promise<UserPrincipal | undefined> {
-    const rows = await this.db.selectFrom('users')
-      .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
-      .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
-      .where('users.id', '=', id)
-      .execute()
+    const rows = await this.#selectPrincipal(id)
     const first = rows[0]
     if (first === undefined) return undefined
     return { id: first.id, roles: toRoles(rows.map((row) => row.role)), mfaEnabled: first.totp_enabled_at !== null }

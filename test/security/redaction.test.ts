@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { REDACTED, redact, redactUrl } from '../../src/security/redaction.js'
+import { REDACTED, redact, redactHeaders, redactUrl } from '../../src/security/redaction.js'
 
 t.test('sensitive keys are redacted at any depth, in any case, arrays included', async (t) => {
   const input = {
@@ -31,6 +31,12 @@ t.test('cycles and excessive depth are cut, not followed', async (t) => {
   let deep: Record<string, unknown> = { password: 'p' }
   for (let level = 0; level < 100; level++) deep = { next: deep }
   t.notMatch(JSON.stringify(redact(deep)), /"p"/)
+})
+
+t.test('request headers are redacted by name, values kept as they are otherwise', async (t) => {
+  const headers = { authorization: 'Bearer abc', cookie: 'sid=1', 'x-api-key': 'k', accept: 'application/json', 'x-forwarded-for': ['a', 'b'] }
+  t.same(redactHeaders(headers), { authorization: REDACTED, cookie: REDACTED, 'x-api-key': REDACTED, accept: 'application/json', 'x-forwarded-for': ['a', 'b'] })
+  t.equal(headers.authorization, 'Bearer abc', 'the request itself is untouched')
 })
 
 t.test('query parameters with sensitive names are redacted in URLs', async (t) => {

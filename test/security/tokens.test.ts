@@ -57,6 +57,20 @@ t.test('expired tokens fail with "Token has expired"', async (t) => {
   t.throws(() => service.verify(token, 'access'), { message: 'Token has expired' })
 })
 
+t.test('a remembered token still expires, and only its exact text is remembered', async (t) => {
+  let clock = Date.now()
+  const tokens = new TokenService({ secret, now: () => clock })
+  const { token } = tokens.issueAccessToken({ sub: 'u1', roles: [] }, 60)
+  t.equal(tokens.verify(token, 'access').sub, 'u1')
+  t.equal(tokens.verify(token, 'access').sub, 'u1', 'a second verification (remembered) agrees')
+  const [header, payload, signature] = token.split('.')
+  const tampered = `${header}.${Buffer.from(JSON.stringify({ ...decode(token), sub: 'u2' })).toString('base64url')}.${signature}`
+  t.not(payload, tampered.split('.')[1])
+  t.throws(() => tokens.verify(tampered, 'access'), new TokenVerificationError('invalid'), 'a changed payload is verified afresh and refused')
+  clock += 61_000
+  t.throws(() => tokens.verify(token, 'access'), new TokenVerificationError('expired'), 'past its exp, the remembered token is expired')
+})
+
 t.test('the wrong type fails with "Invalid token type"', async (t) => {
   const refresh = service.issueRefreshToken('u1').token
   const access = service.issueAccessToken({ sub: 'u1', roles: [] }).token
