@@ -1,8 +1,7 @@
-import { pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto'
-import { promisify } from 'node:util'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { ConcurrencyLimiter } from './concurrency-limiter.js'
+import { pbkdf2Sha256 } from './hash-pool.js'
 
-const pbkdf2Async = promisify(pbkdf2)
 
 /** Spec 5.3: the floor of the hashing cost; stored hashes carry their own round count. */
 export const PBKDF2_ROUNDS = 120_000
@@ -23,14 +22,14 @@ function parseHash (stored: string): ParsedHash | null {
 
 export interface PasswordHasherOptions {
   rounds?: number
-  /** Hashes computed at once; each holds a libuv thread for ~60 ms at 120000 rounds. */
+  /** Hashes computed at once; each holds a hashing thread for ~30–60 ms at 120000 rounds. */
   concurrency: number
   /** Hashes allowed to wait; beyond it `hash`/`verify` reject with CapacityExceededError. */
   queueLimit: number
 }
 
 /**
- * PBKDF2-SHA256 password hashing off the event loop (libuv threadpool), with a cap on
+ * PBKDF2-SHA256 password hashing off the event loop (low-priority worker threads), with a cap on
  * concurrent hashes so that a sign-in storm queues briefly and then sheds load instead of
  * starving every other request of threadpool and CPU.
  */
@@ -69,6 +68,6 @@ export class PasswordHasher {
   }
 
   async #derive (password: string, salt: Buffer, rounds: number, length = KEY_BYTES): Promise<Buffer> {
-    return await this.#limiter.run(() => pbkdf2Async(password, salt, rounds, length, 'sha256'))
+    return await this.#limiter.run(() => pbkdf2Sha256(password, salt, rounds, length))
   }
 }
