@@ -78,9 +78,11 @@ export class SessionService {
     // Spent already. Sent again after it was spent: stolen or replayed, so the whole
     // session ends. Sent while it was being spent (two tabs refreshing at once): the loser
     // of that race is refused, but the session lives on, so a client racing itself is not
-    // logged out.
-    const spentAt = presented.spentAt ?? (await sessions.findByTokenHash(hashToken(refreshToken)))?.spentAt ?? now
-    if (receivedAt > Date.parse(spentAt)) await sessions.revoke([presented.sessionId], 'reuse', now)
+    // logged out. A request that read the token unspent ran while it was being spent; one
+    // that read it spent is a replay only if it arrived in a later millisecond than the
+    // spend (the spend's time is kept to the millisecond, the arrival's is finer).
+    const replayed = presented.spentAt !== null && Math.floor(receivedAt) > Date.parse(presented.spentAt)
+    if (replayed) await sessions.revoke([presented.sessionId], 'reuse', now)
     throw new Errors.TOKEN_REUSED()
   }
 
