@@ -133,6 +133,8 @@ export class TokenService {
     }
     if (claims.type !== expectedType) throw new TokenVerificationError('type')
     if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw new TokenVerificationError('invalid')
+    // Beyond a Date's range (year 275760) a token would never expire, nor could its revocation be kept.
+    if (Number.isNaN(new Date(Number(claims.exp) * 1000).getTime())) throw new TokenVerificationError('invalid')
     return claims as unknown as AccessClaims | RefreshClaims | MfaClaims
   }
 }
