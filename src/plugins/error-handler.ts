@@ -1,9 +1,9 @@
-import type { FastifyError } from 'fastify'
+import type { FastifyError, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorEnvelope } from '../../schemas/errors.js'
 import { Errors, isServiceError, type ValidationIssue } from '../errors.js'
 import { CapacityExceededError } from '../security/concurrency-limiter.js'
-import { isStorageUnavailable } from '../store/errors.js'
+import { isForeignKeyViolation, isStorageUnavailable } from '../store/errors.js'
 
 interface ErrorReply {
   status: number
@@ -73,8 +73,19 @@ export function toErrorReply (error: FastifyError): ErrorReply {
 
 /** The one error handler and the one not-found handler (spec section 7, CONTRACT section 2). */
 export default fp(async (fastify) => {
+  /**
+   * A write referring to a row deleted while the request ran (a user deleted during a request
+   * by or about them) gets the answer the request would get a moment later: a caller who no
+   * longer exists holds no good token; anything else is not found.
+   */
+  async function vanishedReference (request: FastifyRequest): Promise<FastifyError> {
+    const callerId = request.user?.id
+    if (callerId !== undefined && await fastify.repositories.users.findById(callerId) === undefined) return new Errors.INVALID_TOKEN()
+    return new Errors.NOT_FOUND('Resource')
+  }
+
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { status, envelope, headers } = toErrorReply(error)
+    const { status, envelope, headers } = toErrorReply(isForeignKeyViolation(error) ? await vanishedReference(request) : error)
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     return await reply.code(status).headers(headers).send(envelope)
   })

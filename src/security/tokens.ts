@@ -151,6 +151,8 @@ export class TokenService {
       const expired = error instanceof TokenError && error.code === TokenError.codes.expired
       throw new TokenVerificationError(expired ? 'expired' : 'invalid')
     }
+    // Beyond a Date's range (year 275760) a token would never expire, nor could its revocation be kept.
+    if (Number.isNaN(new Date(Number(claims.exp) * 1000).getTime())) throw new TokenVerificationError('invalid')
     if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value ?? '')
     this.#verified.set(token, claims)
     return claims

@@ -2,6 +2,7 @@ import type { Device, TokenPair } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
+import { isForeignKeyViolation } from '../store/errors.js'
 import type { LivenessCutoffs, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
 
@@ -12,6 +13,15 @@ export interface SessionServiceDependencies {
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   now?: () => number
+}
+
+/** Runs `work`, which stores rows of an account; if the account was deleted meanwhile, fails with `failure`. */
+async function unlessAccountDeleted<T> (work: () => Promise<T>, failure: () => Error): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    throw isForeignKeyViolation(error) ? failure() : error
+  }
 }
 
 /** Sign-in sessions (CONTRACT section 3): opening, rotating, timing out, ending. */
@@ -32,16 +42,21 @@ export class SessionService {
     }
   }
 
-  /** Opens a session and answers its first pair; beyond the concurrency limit the oldest ends. */
+  /**
+   * Opens a session and answers its first pair; beyond the concurrency limit the oldest ends.
+   * An account deleted as it signs in fails like an unknown one.
+   */
   async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
     const { sessions, policy } = this.#deps
     const now = new Date(this.#now()).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
-    const sessionId = await sessions.create(user.id, deviceInfo, now)
-    const live = await sessions.liveIds(user.id, this.cutoffs())
-    const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
-    await sessions.revoke(excess, 'concurrency_limit', now)
-    return await this.#issue(user, sessionId, deviceInfo, now)
+    return await unlessAccountDeleted(async () => {
+      const sessionId = await sessions.create(user.id, deviceInfo, now)
+      const live = await sessions.liveIds(user.id, this.cutoffs())
+      const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
+      await sessions.revoke(excess, 'concurrency_limit', now)
+      return await this.#issue(user, sessionId, deviceInfo, now)
+    }, () => new Errors.INVALID_CREDENTIALS())
   }
 
   /**
@@ -72,15 +87,19 @@ export class SessionService {
     if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      await sessions.touch(presented.sessionId, now)
-      return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
+      return await unlessAccountDeleted(async () => {
+        await sessions.touch(presented.sessionId, now)
+        return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
+      }, () => new Errors.INVALID_TOKEN())
     }
     // Spent already. Sent again after it was spent: stolen or replayed, so the whole
     // session ends. Sent while it was being spent (two tabs refreshing at once): the loser
     // of that race is refused, but the session lives on, so a client racing itself is not
-    // logged out.
-    const spentAt = presented.spentAt ?? (await sessions.findByTokenHash(hashToken(refreshToken)))?.spentAt ?? now
-    if (receivedAt > Date.parse(spentAt)) await sessions.revoke([presented.sessionId], 'reuse', now)
+    // logged out. A request that read the token unspent ran while it was being spent; one
+    // that read it spent is a replay only if it arrived in a later millisecond than the
+    // spend (the spend's time is kept to the millisecond, the arrival's is finer).
+    const replayed = presented.spentAt !== null && Math.floor(receivedAt) > Date.parse(presented.spentAt)
+    if (replayed) await sessions.revoke([presented.sessionId], 'reuse', now)
     throw new Errors.TOKEN_REUSED()
   }
 

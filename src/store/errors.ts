@@ -5,6 +5,12 @@ export function isUniqueViolation (error: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 }
 
+/** A write referring to a row that does not exist (any more): deleted while the request ran. */
+export function isForeignKeyViolation (error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
+}
+
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', // PostgreSQL: shutting down, crash, cannot connect now

@@ -1,3 +1,4 @@
+import { isForeignKeyViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import type { Db } from './types.js'
 
@@ -5,8 +6,13 @@ import type { Db } from './types.js'
 export class SignInFailuresRepository {
   constructor (private readonly db: Db) {}
 
+  /** An account deleted meanwhile has nothing left to count against. */
   async record (userId: string, address: string, now: string): Promise<void> {
-    await this.db.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now }).execute()
+    try {
+      await this.db.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now }).execute()
+    } catch (error) {
+      if (!isForeignKeyViolation(error)) throw error
+    }
   }
 
   /** Failures since `since`: from one address, and from all. */

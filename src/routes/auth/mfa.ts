@@ -99,6 +99,9 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       throw tokenFailure(error)
     }
     const userId = claims.sub
+    // A challenge ends with its account.
+    const principal = await repositories.users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
     await signInGuard.assertNotLocked(userId, request.ip)
     const method = await service.verifyCode(userId, request.body.code)
     if (method === null) {
@@ -109,8 +112,6 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    const principal = await repositories.users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
     await signInGuard.recordSuccess(userId, request.ip)
     const pair = await sessions.start(principal, claims.device as { id: string } | undefined)
     request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })

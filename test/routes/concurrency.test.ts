@@ -1,0 +1,304 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import t, { type Test } from 'tap'
+import { type Account, backends, build, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
+
+/** Sends every request at once, alternating between the instances, as a load balancer would. */
+async function together (apps: FastifyInstance[], requests: InjectOptions[]): Promise<LightMyRequestResponse[]> {
+  return await Promise.all(requests.map(async (options, index) => await (apps[index % apps.length] as FastifyInstance).inject(options)))
+}
+
+function statuses (responses: LightMyRequestResponse[]): number[] {
+  return responses.map((response) => response.statusCode)
+}
+
+function errorCode (response: LightMyRequestResponse): string | undefined {
+  return response.statusCode >= 400 ? response.json().error.code : undefined
+}
+
+async function signIn (app: FastifyInstance, account: Account): Promise<{ access_token: string, refresh_token: string }> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
+  if (response.statusCode !== 200) throw new Error(response.body)
+  return response.json().data
+}
+
+const refresh = (token: string): InjectOptions => ({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
+
+/**
+ * Wraps the next call of `object[method]` in `around`, which decides when the call itself
+ * runs: the way to land a concurrent change at one exact point inside a request. Later
+ * calls are untouched.
+ */
+function aroundNextCall<T extends object, K extends keyof T> (t: Test, object: T, method: K, around: (call: () => Promise<unknown>) => Promise<unknown>): void {
+  const original = object[method] as (...args: unknown[]) => Promise<unknown>
+  const restore = () => { object[method] = original as T[K] }
+  object[method] = (async (...args: unknown[]) => {
+    restore()
+    return await around(async () => await original.apply(object, args))
+  }) as T[K]
+  t.teardown(restore)
+}
+
+/** Resolves once the clock has moved past the given instant (milliseconds). */
+async function clockPast (instant: number): Promise<void> {
+  while (Date.now() <= instant) await new Promise((resolve) => setImmediate(resolve))
+}
+
+/** What is left in the store that belongs to the user, table by table. */
+async function leftovers (app: FastifyInstance, userId: string, postIds: string[] = []): Promise<Record<string, number>> {
+  const { db } = app.database
+  const byUser = ['user_roles', 'sessions', 'refresh_tokens', 'sign_in_failures', 'lockouts', 'trusted_devices', 'mfa_backup_codes', 'user_identities'] as const
+  const counts: Record<string, number> = {}
+  for (const table of byUser) {
+    counts[table] = (await db.selectFrom(table).select('user_id').where('user_id', '=', userId).execute()).length
+  }
+  counts.users = (await db.selectFrom('users').select('id').where('id', '=', userId).execute()).length
+  counts.posts = (await db.selectFrom('posts').select('id').where('author_id', '=', userId).execute()).length
+  counts.comments = (await db.selectFrom('comments').select('id')
+    .where((eb) => eb.or([eb('author_id', '=', userId), ...(postIds.length > 0 ? [eb('post_id', 'in', postIds)] : [])])).execute()).length
+  return counts
+}
+
+const NOTHING_LEFT = {
+  user_roles: 0, sessions: 0, refresh_tokens: 0, sign_in_failures: 0, lockouts: 0, trusted_devices: 0, mfa_backup_codes: 0, user_identities: 0, users: 0, posts: 0, comments: 0
+}
+
+async function roleRows (app: FastifyInstance, userId: string): Promise<string[]> {
+  const rows = await app.database.db.selectFrom('user_roles').select('role').where('user_id', '=', userId).execute()
+  return rows.map((row) => row.role).sort()
+}
+
+/** The refresh tokens of the session that issued `accessToken`, oldest first, with the session's state. */
+async function family (app: FastifyInstance, accessToken: string) {
+  const { jti } = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { jti: string }
+  const { db } = app.database
+  const { session_id: sessionId } = await db.selectFrom('refresh_tokens').select('session_id').where('access_jti', '=', jti).executeTakeFirstOrThrow()
+  const tokens = await db.selectFrom('refresh_tokens').select(['spent_at', 'revoked_at']).where('session_id', '=', sessionId).orderBy('created_at').execute()
+  const session = await db.selectFrom('sessions').select(['revoked_at', 'revoked_reason']).where('id', '=', sessionId).executeTakeFirstOrThrow()
+  return { sessionId, tokens, session }
+}
+
+for (const backend of backends()) {
+  t.test(backend.name, async (t) => {
+    // Two instances on one database (on PostgreSQL each with its own pool of connections):
+    // every test spreads its requests over both.
+    const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
+    const apps: [FastifyInstance, FastifyInstance] = [await build(t, { databaseUrl }), await build(t, { databaseUrl })]
+    const [app] = apps
+    const admin = await createAccount(app, { roles: ['super_admin'] })
+    const deleteUser = async (id: string) => {
+      const response = await apps[1].inject(withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${id}` }))
+      if (response.statusCode !== 204) throw new Error(response.body)
+    }
+
+    t.test('parallel registrations of one e-mail: one 201, the others 409, one stored user', async (t) => {
+      const email = uniqueEmail('race')
+      const password = 'correct-horse-battery'
+      // Some in upper case: addresses are unique regardless of case.
+      const responses = await together(apps, Array.from({ length: 8 }, (_, index) => ({
+        method: 'POST' as const, url: '/api/v1/users', payload: { email: index % 3 === 0 ? email.toUpperCase() : email, name: `Racer ${index}`, password }
+      })))
+      const created = responses.filter((response) => response.statusCode === 201)
+      t.equal(created.length, 1, 'exactly one registration succeeds')
+      for (const response of responses.filter((candidate) => candidate.statusCode !== 201)) {
+        t.equal(response.statusCode, 409)
+        t.same(response.json(), { error: { code: 'EMAIL_ALREADY_REGISTERED', message: 'Email already registered' } })
+      }
+      const user = created[0]?.json().data
+      const stored = await app.database.db.selectFrom('users').select(['id', 'name']).where('email', '=', email.toLowerCase()).execute()
+      t.same(stored, [{ id: user.id, name: user.name }], 'one row, the one answered 201')
+      t.same(await roleRows(app, user.id), ['user'], 'with its role, once')
+      t.equal((await apps[1].inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })).statusCode, 200, 'the account works')
+    })
+
+    t.test('parallel refreshes of one refresh token: one pair, the others TOKEN_REUSED, the session lives on', async (t) => {
+      // README: a request racing the one that spends the token is refused, but a race never
+      // ends the session. Several rounds, since the interleaving differs from one to the next.
+      const account = await createAccount(app)
+      for (let round = 1; round <= 8; round++) {
+        const instance = apps[round % 2] as FastifyInstance
+        const pair = await signIn(instance, account)
+        const responses = await together(apps, Array.from({ length: 6 }, () => refresh(pair.refresh_token)))
+        const winners = responses.filter((response) => response.statusCode === 200)
+        t.equal(winners.length, 1, `round ${round}: exactly one new pair`)
+        t.same(responses.filter((response) => response.statusCode !== 200).map(errorCode), Array(5).fill('TOKEN_REUSED'), `round ${round}: the others TOKEN_REUSED`)
+        const issued = winners[0]?.json().data
+        const { sessionId, tokens, session } = await family(app, issued.access_token)
+        t.same(session, { revoked_at: null, revoked_reason: null }, `round ${round}: the session lives on`)
+        t.equal(tokens.length, 2, `round ${round}: the presented token and one successor`)
+        t.ok(tokens[0]?.spent_at !== null && tokens[1]?.spent_at === null && tokens.every((token) => token.revoked_at === null),
+          `round ${round}: the presented token spent, its successor live`)
+        const listed = await apps[1].inject(withToken(issued.access_token, { method: 'GET', url: '/api/v1/auth/sessions?limit=100' }))
+        t.equal(listed.json().data.filter((entry: { id: string }) => entry.id === sessionId).length, 1, `round ${round}: listed once`)
+        t.equal((await instance.inject(refresh(issued.refresh_token))).statusCode, 200, `round ${round}: the new refresh token works`)
+      }
+    })
+
+    t.test('a refresh that read the token before another spent it is a race, not a theft', async (t) => {
+      const account = await createAccount(app)
+      const pair = await signIn(app, account)
+      const { sessions } = app.repositories
+      // The first refresh stops just before spending the token until the clock has moved past
+      // the instant it records as the spend and a second refresh has arrived and read the
+      // token unspent; the second then tries to spend it after the first has.
+      let second: Promise<LightMyRequestResponse> | undefined
+      let firstSpend: Promise<boolean> | undefined
+      const spend = sessions.spend
+      t.teardown(() => { sessions.spend = spend })
+      sessions.spend = async (jti: string, now: string) => {
+        if (firstSpend === undefined) {
+          firstSpend = (async () => {
+            await clockPast(Date.parse(now))
+            const secondRead = new Promise<void>((resolve) => {
+              aroundNextCall(t, sessions, 'findByTokenHash', async (call) => { const found = await call(); resolve(); return found })
+            })
+            second = app.inject(refresh(pair.refresh_token))
+            await secondRead
+            return await spend.call(sessions, jti, now)
+          })()
+          return await firstSpend
+        }
+        await firstSpend
+        return await spend.call(sessions, jti, now)
+      }
+      const first = await app.inject(refresh(pair.refresh_token))
+      t.equal(first.statusCode, 200, 'the first refresh gets the pair')
+      t.equal(errorCode(await second as LightMyRequestResponse), 'TOKEN_REUSED', 'the second is refused')
+      t.same((await family(app, pair.access_token)).session, { revoked_at: null, revoked_reason: null }, 'the session lives on')
+      t.equal((await app.inject(refresh(first.json().data.refresh_token))).statusCode, 200, 'and its new refresh token works')
+    })
+
+    t.test('parallel role changes: no duplicates, no 500, the final roles those the store holds', async (t) => {
+      const target = await createAccount(app)
+      const change = (method: 'PUT' | 'DELETE', role: string): InjectOptions =>
+        withToken(admin.token, { method, url: `/api/v1/users/${target.id}/roles/${role}` })
+      const stated = async () => (await apps[1].inject(withToken(admin.token, { method: 'GET', url: `/api/v1/users/${target.id}/roles` }))).json().data.roles.sort()
+
+      const sameGrant = await together(apps, Array.from({ length: 6 }, () => change('PUT', 'moderator')))
+      t.same(statuses(sameGrant), Array(6).fill(200), 'the same role granted six times at once')
+      t.same(await roleRows(app, target.id), ['moderator', 'user'], 'held once')
+
+      const differentGrants = await together(apps, [change('PUT', 'admin'), change('PUT', 'super_admin'), change('PUT', 'moderator'), change('PUT', 'admin')])
+      t.same(statuses(differentGrants), [200, 200, 200, 200], 'different roles granted at once')
+      t.same(await roleRows(app, target.id), ['admin', 'moderator', 'super_admin', 'user'])
+
+      const sameRevoke = await together(apps, Array.from({ length: 6 }, () => change('DELETE', 'super_admin')))
+      t.same(statuses(sameRevoke), Array(6).fill(200), 'the same role removed six times at once')
+      t.same(await roleRows(app, target.id), ['admin', 'moderator', 'user'])
+
+      // Changes to different roles commute: the end state is certain.
+      const mixed = await together(apps, [change('DELETE', 'admin'), change('PUT', 'super_admin'), change('DELETE', 'moderator'), change('DELETE', 'user')])
+      t.same(statuses(mixed), [200, 200, 200, 200], 'grants and removals of different roles at once')
+      t.same(await roleRows(app, target.id), ['super_admin'])
+      t.same(await stated(), ['super_admin'], 'the API states what the store holds')
+
+      // Grants and removals of one role: whichever lands last decides, and its answer (read
+      // after its own write) shows the final state.
+      const contested = await together(apps, [change('PUT', 'moderator'), change('DELETE', 'moderator'), change('PUT', 'moderator'), change('DELETE', 'moderator')])
+      t.same(statuses(contested), [200, 200, 200, 200], 'grants and removals of one role at once')
+      const final = await roleRows(app, target.id)
+      t.ok(['super_admin', 'moderator,super_admin'].includes(final.join(',')), `a state the changes could make: ${final.join(',')}`)
+      t.same(await stated(), final, 'the API states what the store holds')
+      t.ok(contested.some((response) => response.json().data.roles.sort().join(',') === final.join(',')), 'the last change answered the final state')
+    })
+
+    t.test('parallel deletes of one user: every answer 204, one deletion, nothing left behind', async (t) => {
+      const victim = await createAccount(app, { roles: ['moderator'] })
+      const neighbour = await createAccount(app)
+      await signIn(apps[1], victim)
+      const write = async (author: Account, url: string, payload: Record<string, string>) => {
+        const response = await app.inject(withToken(author.token, { method: 'POST', url, payload }))
+        if (response.statusCode !== 201) throw new Error(response.body)
+        return response.json().data as { id: string }
+      }
+      const post = await write(victim, '/api/v1/posts', { title: 'Mine', body: 'Text', status: 'published' })
+      const neighbours = await write(neighbour, '/api/v1/posts', { title: 'Theirs', body: 'Text', status: 'published' })
+      await write(victim, `/api/v1/posts/${post.id}/comments`, { body: 'On my post' })
+      await write(neighbour, `/api/v1/posts/${post.id}/comments`, { body: 'On their post' })
+      await write(victim, `/api/v1/posts/${neighbours.id}/comments`, { body: 'On a neighbour\'s post' })
+      await write(victim, `/api/v1/users/${victim.id}/devices`, { device_id: 'phone', name: 'Phone' })
+      await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: victim.email, password: 'wrong-password' } })
+      const before = await leftovers(app, victim.id, [post.id])
+      t.same(Object.keys(before).filter((table) => before[table] === 0), ['lockouts', 'mfa_backup_codes', 'user_identities'],
+        'the user has rows in every other table')
+
+      const deletes = await together(apps, Array.from({ length: 6 }, () => withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}` })))
+      t.same(statuses(deletes), Array(6).fill(204), 'CONTRACT section 7: repeating a delete answers 204')
+      t.ok(deletes.every((response) => response.body === ''), 'with no body')
+      t.same(await leftovers(apps[1], victim.id, [post.id]), NOTHING_LEFT, 'nothing of the user is left')
+      t.equal((await apps[1].inject(withToken(admin.token, { method: 'GET', url: `/api/v1/users/${victim.id}` }))).statusCode, 404)
+      const comments = await apps[1].inject(withToken(neighbour.token, { method: 'GET', url: `/api/v1/posts/${neighbours.id}/comments` }))
+      t.same(comments.json().data, [], 'the user\'s comment on another\'s post went with the user')
+      t.equal((await apps[1].inject(withToken(neighbour.token, { method: 'GET', url: `/api/v1/posts/${neighbours.id}` }))).statusCode, 200, 'that post stays')
+
+      await Promise.all(apps.map(async (instance) => { await instance.auditTrail.flush() }))
+      const audit = await app.inject(withToken(admin.token, { method: 'GET', url: '/api/v1/audit-logs?event=user.deleted&limit=100' }))
+      const entries = (audit.json().data as Array<{ target_id: string, details: { existed: boolean } }>).filter((entry) => entry.target_id === victim.id)
+      t.equal(entries.length, 6, 'each delete is audited')
+      t.equal(entries.filter((entry) => entry.details.existed).length, 1, 'exactly one of them removed the user')
+    })
+
+    t.test('a delete racing role changes, sign-ins and writes of that user', async (t) => {
+      const victim = await createAccount(app)
+      const expected: Array<[InjectOptions, Array<number | string>]> = [
+        [withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}` }), [204]],
+        ...['moderator', 'admin', 'moderator'].map((role): [InjectOptions, Array<number | string>] =>
+          [withToken(admin.token, { method: 'PUT', url: `/api/v1/users/${victim.id}/roles/${role}` }), [200, 'NOT_FOUND']]),
+        [withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}/roles/user` }), [200, 'NOT_FOUND']],
+        ...Array.from({ length: 3 }, (): [InjectOptions, Array<number | string>] =>
+          [{ method: 'POST', url: '/api/v1/auth/login', payload: { email: victim.email, password: victim.password } }, [200, 'INVALID_CREDENTIALS']]),
+        ...Array.from({ length: 2 }, (): [InjectOptions, Array<number | string>] =>
+          [{ method: 'POST', url: '/api/v1/auth/login', payload: { email: victim.email, password: 'wrong-password' } }, ['INVALID_CREDENTIALS']]),
+        [withToken(victim.token, { method: 'POST', url: '/api/v1/posts', payload: { title: 'Last words', body: 'Text' } }), [201, 'INVALID_TOKEN']]
+      ]
+      const responses = await together(apps, expected.map(([options]) => options))
+      responses.forEach((response, index) => {
+        const [options, outcomes] = expected[index] as [InjectOptions, Array<number | string>]
+        t.ok(outcomes.includes(errorCode(response) ?? response.statusCode), `${options.method as string} ${options.url as string}: ${response.statusCode} ${errorCode(response) ?? ''}`)
+      })
+      t.same(await leftovers(app, victim.id), NOTHING_LEFT, 'nothing of the user is left')
+      for (const response of responses.filter((candidate) => candidate.statusCode === 200 && candidate.json().data.refresh_token !== undefined)) {
+        t.equal(errorCode(await apps[1].inject(refresh(response.json().data.refresh_token))), 'INVALID_TOKEN', 'a session opened in the race is gone')
+      }
+    })
+
+    t.test('a delete landing inside a request about, or by, that user', async (t) => {
+      const { repositories, passwords } = app
+
+      const granted = await createAccount(app)
+      aroundNextCall(t, repositories.users, 'addRole', async (call) => { await deleteUser(granted.id); return await call() })
+      const grant = await app.inject(withToken(admin.token, { method: 'PUT', url: `/api/v1/users/${granted.id}/roles/moderator` }))
+      t.equal(grant.statusCode, 404, 'a role granted to a user deleted after the existence check')
+      t.equal(errorCode(grant), 'NOT_FOUND')
+
+      const signingIn = await createAccount(app)
+      aroundNextCall(t, repositories.sessions, 'create', async (call) => { await deleteUser(signingIn.id); return await call() })
+      const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: signingIn.email, password: signingIn.password } })
+      t.equal(login.statusCode, 401, 'a sign-in whose account is deleted before its session is stored')
+      t.equal(errorCode(login), 'INVALID_CREDENTIALS')
+
+      const mistyping = await createAccount(app)
+      aroundNextCall(t, passwords, 'verify', async (call) => { const valid = await call(); await deleteUser(mistyping.id); return valid })
+      const failed = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: mistyping.email, password: 'wrong-password' } })
+      t.equal(failed.statusCode, 401, 'a wrong password whose account is deleted while it is checked')
+      t.equal(errorCode(failed), 'INVALID_CREDENTIALS')
+
+      const rotating = await createAccount(app)
+      const pair = await signIn(app, rotating)
+      aroundNextCall(t, repositories.sessions, 'touch', async (call) => { await deleteUser(rotating.id); return await call() })
+      const rotated = await app.inject(refresh(pair.refresh_token))
+      t.equal(rotated.statusCode, 401, 'a refresh whose account is deleted while the token rotates')
+      t.equal(errorCode(rotated), 'INVALID_TOKEN')
+
+      const writing = await createAccount(app)
+      aroundNextCall(t, repositories.posts, 'create', async (call) => { await deleteUser(writing.id); return await call() })
+      const post = await app.inject(withToken(writing.token, { method: 'POST', url: '/api/v1/posts', payload: { title: 'Too late', body: 'Text' } }))
+      t.equal(post.statusCode, 401, 'a post whose author is deleted after authentication')
+      t.equal(errorCode(post), 'INVALID_TOKEN')
+      t.equal(post.headers['www-authenticate'], 'Bearer')
+
+      for (const account of [granted, signingIn, mistyping, rotating, writing]) {
+        t.same(await leftovers(app, account.id), NOTHING_LEFT, 'nothing of the user is left')
+      }
+    })
+  })
+}
