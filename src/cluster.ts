@@ -1,0 +1,76 @@
+import cluster, { type Worker } from 'node:cluster'
+import { availableParallelism } from 'node:os'
+
+/**
+ * `npm run start:cluster`: the service on several cores of one host, through Node's cluster
+ * module (the workers share the listening port). WORKERS sets how many (default: one per
+ * core). The first worker starts alone, so the database is migrated once, and the others
+ * when it listens. A worker that dies after it started listening is replaced; one that dies
+ * before (a bad configuration, an unreachable database) stops the whole service. On SIGTERM
+ * or SIGINT every worker finishes its in-flight requests (src/server.ts) and the primary
+ * exits 0 when they all have.
+ *
+ * The workers share state as separate hosts would: through the database, and through Redis
+ * when REDIS_URL is set. Without Redis each worker counts rate limits on its own.
+ */
+function log (level: 'info' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
+  process.stdout.write(`${JSON.stringify({ level: level === 'info' ? 30 : 50, time: Date.now(), pid: process.pid, role: 'primary', ...fields, msg })}\n`)
+}
+
+function workerCount (): number {
+  const value = process.env.WORKERS
+  if (value === undefined || value === '') return availableParallelism()
+  if (!/^[1-9][0-9]{0,2}$/.test(value)) {
+    process.stderr.write(`WORKERS must be a positive integer (got "${value}")\n`)
+    process.exit(1)
+  }
+  return Number(value)
+}
+
+if (cluster.isPrimary) {
+  const count = workerCount()
+  const listening = new WeakSet<Worker>()
+  let stopping = false
+
+  let othersStarted = false
+
+  cluster.on('listening', (worker, address) => {
+    listening.add(worker)
+    log('info', 'worker listening', { worker: worker.process.pid, port: address.port })
+    if (othersStarted || stopping) return
+    othersStarted = true
+    for (let index = 1; index < count; index++) cluster.fork()
+  })
+  cluster.on('exit', (worker, code, signal) => {
+    if (!stopping && listening.has(worker)) {
+      log('error', 'worker died: replacing it', { worker: worker.process.pid, code, signal })
+      cluster.fork()
+      return
+    }
+    if (!stopping) {
+      log('error', 'a worker failed to start: stopping', { worker: worker.process.pid, code, signal })
+      stopping = true
+      process.exitCode = 1
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM')
+    }
+    if (Object.keys(cluster.workers ?? {}).length === 0) {
+      log('info', 'all workers stopped')
+      process.exit()
+    }
+  })
+  // SIGTERM (from an orchestrator, to this process alone) is passed to every worker. Ctrl-C's
+  // SIGINT already reaches the whole process group: passing it on would be a second signal,
+  // which makes a worker exit at once instead of finishing its requests.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return
+      stopping = true
+      log('info', 'shutting down', { signal })
+      if (signal === 'SIGTERM') for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+    })
+  }
+  log('info', 'starting workers', { workers: count })
+  cluster.fork()
+} else {
+  await import('./server.js')
+}
