@@ -22,6 +22,10 @@ const ROUNDS = 2
 
 interface Measured { rps: number, p50: number, p99: number }
 
+/** Node's flags from `npm start` (the heap budget), so the bench runs the service as it is run. */
+const START_FLAGS = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } })
+  .scripts.start.split(' ').filter((word) => word.startsWith('--'))
+
 async function freePort (): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -106,7 +110,7 @@ async function main () {
     MFA_REQUIRED_ROLES: 'none',
     LOG_LEVEL: 'info'
   }
-  const service = await start(['dist/src/server.js'], env, join(dir, 'service.log'))
+  const service = await start([...START_FLAGS, 'dist/src/server.js'], env, join(dir, 'service.log'))
   const ceiling = await start(['dist/bench/ceiling.js'], {}, join(dir, 'ceiling.log'))
   const results: string[] = []
   const verdicts: boolean[] = []
@@ -184,7 +188,7 @@ async function main () {
     const throughput: number[] = []
     for (const workers of [1, 2]) {
       const logFile = join(dir, `cluster-${workers}.log`)
-      const cluster = await start(['dist/src/cluster.js'], { ...env, WORKERS: String(workers) }, logFile)
+      const cluster = await start([...START_FLAGS, 'dist/src/cluster.js'], { ...env, WORKERS: String(workers) }, logFile)
       while ((readFileSync(logFile, 'utf8').match(/"worker listening"/g) ?? []).length < workers) {
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
