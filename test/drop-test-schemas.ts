@@ -25,7 +25,7 @@ if (url !== undefined && url !== '') {
     for (const { name } of rows) {
       const pid = Number(/^test_(\d+)_/.exec(name)?.[1])
       if (Number.isInteger(pid) && running(pid)) continue
-      await client.query(`drop schema "${name}" cascade`)
+      await client.query(`drop schema if exists "${name}" cascade`)
     }
   } finally {
     await client.end()

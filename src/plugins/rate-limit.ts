@@ -4,6 +4,7 @@ import { Errors } from '../errors.js'
 import { SlidingWindowRedisStore } from '../rate-limit/redis-store.js'
 import { type RateLimitStore, SlidingWindowMemoryStore, type WindowState } from '../rate-limit/sliding-window.js'
 import { addressKey } from '../security/network.js'
+import { redactUrl } from '../security/redaction.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -56,7 +57,7 @@ export default fp(async (fastify) => {
     reply.header('x-ratelimit-reset', resetSeconds)
     if (state.current <= max) return undefined
     reply.header('retry-after', resetSeconds)
-    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: request.url, limit: max } })
+    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: redactUrl(request.url), limit: max } })
     return new Errors.RATE_LIMITED()
   }
 

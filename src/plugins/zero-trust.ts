@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors } from '../errors.js'
 import { type AccessDecision, type AccessRequest, evaluateAccess, trustedNetworks } from '../security/zero-trust.js'
+import { redactUrl } from '../security/redaction.js'
 import { type AnomalyDetector, RecentSecurityEventsDetector } from '../services/anomalies.js'
 
 declare module 'fastify' {
@@ -46,7 +47,7 @@ export default fp(async (fastify) => {
     })
     request.audit('access.evaluated', {
       outcome: decision.allowed ? 'success' : 'failure',
-      details: { mode: config.zeroTrustMode, method: request.method, url: request.url, ...decision }
+      details: { mode: config.zeroTrustMode, method: request.method, url: redactUrl(request.url), ...decision }
     })
     if (enforce && !decision.allowed) throw new Errors.ACCESS_DENIED()
   }

@@ -29,6 +29,17 @@ t.test('general tier: exactly RATE_LIMIT_MAX per window, then 429 with headers',
   t.equal((await get(app, '/api/v1/users', freshAddress())).statusCode, 401, 'other clients are unaffected')
 })
 
+t.test('the rate_limit.exceeded audit entry redacts sensitive query parameters', async (t) => {
+  const app = await build(t, { env: limits })
+  const address = freshAddress()
+  for (let n = 0; n < 4; n++) await get(app, '/api/v1/users?access_token=s3cret-value&page=1', address)
+  await app.auditTrail.flush()
+  const rows = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'rate_limit.exceeded').execute()
+  t.equal(rows.length, 1)
+  t.notMatch(JSON.stringify(rows), /s3cret-value/)
+  t.match(JSON.stringify(rows), /access_token=\[REDACTED\]&page=1/)
+})
+
 t.test('auth tier covers /api/v1/auth/* together, apart from the general tier', async (t) => {
   const app = await build(t, { env: limits })
   const address = freshAddress()
