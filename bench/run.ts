@@ -1,12 +1,11 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process'
 import { pbkdf2 } from 'node:crypto'
 import { appendFileSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
+import { freePort } from './free-port.js'
 
 /**
  * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
@@ -25,14 +24,6 @@ interface Measured { rps: number, p50: number, p99: number }
 /** Node's flags from `npm start` (the heap budget), so the bench runs the service as it is run. */
 const START_FLAGS = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } })
   .scripts.start.split(' ').filter((word) => word.startsWith('--'))
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /**
  * Starts a server with its output going to a file: piped back to this process, two log

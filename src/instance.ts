@@ -79,6 +79,10 @@ export function createInstance (config: Config): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
+    // While closing, a request arriving on a kept-alive connection is served (the database
+    // closes only after the last connection) and its connection closed after the answer,
+    // rather than refused with Fastify's own 503 body, which is not the error envelope.
+    return503OnClosing: false,
     logController: new ExchangeLogController(),
     schemaController
   })

@@ -1,18 +1,10 @@
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import t, { type Test } from 'tap'
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+import { freePort } from '../bench/free-port.js'
 
 /** Starts src/cluster.ts; `nextPrimaryLog` waits for the primary's next line matching a message. */
 async function startCluster (t: Test, env: Record<string, string>) {

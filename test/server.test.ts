@@ -1,36 +1,15 @@
-import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
+import { spawnServer, startService } from './service.js'
 
 t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-server-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const databasePath = join(dir, 'app.db')
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { ...process.env, PORT: '0', DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug', JWT_SECRET: 'x'.repeat(32) },
-    stdio: ['ignore', 'pipe', 'inherit']
-  })
-  t.teardown(() => { if (server.exitCode === null) server.kill('SIGKILL') })
-  const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))
-  const lines = createInterface({ input: server.stdout })
-  const nextLog = async (matches: (entry: Record<string, unknown>) => boolean) =>
-    await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const onLine = (line: string) => {
-        const entry = JSON.parse(line) as Record<string, unknown>
-        if (!matches(entry)) return
-        lines.off('line', onLine)
-        resolve(entry)
-      }
-      lines.on('line', onLine)
-      lines.once('close', () => reject(new Error('server output ended')))
-    })
-
-  const listening = await nextLog((entry) => String(entry.msg).startsWith('Server listening at http://127.0.0.1:'))
-  const base = String(listening.msg).replace('Server listening at ', '')
+  const { base, child: server, exited, nextLog } = await startService(t, { DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug' })
 
   // A registration spends ~60 ms hashing: signal while it is in flight.
   const registration = fetch(`${base}/api/v1/users`, {
@@ -52,12 +31,9 @@ t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async 
 })
 
 t.test('a bad configuration stops start-up with a message naming the variable', async (t) => {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { ...process.env, RATE_LIMIT_MAX: 'lots', DATABASE_URL: 'sqlite://:memory:' },
-    stdio: ['ignore', 'ignore', 'pipe']
-  })
+  const server = spawnServer({ RATE_LIMIT_MAX: 'lots', DATABASE_URL: 'sqlite://:memory:' }, ['ignore', 'ignore', 'pipe'])
   let stderr = ''
-  server.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  server.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
   const code = await new Promise<number | null>((resolve) => server.once('exit', resolve))
   t.equal(code, 1)
   t.match(stderr, /RATE_LIMIT_MAX must be a positive integer \(got "lots"\)/)

@@ -64,8 +64,13 @@ function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
           : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
     }
   })
-  // An idle client losing its connection (database restart) must not crash the process.
-  pool.on('error', onError)
+  // A connection can drop (database restart) while its client idles in the pool or while it
+  // is checked out between two queries of a transaction. The pool listens for that only while
+  // the client idles, and an 'error' event nobody listens to crashes the process: each client
+  // is listened to for its whole life instead, and the pool's second report of it is ignored.
+  // A checked-out client that lost its connection fails its next query (503) and is discarded.
+  pool.on('connect', (client) => client.on('error', onError))
+  pool.on('error', () => {})
   return pool
 }
 

@@ -22,7 +22,8 @@ const UNAVAILABLE_CODES = new Set([
 export function isStorageUnavailable (error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true
-  // pg reports a pool or connection timeout only in its message.
+  // pg reports a pool or connection timeout, and a query on a client whose connection
+  // dropped, only in its message.
   return typeof message === 'string' &&
-    /timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(message)
+    /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable/i.test(message)
 }

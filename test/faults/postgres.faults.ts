@@ -1,0 +1,145 @@
+import { sql } from 'kysely'
+import pg from 'pg'
+import t from 'tap'
+import { openDatabase } from '../../src/store/database.js'
+import { isStorageUnavailable } from '../../src/store/errors.js'
+import { uniqueEmail } from '../helper.js'
+import { startService } from '../service.js'
+import { startPostgres } from './instances.js'
+import { byStatus, type Exchange, json, Load, send, signUp, waitFor } from './load.js'
+
+/** Longest a request may take, outage or not, before it counts as hung. */
+const ANSWER_WITHIN_MS = 5000
+/** Longest the service may take, once PostgreSQL is back, to serve reads and writes again. */
+const RECOVERY_WITHIN_MS = 10_000
+
+const ok = (e: Exchange) => e.status === 200 || e.status === 201
+
+t.test('PostgreSQL stopped under a load of registrations and reads: 503 while down, recovery, no acknowledged write lost', async (t) => {
+  const postgres = await startPostgres(t)
+  const service = await startService(t, {
+    DATABASE_URL: postgres.url,
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_AUTH_MAX: '1000000'
+  })
+  const { base } = service
+  const logged: Array<{ at: number, msg: unknown }> = []
+  service.onLog((entry) => logged.push({ at: Date.now(), msg: entry.msg }))
+  const loggedSince = (from: number, msg: string) => logged.find((line) => line.at >= from && line.msg === msg)
+  const reader = await signUp(base, uniqueEmail('reader'))
+
+  const load = new Load([
+    {
+      name: 'register',
+      // Below the hashing cap (one hash per core, 8 queued per core): capacity 503s would blur the outage's.
+      workers: 3,
+      request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: 'correct-horse-battery' }) })
+    },
+    {
+      name: 'read',
+      workers: 4,
+      request: (n) => ({ url: n % 2 === 0 ? `${base}/api/v1/users/${reader.id}` : `${base}/api/v1/users?limit=5`, init: json('GET', undefined, reader.token) })
+    }
+  ], { answerWithinMs: ANSWER_WITHIN_MS, paceMs: 20 })
+  t.teardown(async () => await load.stop())
+
+  const succeeding = (from: number, writes: number, reads: number) => (all: Exchange[]) => {
+    const since = all.filter((e) => e.sentAt >= from && ok(e))
+    return since.filter((e) => e.stream === 'register').length >= writes && since.filter((e) => e.stream === 'read').length >= reads
+  }
+
+  for (const mode of ['immediate', 'fast'] as const) {
+    await t.test(`pg_ctl stop -m ${mode}`, async (t) => {
+      await load.until('registrations and reads succeed', 30_000, succeeding(Date.now(), 10, 20))
+
+      const faultAt = Date.now()
+      await postgres.stop(mode)
+      const downAt = Date.now()
+
+      const liveness = await send(`${base}/health`)
+      t.same([liveness.status, liveness.body], [200, { status: 'ok' }], '/health: the process is alive')
+      const readiness = await waitFor('/health/ready reports the database', 5000, async () => {
+        const answer = await send(`${base}/health/ready`)
+        return answer.status === 503 ? answer : undefined
+      })
+      t.same(readiness.body, { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: database unreachable' } }, '/health/ready: 503 naming the database')
+
+      // Down until the background revocation poll has failed too, and enough requests were answered.
+      await load.until('the outage seen by requests and by the revocation poll', 15_000, (all) => {
+        const during = all.filter((e) => e.sentAt >= downAt)
+        return during.filter((e) => e.stream === 'register').length >= 10 && during.filter((e) => e.stream === 'read').length >= 50 &&
+          loggedSince(downAt, 'revocation sync failed; retrying') !== undefined
+      })
+      const restartAt = Date.now()
+      await postgres.start()
+      const upAt = Date.now()
+
+      const outage = load.between(downAt, restartAt)
+      t.same(outage.filter((e) => e.status !== 503).map((e) => `${e.stream} ${e.status ?? e.failure}`), [], 'every request during the outage answered 503')
+      const slowest = Math.max(...outage.map((e) => e.answeredAt - e.sentAt))
+
+      await load.until('registrations and reads succeed again', RECOVERY_WITHIN_MS, succeeding(upAt, 1, 1))
+      const firstSuccess = (stream: string) => load.between(upAt).find((e) => e.stream === stream && ok(e))?.answeredAt ?? Infinity
+      const recoveryMs = Math.max(firstSuccess('register'), firstSuccess('read')) - upAt
+      const ready = await waitFor('/health/ready answers 200', RECOVERY_WITHIN_MS, async () => {
+        const answer = await send(`${base}/health/ready`)
+        return answer.status === 200 ? answer : undefined
+      })
+      t.equal(ready.body.checks.database, 'ok', '/health/ready: the database is back')
+      const pollRecovered = await waitFor('the revocation poll recovers', RECOVERY_WITHIN_MS, async () => loggedSince(upAt, 'revocation sync recovered'))
+
+      const inFlight = load.exchanges.filter((e) => e.stream === 'register' && e.sentAt < faultAt && e.answeredAt > faultAt)
+      t.comment(`fault: pg_ctl stop -m ${mode}, down ${restartAt - downAt} ms; registrations in flight at the fault: ${JSON.stringify(byStatus(inFlight))}`)
+      t.comment(`requests during the outage: registrations ${JSON.stringify(byStatus(outage.filter((e) => e.stream === 'register')))}, reads ${JSON.stringify(byStatus(outage.filter((e) => e.stream === 'read')))}; slowest answer ${slowest} ms`)
+      t.comment(`recovery: reads and writes succeed ${recoveryMs} ms, the revocation poll ${pollRecovered.at - upAt} ms after PostgreSQL accepted connections again`)
+    })
+  }
+
+  await load.until('registrations and reads succeed after the faults', 30_000, succeeding(Date.now(), 10, 20))
+  await load.stop()
+  const all = load.exchanges
+  t.same(all.filter((e) => e.status === null).map((e) => `${e.stream} ${e.failure}`), [], `no request hung (${ANSWER_WITHIN_MS} ms) or lost its connection`)
+  t.same(all.filter((e) => ![200, 201, 503].includes(e.status ?? 0)).map((e) => `${e.stream} ${e.status}: ${JSON.stringify(e.body)}`), [], 'statuses are 200, 201 or 503 only: never a 500')
+  t.same(all.filter((e) => e.status === 503 && (e.body?.error?.code !== 'SERVICE_UNAVAILABLE' || e.headers?.get('retry-after') !== '1')).map((e) => JSON.stringify(e.body)), [],
+    'every 503 is SERVICE_UNAVAILABLE with Retry-After')
+  t.equal(service.child.exitCode, null, 'the service never exited')
+
+  const acknowledged = all.filter((e) => e.stream === 'register' && e.status === 201).map((e) => String(e.body.data.id))
+  const client = new pg.Client({ connectionString: postgres.url })
+  await client.connect()
+  t.teardown(async () => await client.end())
+  const { rows } = await client.query<{ id: string }>('select id from users where id = any($1)', [acknowledged])
+  const found = new Set(rows.map((row) => row.id))
+  const lost = acknowledged.filter((id) => !found.has(id))
+  t.ok(acknowledged.length > 0, 'writes were acknowledged')
+  t.same(lost, [], 'every acknowledged registration is in the database')
+  // Audit entries are written in batches off the request path and kept for a retry while the database is down.
+  const audited = await waitFor('every acknowledged registration is audited', 5000, async () => {
+    const { rows } = await client.query<{ count: string }>("select count(*) from audit_logs where event = 'user.created' and target_id = any($1)", [acknowledged])
+    return Number(rows[0]?.count) === acknowledged.length ? acknowledged.length : undefined
+  })
+  t.comment(`requests: ${all.length} in all, ${JSON.stringify(byStatus(all))}`)
+  t.comment(`writes acknowledged: ${acknowledged.length}, found: ${found.size}, writes lost: ${lost.length}; user.created audit entries: ${audited}`)
+})
+
+t.test('a connection dropped inside a transaction fails the transaction as unavailable, without crashing the process', async (t) => {
+  const postgres = await startPostgres(t)
+  const lost: Error[] = []
+  const database = openDatabase({ dialect: 'postgres', url: postgres.url }, (error) => lost.push(error))
+  t.teardown(async () => await database.close())
+  const admin = new pg.Client({ connectionString: postgres.url })
+  await admin.connect()
+  t.teardown(async () => await admin.end())
+
+  const failure = await database.db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)
+    // Between two statements the client is checked out with no query running: the pool does
+    // not listen to it then, and an 'error' event nobody listens to ends the process.
+    await admin.query('select pg_terminate_backend($1)', [rows[0]?.pid])
+    await waitFor('the dropped connection is reported', 5000, async () => lost.length > 0 ? true : undefined)
+    await sql`select 1`.execute(trx)
+  }).then(() => null, (error: unknown) => error)
+  t.ok(isStorageUnavailable(failure), `the next statement's error counts as storage unavailable (${String(failure)})`)
+  t.match(lost[0]?.message, /terminating connection due to administrator command/, 'the drop was reported as a lost connection')
+  t.same((await sql<{ one: number }>`select 1 as one`.execute(database.db)).rows, [{ one: 1 }], 'the pool serves the next query on a new connection')
+})

@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import type { TestContext } from './helper.js'
+
+export type LogEntry = Record<string, unknown>
+
+/** The service running as its own process, as `npm start` runs it. */
+export interface ServiceProcess {
+  child: ChildProcess
+  /** `http://127.0.0.1:PORT` */
+  base: string
+  /** The exit code (null when ended by a signal). */
+  exited: Promise<number | null>
+  /** Calls `listener` with each log line from now on; returns the function that stops it. */
+  onLog: (listener: (entry: LogEntry) => void) => () => void
+  /** The next log line from now on that `matches`. */
+  nextLog: (matches: (entry: LogEntry) => boolean) => Promise<LogEntry>
+}
+
+/** Runs src/server.ts through tsx, so no build is needed. */
+export function spawnServer (env: Record<string, string>, stdio: StdioOptions): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, ...env }, stdio })
+}
+
+/**
+ * Starts the service on a free port of 127.0.0.1 and resolves once it listens (which it
+ * logs at level info, so `LOG_LEVEL` must not be above it). Killed at teardown if still running.
+ */
+export async function startService (t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawnServer({ PORT: '0', JWT_SECRET: 'x'.repeat(32), ...env }, ['ignore', 'pipe', 'inherit'])
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGKILL')
+    await exited
+  })
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })
+  const onLog = (listener: (entry: LogEntry) => void) => {
+    const onLine = (line: string) => listener(JSON.parse(line) as LogEntry)
+    lines.on('line', onLine)
+    return () => { lines.off('line', onLine) }
+  }
+  const nextLog = async (matches: (entry: LogEntry) => boolean) =>
+    await new Promise<LogEntry>((resolve, reject) => {
+      const onClose = () => reject(new Error('server output ended'))
+      const stop = onLog((entry) => {
+        if (!matches(entry)) return
+        stop()
+        lines.off('close', onClose)
+        resolve(entry)
+      })
+      lines.once('close', onClose)
+    })
+  const listening = await nextLog((entry) => String(entry.msg).startsWith('Server listening at http://127.0.0.1:'))
+  return { child, base: String(listening.msg).replace('Server listening at ', ''), exited, onLog, nextLog }
+}
