@@ -7,7 +7,9 @@ const EXPECTED = {
   'x-frame-options': 'DENY',
   'x-xss-protection': '1; mode=block',
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
-  'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:"
+  'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:",
+  // Not a spec 5.8 header: tokens and personal data must not be cached.
+  'cache-control': 'no-store'
 }
 
 function assertHeaders (t: Test, response: LightMyRequestResponse, label: string) {
