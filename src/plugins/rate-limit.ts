@@ -50,7 +50,6 @@ export default fp(async (fastify) => {
 
   /** Sends the limit headers; the error to answer with when the request is over the limit. */
   function apply (request: FastifyRequest, reply: FastifyReply, max: number, state: WindowState): Error | undefined {
-    unreachable = false
     const resetSeconds = Math.ceil(state.ttl / 1000)
     reply.header('x-ratelimit-limit', max)
     reply.header('x-ratelimit-remaining', Math.max(0, max - state.current))
@@ -70,9 +69,13 @@ export default fp(async (fastify) => {
     const tier = config.adminOperation === true ? tiers.admin : request.url.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
     const state = store.hit(`${addressKey(request.ip)}${tier.group}`, limits.windowMs, tier.max)
     if (state instanceof Promise) {
-      state.then((shared) => { done(apply(request, reply, tier.max, shared)) }, (error: unknown) => {
+      state.then((shared) => {
+        unreachable = false
+        done(apply(request, reply, tier.max, shared))
+      }, (error: unknown) => {
         failOpen(error)
-        done()
+        // Not counted: the headers show the whole limit left.
+        done(apply(request, reply, tier.max, { current: 0, ttl: limits.windowMs }))
       })
     } else {
       done(apply(request, reply, tier.max, state))
