@@ -3,7 +3,7 @@ import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import { isForeignKeyViolation } from '../store/errors.js'
-import type { LivenessCutoffs, SessionsRepository } from '../store/sessions.js'
+import type { LivenessCutoffs, RevocationReason, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
 
 export interface SessionServiceDependencies {
@@ -54,7 +54,7 @@ export class SessionService {
       const sessionId = await sessions.create(user.id, deviceInfo, now)
       const live = await sessions.liveIds(user.id, this.cutoffs())
       const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
-      await sessions.revoke(excess, 'concurrency_limit', now)
+      await this.#endSessions(excess, 'concurrency_limit', now)
       return await this.#issue(user, sessionId, deviceInfo, now)
     }, () => new Errors.INVALID_CREDENTIALS())
   }
@@ -81,7 +81,7 @@ export class SessionService {
     }
     const { idleBefore, createdBefore } = this.cutoffs()
     if (presented.sessionLastUsedAt < idleBefore || presented.sessionCreatedAt < createdBefore) {
-      await sessions.revoke([presented.sessionId], 'expired', now)
+      await this.#endSessions([presented.sessionId], 'expired', now)
       throw new Errors.SESSION_EXPIRED()
     }
     if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
@@ -99,7 +99,7 @@ export class SessionService {
     // that read it spent is a replay only if it arrived in a later millisecond than the
     // spend (the spend's time is kept to the millisecond, the arrival's is finer).
     const replayed = presented.spentAt !== null && Math.floor(receivedAt) > Date.parse(presented.spentAt)
-    if (replayed) await sessions.revoke([presented.sessionId], 'reuse', now)
+    if (replayed) await this.#endSessions([presented.sessionId], 'reuse', now)
     throw new Errors.TOKEN_REUSED()
   }
 
@@ -111,15 +111,31 @@ export class SessionService {
     const sessionId = presented?.userId === caller.id
       ? presented.sessionId
       : await sessions.sessionOfAccessToken(caller.id, caller.jti)
-    if (sessionId !== undefined) await sessions.revoke([sessionId], 'logout', new Date(this.#now()).toISOString())
+    if (sessionId !== undefined) await this.#endSessions([sessionId], 'logout', new Date(this.#now()).toISOString())
   }
 
   /** Ends one of the caller's own sessions; false when it is not one of theirs or already over. */
   async end (userId: string, sessionId: string): Promise<boolean> {
     const { sessions } = this.#deps
     if (!await sessions.isLive(userId, sessionId, this.cutoffs())) return false
-    await sessions.revoke([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
+    await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
     return true
+  }
+
+  /** Ends every session of the user (a new password). */
+  async endAll (userId: string, reason: RevocationReason): Promise<void> {
+    await this.#endSessions(await this.#deps.sessions.unrevokedIds(userId), reason, new Date(this.#now()).toISOString())
+  }
+
+  /**
+   * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
+   * have not expired: an ended session lets no request through, not even for 15 minutes.
+   */
+  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string): Promise<void> {
+    const ttlMs = ACCESS_TOKEN_TTL_S * 1000
+    const issuedAfter = new Date(Date.parse(now) - ttlMs).toISOString()
+    const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, issuedAfter)
+    for (const { jti, issuedAt } of accessTokens) await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs))
   }
 
   async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {

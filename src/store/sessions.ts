@@ -33,6 +33,9 @@ export interface LivenessCutoffs {
   createdBefore: string
 }
 
+/** An access token issued with a refresh token of a session. */
+export interface IssuedAccessToken { jti: string, issuedAt: string }
+
 export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed'
 
 function parseDevice (text: string): Record<string, unknown> {
@@ -113,19 +116,27 @@ export class SessionsRepository {
   }
 
   /** Ends sessions and every refresh token in them. */
-  async revoke (sessionIds: string[], reason: RevocationReason, now: string): Promise<void> {
-    if (sessionIds.length === 0) return
-    await this.db.transaction().execute(async (trx) => {
+  /**
+   * Ends the sessions and their refresh tokens. Answers the access tokens the sessions issued
+   * after `accessIssuedAfter` (those that may not have expired yet), for the caller to revoke.
+   */
+  async revoke (sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
+    if (sessionIds.length === 0) return []
+    return await this.db.transaction().execute(async (trx) => {
       await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason })
         .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
       await trx.updateTable('refresh_tokens').set({ revoked_at: now })
         .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
+      const rows = await trx.selectFrom('refresh_tokens').select(['access_jti', 'created_at'])
+        .where('session_id', 'in', sessionIds).where('created_at', '>', accessIssuedAfter).where('access_jti', 'is not', null).execute()
+      return rows.map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
     })
   }
 
-  async revokeAllForUser (userId: string, reason: RevocationReason, now: string): Promise<void> {
-    const live = await this.db.selectFrom('sessions').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
-    await this.revoke(live.map((session) => session.id), reason, now)
+  /** The user's sessions not yet ended. */
+  async unrevokedIds (userId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('sessions').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
+    return rows.map((row) => row.id)
   }
 
   /** Sessions of the user ended for refresh-token reuse after `since`. */

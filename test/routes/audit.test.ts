@@ -29,7 +29,10 @@ for (const backend of backends()) {
       const pair = (await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).json().data
       const rotated = (await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })).json().data
       await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })
-      await inject(null, { method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${String(rotated.access_token)}` } })
+      t.equal((await inject(null, { method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${String(rotated.access_token)}` } })).statusCode, 401,
+        'the reuse ended the session and its access tokens')
+      const fresh = (await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).json().data
+      await inject(null, { method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${String(fresh.access_token)}` } })
       await inject(user, { method: 'PATCH', url: `/api/v1/users/${user.id}`, payload: { password: 'a-new-password', current_password: user.password } })
       secrets.push('a-new-password')
       await inject(admin, { method: 'PUT', url: `/api/v1/users/${user.id}/roles/moderator` })

@@ -147,8 +147,34 @@ for (const backend of backends()) {
       const byRefresh = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: other.refresh_token } }))
       t.equal(byRefresh.statusCode, 204)
       t.equal((await refresh(app, other.refresh_token)).statusCode, 401, 'the given refresh token\'s session ends')
+      t.equal((await app.inject(withToken(other.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 401, 'and so does its access token')
       const row = await app.database.db.selectFrom('revoked_tokens').select(['jti', 'expires_at']).execute()
-      t.equal(row.length, 2, 'both access tokens are on the revocation list')
+      t.equal(row.length, 3, 'the callers\' access tokens and the ended session\'s are on the revocation list')
+    })
+
+    t.test('an ended session lets none of its access tokens through', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const me = (token: string) => app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))
+
+      const stolen = await login(app, account)
+      const rotated = (await refresh(app, stolen.refresh_token)).json().data
+      t.equal((await refresh(app, stolen.refresh_token)).json().error.code, 'TOKEN_REUSED', 'a replayed refresh token')
+      t.equal((await me(rotated.access_token)).statusCode, 401, 'reuse: the access token issued by the rotation is revoked')
+      t.equal((await me(stolen.access_token)).statusCode, 401, 'reuse: and the first one')
+
+      const ended = await login(app, account, { id: 'tablet-1', name: 'Tablet' })
+      const listed = await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      const tablet = (listed.json().data as Array<{ id: string, device: { id?: string } }>).find((session) => session.device.id === 'tablet-1')
+      t.equal((await app.inject(withToken(account.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${tablet?.id ?? ''}` }))).statusCode, 204)
+      t.equal((await me(ended.access_token)).json().error.code, 'INVALID_TOKEN', 'DELETE /auth/sessions/{id}: its access token is revoked')
+
+      const before = await login(app, account)
+      const changed = await app.inject(withToken(before.access_token, {
+        method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { password: 'another-horse-battery', current_password: account.password }
+      }))
+      t.equal(changed.statusCode, 200)
+      t.equal((await me(before.access_token)).statusCode, 401, 'a new password: every session\'s access tokens are revoked')
     })
   })
 }

@@ -52,8 +52,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const update = await toUpdate(request, id, body)
     const user = await repositories.users.update(id, update)
     if (user === undefined) throw new Errors.NOT_FOUND('User')
-    // A new password ends every session; access tokens expire on their own within 15 minutes.
-    if (update.passwordHash !== undefined) await repositories.sessions.revokeAllForUser(id, 'password_changed', new Date().toISOString())
+    // A new password ends every session, and with them their access tokens.
+    if (update.passwordHash !== undefined) await fastify.sessions.endAll(id, 'password_changed')
     request.audit('user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
     return { data: user }
   }
