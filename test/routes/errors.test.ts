@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { SECURITY_HEADERS, build } from '../helper.js'
 
 t.test('unknown routes answer the 404 envelope', async (t) => {
   const app = await build(t)
@@ -108,3 +108,14 @@ t.test('storage failures answer 503 SERVICE_UNAVAILABLE and the process stays up
   t.equal(response.headers['retry-after'], '1')
   t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
 })
+
+t.test('URLs the router cannot take answer the envelope with the security headers', async (t) => {
+  const app = await build(t)
+  for (const url of ['/api/v1/users/%zz', '/api/v1/users/%', '/api/v1/posts/%ED%A0%80', `/api/v1/users/${'a'.repeat(257)}/roles`]) {
+    const response = await app.inject({ method: 'GET', url })
+    t.equal(response.statusCode, 400, url)
+    t.same(response.json(), { error: { code: 'VALIDATION_FAILED', message: 'Validation failed', details: [{ path: '', message: 'request is malformed' }] } })
+    t.match(response.headers, SECURITY_HEADERS)
+  }
+})
+
