@@ -1,5 +1,5 @@
 import t from 'tap'
-import { SECURITY_HEADERS, build } from '../helper.js'
+import { SECURITY_HEADERS, backends, build, createAccount, withToken } from '../helper.js'
 
 t.test('unknown routes answer the 404 envelope', async (t) => {
   const app = await build(t)
@@ -119,3 +119,22 @@ t.test('URLs the router cannot take answer the envelope with the security header
   }
 })
 
+for (const backend of backends()) {
+  t.test(`U+0000 in a string is refused on every database, as PostgreSQL cannot store it (${backend.name})`, async (t) => {
+    const app = await build(t, { postgresUrl: backend.url })
+    const user = await createAccount(app)
+    const attempts = [
+      { method: 'POST' as const, url: '/api/v1/users', payload: { email: 'nul@example.com', name: 'Nul\u0000Name', password: 'password1' }, path: '/name' },
+      { method: 'POST' as const, url: '/api/v1/posts', payload: { title: 'Title', body: '\u0000' }, path: '/body' },
+      { method: 'GET' as const, url: '/api/v1/posts?search=a%00b', path: '/search' },
+      { method: 'DELETE' as const, url: `/api/v1/users/${user.id}/devices/a%00`, path: '/deviceId' }
+    ]
+    for (const { path, ...request } of attempts) {
+      const response = await app.inject(withToken(user.token, request))
+      t.equal(response.statusCode, 400, request.url)
+      t.same(response.json().error.details, [{ path, message: 'must not contain U+0000' }])
+    }
+    const stored = await app.database.db.selectFrom('users').select('id').where('email', '=', 'nul@example.com').execute()
+    t.same(stored, [], 'nothing stored')
+  })
+}
