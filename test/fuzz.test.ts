@@ -445,13 +445,13 @@ function queryArbitrary (operation: Operation, generator: SchemaArbitraryOptions
   const schema = parametersSchema(operation.queryParameters)
   const valid = (validValue(schema, generator) as fc.Arbitrary<Record<string, unknown>>).map((values) => Object.entries(values))
   const unknownKey = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS, '__proto__[admin]', 'constructor[prototype][admin]', 'a[]', ''), hostileString)
-  const mutations: Array<fc.Arbitrary<Array<[string, unknown]>>> = [
-    fc.tuple(valid, unknownKey, hostileValue).map(([entries, key, value]) => [...entries, [key, value]])
+  const mutations: Array<fc.WeightedArbitrary<Array<[string, unknown]>>> = [
+    { weight: 1, arbitrary: fc.tuple(valid, unknownKey, hostileValue).map(([entries, key, value]) => [...entries, [key, value]]) }
   ]
   if (operation.queryParameters.length > 0) {
     const replaced = fc.oneof(...operation.queryParameters.map((parameter) => fc.tuple(fc.constant(parameter.name), replacementFor(parameter.schema, generator))))
-    mutations.push(fc.tuple(valid, replaced).map(([entries, [name, value]]) => [...entries.filter(([key]) => key !== name), [name, value]]))
-    mutations.push(valid.filter((entries) => entries.length > 0).map((entries) => [...entries, ...entries]))
+    mutations.push({ weight: 3, arbitrary: fc.tuple(valid, replaced).map(([entries, [name, value]]) => [...entries.filter(([key]) => key !== name), [name, value]]) })
+    mutations.push({ weight: 1, arbitrary: valid.filter((entries) => entries.length > 0).map((entries) => [...entries, ...entries]) })
   }
   return fc.oneof({ weight: 2, arbitrary: valid }, { weight: 3, arbitrary: fc.oneof(...mutations) })
 }

@@ -134,7 +134,7 @@ export function boundaryValues (schema: JsonSchema): unknown[] {
   }
   if (types.includes('integer') || types.includes('number')) {
     for (const limit of [schema.minimum, schema.maximum].filter((limit) => limit !== undefined)) values.push(limit - 1, limit, limit + 1, String(limit))
-    values.push(0, -1, 1.5, -0.5, INT32, 2 ** 53 + 2, -(2 ** 53), 1e308, -1e308, '1', '1e3')
+    values.push(0, -1, 1.5, -0.5, INT32, 2 ** 53 + 2, -(2 ** 53), 1e308, -1e308, '1', '1e3', '1e400', 'Infinity', '-Infinity')
   }
   for (const option of schema.enum ?? []) {
     if (typeof option === 'string') values.push(option.toUpperCase(), ` ${option}`, `${option}\u0000`, option.slice(0, -1))
