@@ -1,6 +1,13 @@
 import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox'
 import { component } from './components.js'
 
+/**
+ * The last page: its offset, (page - 1) × limit, stays an exact integer in JavaScript and in
+ * both databases' 64-bit integers (an unbounded page overflowed them: a 500), and no
+ * collection here comes near it.
+ */
+const MAX_PAGE = 2 ** 31 - 1
+
 /** ISO 8601 date or date-time; checked for a real calendar instant in code. */
 const ISO_DATE_OR_DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$'
 
@@ -19,7 +26,7 @@ export interface CollectionFields {
  */
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
-    page: Type.Optional(Type.Integer({ minimum: 1, description: 'Offset pagination page, 1-based (default 1)' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Offset pagination page, 1-based (default 1)' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size (default 20)' })),
     cursor: Type.Optional(Type.String({
       maxLength: 1024,

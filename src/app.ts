@@ -16,6 +16,7 @@ import revocation from './plugins/revocation.js'
 import security from './plugins/security.js'
 import securityHeaders from './plugins/security-headers.js'
 import sessions from './plugins/sessions.js'
+import textInput from './plugins/text-input.js'
 import zeroTrust from './plugins/zero-trust.js'
 import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
@@ -53,6 +54,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(audit)
   await fastify.register(rateLimit)
   await fastify.register(errorHandler)
+  await fastify.register(textInput)
   await fastify.register(revocation)
   await fastify.register(sessions)
   await fastify.register(mfa)

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
+import { answerFrameworkError } from './plugins/error-handler.js'
 import { redactHeaders, redactUrl } from './security/redaction.js'
 
 /**
@@ -16,6 +17,9 @@ const LOG_FLUSH_MS = 250
 
 /** CONTRACT section 8: the 10 KB body limit. */
 export const BODY_LIMIT_BYTES = 10_240
+
+/** The longest path parameter, a device_id of 128 code points, is up to 256 UTF-16 units. */
+const MAX_PATH_PARAMETER_LENGTH = 256
 
 const ajvFactory = AjvCompiler()
 
@@ -77,6 +81,8 @@ export function createInstance (config: Config): FastifyInstance {
       stream: pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS, maxLength: LOG_BUFFER_BYTES })
     },
     bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+    frameworkErrors: answerFrameworkError,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
     // While closing, a request arriving on a kept-alive connection is served (the database

@@ -116,6 +116,10 @@ export function parseCollectionQuery (
     }
     pagination = { kind: 'cursor', limit, after }
   }
+  // Ajv's query-string coercion takes "Infinity" and "1e400" for integers and skips their range.
+  for (const [name, value] of [['page', query.page], ['limit', query.limit]] as const) {
+    if (value !== undefined && !Number.isFinite(value)) issues.push({ path: `/${name}`, message: 'must be a finite integer' })
+  }
   if (issues.length > 0) throw validationFailed(issues)
   return {
     sort,

@@ -1,9 +1,10 @@
-import type { FastifyError, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorEnvelope } from '../../schemas/errors.js'
 import { Errors, isServiceError, type ValidationIssue } from '../errors.js'
 import { CapacityExceededError } from '../security/concurrency-limiter.js'
 import { isForeignKeyViolation, isStorageUnavailable } from '../store/errors.js'
+import { securityHeaders } from './security-headers.js'
 
 interface ErrorReply {
   status: number
@@ -69,6 +70,18 @@ export function toErrorReply (error: FastifyError): ErrorReply {
     return fromService(Object.assign(new Errors.VALIDATION_FAILED(), { details: [{ path: '', message }] }))
   }
   return fromService(new Errors.INTERNAL_ERROR())
+}
+
+const SECURITY_HEADERS = securityHeaders()
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot take (broken percent-encoding, a path
+ * parameter over the length limit) is answered before any hook runs, so without this it
+ * would get Fastify's own body, without the contract's envelope or the security headers.
+ */
+export function answerFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const { status, envelope, headers } = toErrorReply(error)
+  void reply.code(status).headers({ ...SECURITY_HEADERS, ...headers }).send(envelope)
 }
 
 /** The one error handler and the one not-found handler (spec section 7, CONTRACT section 2). */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { SECURITY_HEADERS, backends, build, createAccount, withToken } from '../helper.js'
 
 t.test('unknown routes answer the 404 envelope', async (t) => {
   const app = await build(t)
@@ -108,3 +108,33 @@ t.test('storage failures answer 503 SERVICE_UNAVAILABLE and the process stays up
   t.equal(response.headers['retry-after'], '1')
   t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
 })
+
+t.test('URLs the router cannot take answer the envelope with the security headers', async (t) => {
+  const app = await build(t)
+  for (const url of ['/api/v1/users/%zz', '/api/v1/users/%', '/api/v1/posts/%ED%A0%80', `/api/v1/users/${'a'.repeat(257)}/roles`]) {
+    const response = await app.inject({ method: 'GET', url })
+    t.equal(response.statusCode, 400, url)
+    t.same(response.json(), { error: { code: 'VALIDATION_FAILED', message: 'Validation failed', details: [{ path: '', message: 'request is malformed' }] } })
+    t.match(response.headers, SECURITY_HEADERS)
+  }
+})
+
+for (const backend of backends()) {
+  t.test(`U+0000 in a string is refused on every database, as PostgreSQL cannot store it (${backend.name})`, async (t) => {
+    const app = await build(t, { postgresUrl: backend.url })
+    const user = await createAccount(app)
+    const attempts = [
+      { method: 'POST' as const, url: '/api/v1/users', payload: { email: 'nul@example.com', name: 'Nul\u0000Name', password: 'password1' }, path: '/name' },
+      { method: 'POST' as const, url: '/api/v1/posts', payload: { title: 'Title', body: '\u0000' }, path: '/body' },
+      { method: 'GET' as const, url: '/api/v1/posts?search=a%00b', path: '/search' },
+      { method: 'DELETE' as const, url: `/api/v1/users/${user.id}/devices/a%00`, path: '/deviceId' }
+    ]
+    for (const { path, ...request } of attempts) {
+      const response = await app.inject(withToken(user.token, request))
+      t.equal(response.statusCode, 400, request.url)
+      t.same(response.json().error.details, [{ path, message: 'must not contain U+0000' }])
+    }
+    const stored = await app.database.db.selectFrom('users').select('id').where('email', '=', 'nul@example.com').execute()
+    t.same(stored, [], 'nothing stored')
+  })
+}

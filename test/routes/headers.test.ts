@@ -1,19 +1,9 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, createAccount, withToken } from '../helper.js'
-
-const EXPECTED = {
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'x-xss-protection': '1; mode=block',
-  'strict-transport-security': 'max-age=31536000; includeSubDomains',
-  'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:",
-  // Not a spec 5.8 header: tokens and personal data must not be cached.
-  'cache-control': 'no-store'
-}
+import { SECURITY_HEADERS, build, createAccount, withToken } from '../helper.js'
 
 function assertHeaders (t: Test, response: LightMyRequestResponse, label: string) {
-  for (const [name, value] of Object.entries(EXPECTED)) t.equal(response.headers[name], value, `${label}: ${name}`)
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) t.equal(response.headers[name], value, `${label}: ${name}`)
   t.notOk('server' in response.headers, `${label}: no Server`)
   t.notOk('x-powered-by' in response.headers, `${label}: no X-Powered-By`)
   for (const extra of ['cross-origin-opener-policy', 'referrer-policy', 'x-dns-prefetch-control', 'origin-agent-cluster']) {

@@ -30,7 +30,8 @@ for (const backend of backends()) {
 
     t.test('limit and page at their boundaries', async (t) => {
       for (const [query, status] of [['limit=0', 400], ['limit=1', 200], ['limit=100', 200], ['limit=101', 400],
-        ['page=0', 400], ['page=1', 200], ['page=-1', 400], ['limit=abc', 400], ['limit=1.5', 400]] as const) {
+        ['page=0', 400], ['page=1', 200], ['page=-1', 400], ['limit=abc', 400], ['limit=1.5', 400],
+        ['limit=100&page=2147483647', 200], ['limit=100&page=2147483648', 400], ['page=461168601842738800', 400], ['page=1e400', 400], ['page=Infinity', 400], ['limit=-Infinity', 400]] as const) {
         const response = await list(query)
         t.equal(response.statusCode, status, query)
         if (status === 400) t.equal(response.json().error.code, 'VALIDATION_FAILED')

@@ -80,6 +80,16 @@ for (const backend of backends()) {
       t.equal((await addDevice(app, user, user.id, 'device-6')).statusCode, 201, 'room again after removals')
     })
 
+    t.test('the longest device_id (128 characters, 256 UTF-16 units) is removed by it too', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const user = await createAccount(app)
+      const longest = '\u{1D49C}'.repeat(128)
+      const added = await app.inject(withToken(user.token, { method: 'POST', url: `/api/v1/users/${user.id}/devices`, payload: { device_id: longest, name: 'Long' } }))
+      t.equal(added.statusCode, 201)
+      const removed = await app.inject(withToken(user.token, { method: 'DELETE', url: `/api/v1/users/${user.id}/devices/${encodeURIComponent(longest)}` }))
+      t.equal(removed.statusCode, 204)
+    })
+
     t.test('ZERO_TRUST_MODE=enforce refuses admin operations that are not allowed', async (t) => {
       const app = await build(t, { postgresUrl: backend.url, env: { ZERO_TRUST_MODE: 'enforce' } })
       const admin = await createAccount(app, { roles: ['admin'] })

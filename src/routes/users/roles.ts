@@ -69,6 +69,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { id, role } = request.params
+    await assignment(id) // 404 before writing (and auditing a removal) for a user that does not exist
     await users.removeRole(id, role)
     request.audit('role.removed', { outcome: 'success', targetId: id, details: { role } })
     return await assignment(id)
