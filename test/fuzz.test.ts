@@ -89,8 +89,8 @@ const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/user
  * - Any request: a 429 is recorded as `rate_limit.exceeded` (section 6).
  * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` (section 6), and
  *   the failure count and lockout of section 3's brute-force rule (wrong passwords and codes).
- * - Refresh: a reused token revokes its whole session and is recorded as `auth.token_reused`;
- *   a timed-out session is ended (section 3).
+ * - Refresh: a reused token revokes its whole session, with the access tokens it issued, and
+ *   is recorded as `auth.token_reused`; a timed-out session is ended likewise (section 3).
  * - Admin operations: ZERO_TRUST_MODE=monitor, the default, records every evaluation as
  *   `access.evaluated` (sections 1 and 6), made before the handler may refuse.
  */
@@ -115,6 +115,7 @@ function permittedWrites (operationKey: string): PermittedWrites {
   if (operationKey === 'POST /api/v1/auth/refresh') {
     permitted.auditEvents.push('auth.token_reused')
     permitted.changed.push('sessions', 'refresh_tokens')
+    permitted.appended.push('revoked_tokens')
   }
   if (ADMIN_OPERATIONS.has(operationKey)) permitted.auditEvents.push('access.evaluated')
   return permitted
