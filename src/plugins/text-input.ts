@@ -1,3 +1,4 @@
+import type { preHandlerHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { type ValidationIssue, validationFailed } from '../errors.js'
 
@@ -17,12 +18,17 @@ function nulCharacters (value: unknown, path: string, found: ValidationIssue[]):
  * such strings in the parts they validated are refused on both, as a validation failure.
  */
 export default fp(async (fastify) => {
-  fastify.addHook('preHandler', async (request) => {
-    const schema = request.routeOptions.schema ?? {}
-    const found: ValidationIssue[] = []
-    if (schema.params !== undefined) nulCharacters(request.params, '', found)
-    if (schema.querystring !== undefined) nulCharacters(request.query, '', found)
-    if (schema.body !== undefined) nulCharacters(request.body, '', found)
-    if (found.length > 0) throw validationFailed(found)
+  // Added only to routes that validate some input, as a callback hook: nothing to wait for.
+  fastify.addHook('onRoute', (route) => {
+    const schema = route.schema ?? {}
+    const parts = (['params', 'querystring', 'body'] as const).filter((part) => schema[part] !== undefined)
+    if (parts.length === 0) return
+    const refuseNul: preHandlerHookHandler = (request, _reply, done) => {
+      const found: ValidationIssue[] = []
+      for (const part of parts) nulCharacters(part === 'params' ? request.params : part === 'querystring' ? request.query : request.body, '', found)
+      done(found.length > 0 ? validationFailed(found) : undefined)
+    }
+    const existing = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]
+    route.preHandler = [refuseNul, ...existing]
   })
 }, { name: 'text-input' })
