@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
+import pino from 'pino'
 
 /**
  * `npm run start:cluster`: the service on several cores of one host, through Node's cluster
@@ -13,9 +14,6 @@ import { availableParallelism } from 'node:os'
  * The workers share state as separate hosts would: through the database, and through Redis
  * when REDIS_URL is set. Without Redis each worker counts rate limits on its own.
  */
-function log (level: 'info' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
-  process.stdout.write(`${JSON.stringify({ level: level === 'info' ? 30 : 50, time: Date.now(), pid: process.pid, role: 'primary', ...fields, msg })}\n`)
-}
 
 function workerCount (): number {
   const value = process.env.WORKERS
@@ -28,6 +26,8 @@ function workerCount (): number {
 }
 
 if (cluster.isPrimary) {
+  // The primary's own lines, in the workers' format; `role` tells them apart.
+  const log = pino().child({ role: 'primary' })
   const count = workerCount()
   const listening = new WeakSet<Worker>()
   let stopping = false
@@ -36,25 +36,25 @@ if (cluster.isPrimary) {
 
   cluster.on('listening', (worker, address) => {
     listening.add(worker)
-    log('info', 'worker listening', { worker: worker.process.pid, port: address.port })
+    log.info({ worker: worker.process.pid, port: address.port }, 'worker listening')
     if (othersStarted || stopping) return
     othersStarted = true
     for (let index = 1; index < count; index++) cluster.fork()
   })
   cluster.on('exit', (worker, code, signal) => {
     if (!stopping && listening.has(worker)) {
-      log('error', 'worker died: replacing it', { worker: worker.process.pid, code, signal })
+      log.error({ worker: worker.process.pid, code, signal }, 'worker died: replacing it')
       cluster.fork()
       return
     }
     if (!stopping) {
-      log('error', 'a worker failed to start: stopping', { worker: worker.process.pid, code, signal })
+      log.error({ worker: worker.process.pid, code, signal }, 'a worker failed to start: stopping')
       stopping = true
       process.exitCode = 1
       for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM')
     }
     if (Object.keys(cluster.workers ?? {}).length === 0) {
-      log('info', 'all workers stopped')
+      log.info('all workers stopped')
       process.exit()
     }
   })
@@ -65,11 +65,11 @@ if (cluster.isPrimary) {
     process.on(signal, () => {
       if (stopping) return
       stopping = true
-      log('info', 'shutting down', { signal })
+      log.info({ signal }, 'shutting down')
       if (signal === 'SIGTERM') for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
     })
   }
-  log('info', 'starting workers', { workers: count })
+  log.info({ workers: count }, 'starting workers')
   cluster.fork()
 } else {
   await import('./server.js')

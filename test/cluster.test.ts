@@ -1,25 +1,26 @@
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import t, { type Test } from 'tap'
 import { freePort } from '../bench/free-port.js'
+import { spawnServer } from './service.js'
 
 /** Starts src/cluster.ts; `nextPrimaryLog` waits for the primary's next line matching a message. */
 async function startCluster (t: Test, env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-cluster-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const port = await freePort()
-  const primary = spawn(process.execPath, ['--import', 'tsx', 'src/cluster.ts'], {
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'app.db')}`, JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'inherit']
-  })
+  const primary = spawnServer(
+    { PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'app.db')}`, JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'warn', ...env },
+    ['ignore', 'pipe', 'inherit'],
+    'src/cluster.ts'
+  )
   t.teardown(() => { if (primary.exitCode === null) primary.kill('SIGKILL') })
   const exited = new Promise<number | null>((resolve) => primary.once('exit', (code) => resolve(code)))
   const entries: Array<Record<string, unknown>> = []
   const waiters: Array<{ msg: string, resolve: (entry: Record<string, unknown>) => void }> = []
-  createInterface({ input: primary.stdout }).on('line', (line) => {
+  createInterface({ input: primary.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     const entry = JSON.parse(line) as Record<string, unknown>
     if (entry.role !== 'primary') return
     const waiter = waiters.find((candidate) => candidate.msg === entry.msg)

@@ -121,3 +121,13 @@ export async function createAccount (app: FastifyInstance, options: { roles?: Ar
 export function withToken (token: string, options: InjectOptions): InjectOptions {
   return { ...options, headers: { ...options.headers, authorization: `Bearer ${token}` } }
 }
+
+/**
+ * Waits until a refresh token spent just now counts as replayed, not raced, when presented
+ * again: a replay must arrive in a later millisecond than the spend, and the service knows
+ * the arrival only to within a millisecond (Date.now() truncates), so two must pass.
+ */
+export async function untilReplayWouldShow (): Promise<void> {
+  const spentBy = Date.now()
+  while (Date.now() <= spentBy + 1) await new Promise((resolve) => setImmediate(resolve))
+}

@@ -17,9 +17,9 @@ export interface ServiceProcess {
   nextLog: (matches: (entry: LogEntry) => boolean) => Promise<LogEntry>
 }
 
-/** Runs src/server.ts through tsx, so no build is needed. */
-export function spawnServer (env: Record<string, string>, stdio: StdioOptions): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, ...env }, stdio })
+/** Runs src/server.ts (or another entry, such as src/cluster.ts) through tsx, so no build is needed. */
+export function spawnServer (env: Record<string, string>, stdio: StdioOptions, entry = 'src/server.ts'): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio })
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ErrorEnvelope } from '../../schemas/errors.js'
 import { Errors, isServiceError, type ValidationIssue } from '../errors.js'
 import { CapacityExceededError } from '../security/concurrency-limiter.js'
 import { isForeignKeyViolation, isStorageUnavailable } from '../store/errors.js'
-import { securityHeaders } from './security-headers.js'
+import { SECURITY_HEADERS } from './security-headers.js'
 
 interface ErrorReply {
   status: number
@@ -71,8 +71,6 @@ export function toErrorReply (error: FastifyError): ErrorReply {
   }
   return fromService(new Errors.INTERNAL_ERROR())
 }
-
-const SECURITY_HEADERS = securityHeaders()
 
 /**
  * Fastify's `frameworkErrors`: a URL the router cannot take (broken percent-encoding, a path

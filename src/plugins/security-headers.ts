@@ -37,7 +37,7 @@ const HELMET_OPTIONS: Readonly<HelmetOptions> = {
  * re-parses the CSP) on every request. They are computed once here, by running helmet
  * against a recording response, and sent from that object.
  */
-export function securityHeaders (): Record<string, string> {
+function computeSecurityHeaders (): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {}
   const recorder = {
     setHeader: (name: string, value: string) => { headers[name.toLowerCase()] = String(value) },
@@ -48,17 +48,19 @@ export function securityHeaders (): Record<string, string> {
   // Responses carry tokens and personal data: no cache may keep them (RFC 6749 section 5.1,
   // ASVS 8.2.1). Static documentation assets set their own caching when sent.
   headers['cache-control'] = 'no-store'
-  return headers
+  return Object.freeze(headers)
 }
+
+/** The header set, for this hook and for answers given before any hook runs (error-handler.ts). */
+export const SECURITY_HEADERS = computeSecurityHeaders()
 
 /**
  * On every response: the hook runs first on every request, so errors, 404s, 429s and
  * preflights carry them. Callback-style: nothing to wait for, so no promise per request.
  */
 export default fp(async (fastify) => {
-  const headers = securityHeaders()
   fastify.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers)
+    reply.headers(SECURITY_HEADERS)
     done()
   })
 }, { name: 'security-headers' })

@@ -1,6 +1,7 @@
 import type { preHandlerHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { type ValidationIssue, validationFailed } from '../errors.js'
+import { prependPreHandler } from './route-hooks.js'
 
 /** JSON pointers to the strings under `value` that contain U+0000. */
 function nulCharacters (value: unknown, path: string, found: ValidationIssue[]): ValidationIssue[] {
@@ -28,7 +29,6 @@ export default fp(async (fastify) => {
       for (const part of parts) nulCharacters(part === 'params' ? request.params : part === 'querystring' ? request.query : request.body, '', found)
       done(found.length > 0 ? validationFailed(found) : undefined)
     }
-    const existing = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]
-    route.preHandler = [refuseNul, ...existing]
+    prependPreHandler(route, refuseNul)
   })
 }, { name: 'text-input' })

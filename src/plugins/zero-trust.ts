@@ -4,6 +4,7 @@ import { Errors } from '../errors.js'
 import { type AccessDecision, type AccessRequest, evaluateAccess, trustedNetworks } from '../security/zero-trust.js'
 import { redactUrl } from '../security/redaction.js'
 import { type AnomalyDetector, RecentSecurityEventsDetector } from '../services/anomalies.js'
+import { prependPreHandler } from './route-hooks.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -53,7 +54,6 @@ export default fp(async (fastify) => {
   }
   fastify.addHook('onRoute', (route) => {
     if (route.config?.adminOperation !== true) return
-    const existing = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]
-    route.preHandler = [checkAdminOperation, ...existing]
+    prependPreHandler(route, checkAdminOperation)
   })
 }, { name: 'zero-trust', dependencies: ['repositories', 'audit', 'authentication'] })

@@ -111,7 +111,7 @@ export class SessionService {
     const sessionId = presented?.userId === caller.id
       ? presented.sessionId
       : await sessions.sessionOfAccessToken(caller.id, caller.jti)
-    if (sessionId !== undefined) await this.#endSessions([sessionId], 'logout', new Date(this.#now()).toISOString())
+    if (sessionId !== undefined) await this.#endSessions([sessionId], 'logout', new Date(this.#now()).toISOString(), caller.jti)
   }
 
   /** Ends one of the caller's own sessions; false when it is not one of theirs or already over. */
@@ -131,11 +131,13 @@ export class SessionService {
    * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
-  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string): Promise<void> {
+  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string, revokedAlready?: string): Promise<void> {
     const ttlMs = ACCESS_TOKEN_TTL_S * 1000
     const issuedAfter = new Date(Date.parse(now) - ttlMs).toISOString()
     const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, issuedAfter)
-    for (const { jti, issuedAt } of accessTokens) await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs))
+    for (const { jti, issuedAt } of accessTokens) {
+      if (jti !== revokedAlready) await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs))
+    }
   }
 
   async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+import { type Account, backends, build, createAccount, freshDatabaseUrl, untilReplayWouldShow, withToken } from '../helper.js'
 
 async function auditLog (app: FastifyInstance, admin: Account, query = 'limit=100') {
   await app.auditTrail.flush()
@@ -28,6 +28,7 @@ for (const backend of backends()) {
       await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: 'ghost@example.com', password: 'wrong-password' } })
       const pair = (await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).json().data
       const rotated = (await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })).json().data
+      await untilReplayWouldShow()
       await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })
       t.equal((await inject(null, { method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${String(rotated.access_token)}` } })).statusCode, 401,
         'the reuse ended the session and its access tokens')
