@@ -65,10 +65,11 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
       t.same(readiness.body, { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: database unreachable' } }, '/health/ready: 503 naming the database')
 
       // Down until the background revocation poll has failed too, and enough requests were answered.
+      // The poll may fail while pg_ctl is still stopping the server, before downAt: count from the fault.
       await load.until('the outage seen by requests and by the revocation poll', 15_000, (all) => {
         const during = all.filter((e) => e.sentAt >= downAt)
         return during.filter((e) => e.stream === 'register').length >= 10 && during.filter((e) => e.stream === 'read').length >= 50 &&
-          loggedSince(downAt, 'revocation sync failed; retrying') !== undefined
+          loggedSince(faultAt, 'revocation sync failed; retrying') !== undefined
       })
       const restartAt = Date.now()
       await postgres.start()
@@ -86,7 +87,8 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
         return answer.status === 200 ? answer : undefined
       })
       t.equal(ready.body.checks.database, 'ok', '/health/ready: the database is back')
-      const pollRecovered = await waitFor('the revocation poll recovers', RECOVERY_WITHIN_MS, async () => loggedSince(upAt, 'revocation sync recovered'))
+      // From the restart: the poll may recover before pg_ctl returns.
+      const pollRecovered = await waitFor('the revocation poll recovers', RECOVERY_WITHIN_MS, async () => loggedSince(restartAt, 'revocation sync recovered'))
 
       const inFlight = load.exchanges.filter((e) => e.stream === 'register' && e.sentAt < faultAt && e.answeredAt > faultAt)
       t.comment(`fault: pg_ctl stop -m ${mode}, down ${restartAt - downAt} ms; registrations in flight at the fault: ${JSON.stringify(byStatus(inFlight))}`)
