@@ -1,11 +1,11 @@
 import AjvCompiler from '@fastify/ajv-compiler'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
 import { answerFrameworkError } from './plugins/error-handler.js'
-import { redactHeaders, redactUrl } from './security/redaction.js'
+import { ExchangeLogController, logSerializers } from './request-log.js'
 
 /**
  * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
@@ -41,45 +41,15 @@ function buildValidator (externalSchemas: ExternalSchemas) {
 
 const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 
-/**
- * Spec 5.9's request log, secrets redacted (CONTRACT section 6): one line per exchange with
- * the request (method, URL, headers, client address) and the response (status, duration).
- * One line instead of Fastify's two halves the logging cost on the request path.
- */
-export const logSerializers = {
-  req: (request: FastifyRequest) => ({
-    method: request.method,
-    url: redactUrl(request.url),
-    headers: redactHeaders(request.headers),
-    ip: request.ip
-  }),
-  res: (reply: Pick<FastifyReply, 'statusCode'>) => ({ statusCode: reply.statusCode })
-}
-
-/** Fastify's request log lines, as one line per exchange (request start only at debug level). */
-class ExchangeLogController extends LogController {
-  override incomingRequest (request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request')
-  }
-
-  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const entry = { req: request, res: reply, responseTime: reply.elapsedTime }
-    if (error === null || error === undefined) reply.log.info(entry, 'request completed')
-    else reply.log.error({ ...entry, err: error }, 'request errored')
-  }
-}
-
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
+  // Asynchronous, batched writes: a write per line would cost a system call per request.
+  // Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when traffic is light;
+  // pino flushes what is buffered when the process exits.
+  const destination = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS, maxLength: LOG_BUFFER_BYTES })
+  const logger = pino({ level: config.logLevel, serializers: logSerializers }, destination)
   const instance = Fastify({
-    logger: {
-      level: config.logLevel,
-      serializers: logSerializers,
-      // Asynchronous, batched writes: a write per line would cost a system call per request.
-      // Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when traffic is
-      // light; pino flushes what is buffered when the process exits.
-      stream: pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS, maxLength: LOG_BUFFER_BYTES })
-    },
+    loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
     frameworkErrors: answerFrameworkError,
@@ -89,7 +59,7 @@ export function createInstance (config: Config): FastifyInstance {
     // closes only after the last connection) and its connection closed after the answer,
     // rather than refused with Fastify's own 503 body, which is not the error envelope.
     return503OnClosing: false,
-    logController: new ExchangeLogController(),
+    logController: new ExchangeLogController(logger, destination),
     schemaController
   })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { logSerializers } from '../src/instance.js'
+import { logSerializers } from '../src/request-log.js'
 
 t.test('request logs carry method, URL, headers and address, with secrets redacted', async (t) => {
   const request = {
