@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Permission, Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
 import { hasPermission } from '../security/permissions.js'
 import { TokenVerificationError } from '../security/tokens.js'
+import type { UserPrincipal } from '../store/users.js'
 
 /** The caller of a protected route, as established from the bearer token. */
 export interface AuthenticatedUser {
@@ -26,20 +27,27 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** onRequest hook: spec 5.1 bearer authentication. */
-    authenticate: onRequestAsyncHookHandler
+    authenticate: AuthenticationHook
     /** onRequest hook for public routes that show more to a caller: authenticates when a token is sent. */
-    authenticateIfPresent: onRequestAsyncHookHandler
+    authenticateIfPresent: AuthenticationHook
     /** onRequest hook (after `authenticate`): spec 5.4 permission check. */
-    requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => onRequestAsyncHookHandler
+    requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => AuthenticationHook
     /**
      * onRequest hook for `/:id` routes: the user `id` itself needs `selfPermission` (as the
      * owner), anyone else `otherPermission`.
      */
-    requireSelfOr: (otherPermission: Permission, selfPermission?: Permission) => onRequestAsyncHookHandler
+    requireSelfOr: (otherPermission: Permission, selfPermission?: Permission) => AuthenticationHook
     /** Throws `Authentication required` or `Permission denied. Requires: <permission>`. */
     authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => AuthenticatedUser
   }
 }
+
+/**
+ * The guards are callback-style hooks: with the caller's principal cached they answer
+ * without a promise, and an async hook costs a promise and its resolution on every
+ * protected request.
+ */
+export type AuthenticationHook = (request: FastifyRequest, reply: unknown, done: HookHandlerDoneFunction) => void
 
 const BEARER = 'Bearer '
 
@@ -53,7 +61,8 @@ export default fp(async (fastify) => {
   const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
   fastify.decorateRequest('user', null)
 
-  fastify.decorate('authenticate', async function authenticate (request: FastifyRequest) {
+  /** The bearer token's claims: verified, unexpired and not revoked. */
+  function verifiedClaims (request: FastifyRequest) {
     const header = request.headers.authorization
     if (header === undefined || !header.startsWith(BEARER)) throw new Errors.MISSING_TOKEN()
     let claims
@@ -63,19 +72,39 @@ export default fp(async (fastify) => {
       throw tokenFailure(error)
     }
     if (revocations.isRevoked(claims.jti)) throw new Errors.INVALID_TOKEN()
+    return claims
+  }
+
+  /** Sets `request.user`, or gives the error that refuses the request. */
+  function admit (request: FastifyRequest, claims: ReturnType<typeof verifiedClaims>, principal: UserPrincipal | undefined): Error | undefined {
     // A deleted user's tokens stop working with the account.
-    const principal = await repositories.users.cachedPrincipal(claims.sub)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    if (principal === undefined) return new Errors.INVALID_TOKEN()
     if (!principal.mfaEnabled && request.routeOptions.config.allowWithoutMfa !== true &&
       principal.roles.some((role) => mfaRequiredRoles.has(role))) {
-      throw new Errors.MFA_ENROLLMENT_REQUIRED()
+      return new Errors.MFA_ENROLLMENT_REQUIRED()
     }
     request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti, tokenExpiresAt: new Date(claims.exp * 1000) }
-  })
+    return undefined
+  }
 
-  fastify.decorate('authenticateIfPresent', async function authenticateIfPresent (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+  function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
+    let claims
+    try {
+      claims = verifiedClaims(request)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    const principal = repositories.users.cachedPrincipal(claims.sub)
+    if (principal instanceof Promise) principal.then((found) => { done(admit(request, claims, found)) }, done)
+    else done(admit(request, claims, principal))
+  }
+  fastify.decorate('authenticate', authenticate)
+
+  fastify.decorate('authenticateIfPresent', function authenticateIfPresent (request: FastifyRequest, reply: unknown, done: HookHandlerDoneFunction) {
     // A token that is sent must be good: a bad one is refused, not ignored.
-    if (request.headers.authorization !== undefined) await fastify.authenticate.call(this, request, reply)
+    if (request.headers.authorization !== undefined) authenticate(request, reply, done)
+    else done()
   })
 
   function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): AuthenticatedUser {
@@ -86,15 +115,28 @@ export default fp(async (fastify) => {
   }
   fastify.decorate('authorize', authorize)
 
+  /** A guard from a check that throws. */
+  const guard = (name: string, check: (request: FastifyRequest) => void): AuthenticationHook => {
+    const hook: AuthenticationHook = (request, _reply, done) => {
+      try {
+        check(request)
+      } catch (error) {
+        done(error as Error)
+        return
+      }
+      done()
+    }
+    // Named, so route listings (printRoutes with hooks) say what guards a route.
+    return Object.defineProperty(hook, 'name', { value: name })
+  }
+
   fastify.decorate('requirePermission', (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) =>
-    async function requirePermission (request: FastifyRequest) {
-      authorize(request, permission, ownerOf?.(request))
-    })
+    guard('requirePermission', (request) => authorize(request, permission, ownerOf?.(request))))
 
   fastify.decorate('requireSelfOr', (otherPermission: Permission, selfPermission: Permission = 'read') =>
-    async function requireSelfOr (request: FastifyRequest) {
+    guard('requireSelfOr', (request) => {
       const { id } = request.params as { id: string }
       if (request.user?.id === id) authorize(request, selfPermission, id)
       else authorize(request, otherPermission)
-    })
+    }))
 }, { name: 'authentication', dependencies: ['security', 'repositories', 'revocation'] })

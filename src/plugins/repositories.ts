@@ -31,10 +31,10 @@ declare module 'fastify' {
 }
 
 export default fp(async (fastify) => {
-  const { db } = fastify.database
+  const { db, readRows } = fastify.database
   const cursors = new CursorCodec(fastify.config.jwtSecret)
   fastify.decorate('cursors', cursors)
-  const users = new UsersRepository(db, cursors)
+  const users = new UsersRepository(db, cursors, readRows)
   fastify.decorate('repositories', {
     users,
     sessions: new SessionsRepository(db, cursors),

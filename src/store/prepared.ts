@@ -1,5 +1,16 @@
-import type { Compilable } from 'kysely'
+import type { Compilable, CompiledQuery } from 'kysely'
 import type { Db } from './types.js'
+
+/**
+ * Runs a compiled read and gives its rows: at once where the driver can (SQLite, see
+ * database.ts), as a promise otherwise.
+ */
+export type ReadRows = <Row>(query: CompiledQuery<Row>) => Row[] | Promise<Row[]>
+
+/** Reads through Kysely's executor: the way for every dialect, and the only one for PostgreSQL. */
+export function readThrough (db: Db): ReadRows {
+  return async <Row>(query: CompiledQuery<Row>) => (await db.executeQuery<Row>(query)).rows
+}
 
 /**
  * A query built and compiled once, then run with fresh parameter values. Building and
@@ -7,11 +18,11 @@ import type { Db } from './types.js'
  * every request's path are prepared when the repository is made. The parameters are passed
  * in the order their placeholders appear in the query.
  */
-export function prepare<Row> (db: Db, query: Compilable<Row>): (...parameters: unknown[]) => Promise<Row[]> {
+export function prepare<Row> (read: ReadRows, query: Compilable<Row>): (...parameters: unknown[]) => Row[] | Promise<Row[]> {
   const compiled = query.compile()
   const expected = compiled.parameters.length
-  return async (...parameters) => {
+  return (...parameters) => {
     if (parameters.length !== expected) throw new Error(`prepared query takes ${expected} parameters, got ${parameters.length}`)
-    return (await db.executeQuery<Row>({ ...compiled, parameters })).rows
+    return read({ ...compiled, parameters })
   }
 }

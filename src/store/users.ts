@@ -6,7 +6,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { prepare } from './prepared.js'
+import { prepare, type ReadRows, readThrough } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
@@ -52,19 +52,26 @@ export class UsersRepository {
   readonly #selectById
   readonly #selectPrincipal
 
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {
-    this.#selectById = prepare(db, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
-    this.#selectPrincipal = prepare(db, db.selectFrom('users')
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, readRows: ReadRows = readThrough(db)) {
+    this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
+    this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
       .where('users.id', '=', ''))
   }
 
-  /** The principal for authentication, from a short-lived cache (one query per user per TTL). */
-  async cachedPrincipal (id: string): Promise<UserPrincipal | undefined> {
+  /**
+   * The principal for authentication, from a short-lived cache (one query per user per TTL):
+   * at once when cached, so that authentication costs no promise then.
+   */
+  cachedPrincipal (id: string): UserPrincipal | undefined | Promise<UserPrincipal | undefined> {
     const now = Date.now()
     const cached = this.#principals.get(id)
     if (cached !== undefined && cached.until > now) return cached.principal
+    return this.#loadPrincipal(id, now)
+  }
+
+  async #loadPrincipal (id: string, now: number): Promise<UserPrincipal | undefined> {
     const principal = await this.findPrincipal(id)
     if (this.#principals.size >= 10_000) this.#principals.clear()
     this.#principals.set(id, { principal, until: now + PRINCIPAL_TTL_MS })
