@@ -31,7 +31,6 @@ if (cluster.isPrimary) {
   const count = workerCount()
   const listening = new WeakSet<Worker>()
   let stopping = false
-
   let othersStarted = false
 
   cluster.on('listening', (worker, address) => {

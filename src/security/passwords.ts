@@ -2,7 +2,6 @@ import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { ConcurrencyLimiter } from './concurrency-limiter.js'
 import { pbkdf2Sha256 } from './hash-pool.js'
 
-
 /** Spec 5.3: the floor of the hashing cost; stored hashes carry their own round count. */
 export const PBKDF2_ROUNDS = 120_000
 const ALGORITHM = 'pbkdf2-sha256'

@@ -135,9 +135,9 @@ export class SessionService {
     const ttlMs = ACCESS_TOKEN_TTL_S * 1000
     const issuedAfter = new Date(Date.parse(now) - ttlMs).toISOString()
     const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, issuedAfter)
-    for (const { jti, issuedAt } of accessTokens) {
-      if (jti !== revokedAlready) await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs))
-    }
+    await Promise.all(accessTokens
+      .filter(({ jti }) => jti !== revokedAlready)
+      .map(async ({ jti, issuedAt }) => { await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs)) }))
   }
 
   async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {

@@ -115,7 +115,6 @@ export class SessionsRepository {
     await this.db.updateTable('sessions').set({ last_used_at: now }).where('id', '=', sessionId).execute()
   }
 
-  /** Ends sessions and every refresh token in them. */
   /**
    * Ends the sessions and their refresh tokens. Answers the access tokens the sessions issued
    * after `accessIssuedAfter` (those that may not have expired yet), for the caller to revoke.
