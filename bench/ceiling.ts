@@ -1,11 +1,27 @@
-import Fastify from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import pino from 'pino'
+import { SECURITY_HEADERS } from '../src/plugins/security-headers.js'
 
 /**
  * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked
  * routes, with no authentication, storage, headers or logging. Ratios are measured against it.
+ *
+ * With SPEC_OBLIGATIONS=1 it is the floor instead: the same server plus what the
+ * specification makes every request pay whatever the implementation, the security headers
+ * (spec 5.8, the service's exact set) and a request log (spec 5.9) through Fastify's own
+ * request logging, written asynchronously in batches.
  */
+const obligations = process.env.SPEC_OBLIGATIONS === '1'
 const user = { id: '01890000-0000-7000-8000-000000000001', email: 'bench@example.com', name: 'Bench User', created_at: '2026-01-01T00:00:00.000Z' }
-const app = Fastify({ logger: false })
+const app: FastifyInstance = obligations
+  ? Fastify({ loggerInstance: pino(pino.destination({ dest: 1, sync: false, minLength: 4096 })) as FastifyBaseLogger })
+  : Fastify({ logger: false })
+if (obligations) {
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(SECURITY_HEADERS)
+    done()
+  })
+}
 app.get('/health', async () => ({ status: 'ok' }))
 app.get('/api/v1/users/:id', async () => ({ data: user }))
 app.get('/api/v1/users', async () => ({

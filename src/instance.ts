@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
+import { LineBatcher } from './log-batching.js'
 import { answerFrameworkError } from './plugins/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
 
@@ -44,10 +45,11 @@ const schemaController = { compilersFactory: { buildValidator } } as unknown as 
 /** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
 export function createInstance (config: Config): FastifyInstance {
   // Asynchronous, batched writes: a write per line would cost a system call per request.
-  // Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when traffic is light;
-  // pino flushes what is buffered when the process exits.
+  // Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when traffic is light,
+  // and flushed synchronously when the process exits.
   const destination = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS, maxLength: LOG_BUFFER_BYTES })
-  const logger = pino({ level: config.logLevel, serializers: logSerializers }, destination)
+  const lines = new LineBatcher(destination)
+  const logger = pino({ level: config.logLevel, serializers: logSerializers }, lines)
   const instance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -59,7 +61,7 @@ export function createInstance (config: Config): FastifyInstance {
     // closes only after the last connection) and its connection closed after the answer,
     // rather than refused with Fastify's own 503 body, which is not the error envelope.
     return503OnClosing: false,
-    logController: new ExchangeLogController(logger, destination),
+    logController: new ExchangeLogController(logger, lines),
     schemaController
   })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.

@@ -17,7 +17,7 @@ export const logSerializers = {
   res: (reply: Pick<FastifyReply, 'statusCode'>) => ({ statusCode: reply.statusCode })
 }
 
-/** Where the completed-request line goes: the logger's own destination. */
+/** Where the completed-request line goes: the logger's own stream. */
 export interface LineSink { write: (line: string) => unknown }
 
 /**

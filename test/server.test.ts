@@ -3,13 +3,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
-import { spawnServer, startService } from './service.js'
+import { type LogEntry, spawnServer, startService } from './service.js'
 
 t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-server-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const databasePath = join(dir, 'app.db')
-  const { base, child: server, exited, nextLog } = await startService(t, { DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug' })
+  const { base, child: server, exited, nextLog, onLog } = await startService(t, { DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug' })
+  const logged: LogEntry[] = []
+  onLog((entry) => logged.push(entry))
+  const outputEnded = new Promise((resolve) => server.stdout?.once('close', resolve))
 
   // A registration spends ~60 ms hashing: signal while it is in flight.
   const registration = fetch(`${base}/api/v1/users`, {
@@ -23,6 +26,9 @@ t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async 
   const response = await registration
   t.equal(response.status, 201, 'the in-flight request was answered')
   t.equal(await exited, 0, 'exit code 0')
+  await outputEnded
+  t.ok(logged.some((entry) => entry.msg === 'request completed' && (entry.res as { statusCode?: number } | undefined)?.statusCode === 201),
+    'the last exchange was logged before exit')
   t.notOk(existsSync(`${databasePath}-wal`), 'the database was closed (WAL checkpointed and removed)')
   const database = new SQLite(databasePath, { readonly: true })
   t.teardown(() => database.close())

@@ -37,14 +37,14 @@ export default fp(async (fastify) => {
   const users = new UsersRepository(db, cursors, readRows)
   fastify.decorate('repositories', {
     users,
-    sessions: new SessionsRepository(db, cursors),
+    sessions: new SessionsRepository(db, cursors, readRows),
     revocations: new RevocationsRepository(db),
     signInFailures: new SignInFailuresRepository(db),
-    auditLogs: new AuditLogsRepository(db, cursors),
-    devices: new DevicesRepository(db, cursors),
+    auditLogs: new AuditLogsRepository(db, cursors, readRows),
+    devices: new DevicesRepository(db, cursors, readRows),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),
-    posts: new PostsRepository(db, cursors),
-    comments: new CommentsRepository(db, cursors)
+    posts: new PostsRepository(db, cursors, readRows),
+    comments: new CommentsRepository(db, cursors, readRows)
   })
 }, { name: 'repositories', dependencies: ['database'] })

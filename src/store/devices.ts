@@ -4,6 +4,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
+import { type ReadRows, readThrough } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 
@@ -14,7 +15,7 @@ export type Device = Omit<TrustedDevicesTable, 'user_id'>
 const COLUMNS = ['id', 'device_id', 'name', 'created_at'] as const
 
 export class DevicesRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
 
   /**
    * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction,
@@ -57,6 +58,6 @@ export class DevicesRepository {
     let filtered = this.db.selectFrom('trusted_devices').where('user_id', '=', userId)
     if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Device>(filtered, COLUMNS, request, this.cursors)
+    return await paginate<Device>(filtered, COLUMNS, request, this.cursors, this.readRows)
   }
 }

@@ -1,6 +1,7 @@
 import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { CursorCodec } from '../collection/cursor.js'
 import { type CollectionRequest, queryFingerprint, type SortKey } from '../collection/query.js'
+import type { ReadRows } from './prepared.js'
 
 export type CollectionResult<Row> =
   | { kind: 'offset', items: Row[], page: number, limit: number, total: number, totalPages: number }
@@ -26,13 +27,15 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
 
 /**
  * Runs one page of a collection: `filtered` is the resource's FROM with its filters applied;
- * `columns` are selected (they must include every sortable field, for the cursor).
+ * `columns` are selected (they must include every sortable field, for the cursor). The
+ * queries run through `read` (directly on SQLite, see database.ts).
  */
 export async function paginate<Row extends object> (
   filtered: SelectQueryBuilder<any, any, object>,
   columns: readonly string[],
   request: CollectionRequest,
-  cursors: CursorCodec
+  cursors: CursorCodec,
+  read: ReadRows
 ): Promise<CollectionResult<Row>> {
   let ordered = filtered.select(columns.map((column) => sql.ref(column).as(column))) as SelectQueryBuilder<any, any, Row>
   for (const key of request.sort) ordered = ordered.orderBy(sql.ref(key.field), key.descending ? 'desc' : 'asc')
@@ -41,16 +44,16 @@ export async function paginate<Row extends object> (
   if (pagination.kind === 'offset') {
     const { page, limit } = pagination
     const [items, counted] = await Promise.all([
-      ordered.limit(limit).offset((page - 1) * limit).execute(),
-      filtered.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow()
+      read(ordered.limit(limit).offset((page - 1) * limit).compile()),
+      read(filtered.select((eb) => eb.fn.countAll<number | string | bigint>().as('total')).compile())
     ])
-    const total = Number((counted as { total: number | string | bigint }).total)
+    const total = Number(counted[0]?.total ?? 0)
     return { kind: 'offset', items, page, limit, total, totalPages: Math.ceil(total / limit) }
   }
 
   const { limit } = pagination
   const paged = pagination.after === null ? ordered : ordered.where((eb) => after(eb, request.sort, pagination.after ?? []))
-  const rows = await paged.limit(limit + 1).execute()
+  const rows = await read(paged.limit(limit + 1).compile())
   const hasMore = rows.length > limit
   const items = rows.slice(0, limit)
   const last = items.at(-1)

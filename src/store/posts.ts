@@ -3,6 +3,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
+import { type ReadRows, readThrough } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
@@ -16,7 +17,7 @@ const POST_COLUMNS = ['id', 'author_id', 'title', 'body', 'status', 'created_at'
 const COMMENT_COLUMNS = ['id', 'post_id', 'author_id', 'body', 'created_at'] as const
 
 export class PostsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
 
   async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
     const now = new Date().toISOString()
@@ -55,12 +56,12 @@ export class PostsRepository {
     const { search } = request
     if (search !== undefined) filtered = filtered.where((eb) => eb.or([containsIgnoringCase('title', search), containsIgnoringCase('body', search)]))
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Post>(filtered, POST_COLUMNS, request, this.cursors)
+    return await paginate<Post>(filtered, POST_COLUMNS, request, this.cursors, this.readRows)
   }
 }
 
 export class CommentsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {
     const row = { id: uuidv7(), post_id: postId, author_id: authorId, body, created_at: new Date().toISOString() }
@@ -84,6 +85,6 @@ export class CommentsRepository {
     let filtered = this.db.selectFrom('comments').where('post_id', '=', postId)
     if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('body', request.search))
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Comment>(filtered, COMMENT_COLUMNS, request, this.cursors)
+    return await paginate<Comment>(filtered, COMMENT_COLUMNS, request, this.cursors, this.readRows)
   }
 }

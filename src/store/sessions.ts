@@ -3,6 +3,7 @@ import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
+import { type ReadRows, readThrough } from './prepared.js'
 import type { Db } from './types.js'
 
 export interface SessionView {
@@ -51,7 +52,7 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
  * one token exactly one wins.
  */
 export class SessionsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
 
   async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
     const id = uuidv7()
@@ -166,7 +167,7 @@ export class SessionsRepository {
   async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
     let filtered = this.live(userId, cutoffs)
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    const page = await paginate<Omit<SessionView, 'device'> & { device: string }>(filtered, SESSION_COLUMNS, request, this.cursors)
+    const page = await paginate<Omit<SessionView, 'device'> & { device: string }>(filtered, SESSION_COLUMNS, request, this.cursors, this.readRows)
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
 

@@ -52,7 +52,7 @@ export class UsersRepository {
   readonly #selectById
   readonly #selectPrincipal
 
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, readRows: ReadRows = readThrough(db)) {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
@@ -177,6 +177,6 @@ export class UsersRepository {
     let filtered = this.db.selectFrom('users')
     if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
     if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<User>(filtered, PUBLIC_COLUMNS, request, this.cursors)
+    return await paginate<User>(filtered, PUBLIC_COLUMNS, request, this.cursors, this.readRows)
   }
 }

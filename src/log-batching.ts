@@ -1,0 +1,55 @@
+/** Where batches go: pino's destination (sonic-boom). */
+export interface LogDestination {
+  write: (chunk: string) => unknown
+  flushSync: () => void
+  readonly destroyed?: boolean
+}
+
+/** Batchers with lines to write at exit, held weakly so that closed instances (tests make many) can go. */
+const open = new Set<WeakRef<LineBatcher>>()
+const collected = new FinalizationRegistry<WeakRef<LineBatcher>>((reference) => open.delete(reference))
+process.on('exit', () => {
+  for (const reference of open) reference.deref()?.flushSync()
+})
+
+/**
+ * The logger's stream: lines written during one turn of the event loop are handed to the
+ * destination as one write at the end of the turn. sonic-boom, given one line at a time,
+ * re-measures its whole pending buffer (Buffer.byteLength) on every write; given a batch it
+ * does so once per batch. Lines wait here only until the end of the turn, and what waits
+ * when the process exits is written synchronously then. Every line (pino's and the request
+ * log's) goes through the one batcher, so their order is kept.
+ */
+export class LineBatcher {
+  #lines: string[] = []
+  #scheduled = false
+
+  constructor (private readonly destination: LogDestination) {
+    const reference = new WeakRef(this)
+    open.add(reference)
+    collected.register(this, reference)
+  }
+
+  write (line: string): boolean {
+    this.#lines.push(line)
+    if (!this.#scheduled) {
+      this.#scheduled = true
+      setImmediate(this.#flush)
+    }
+    return true
+  }
+
+  /** Writes what waits and has the destination write everything it holds, synchronously. */
+  flushSync (): void {
+    this.#flush()
+    if (this.destination.destroyed !== true) this.destination.flushSync()
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false
+    if (this.#lines.length === 0) return
+    const batch = this.#lines.join('')
+    this.#lines = []
+    this.destination.write(batch)
+  }
+}
