@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import pino from 'pino'
-import { SECURITY_HEADERS } from '../src/plugins/security-headers.js'
+import securityHeaders from '../src/plugins/security-headers.js'
 
 /**
  * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked
@@ -16,12 +16,7 @@ const user = { id: '01890000-0000-7000-8000-000000000001', email: 'bench@example
 const app: FastifyInstance = obligations
   ? Fastify({ loggerInstance: pino(pino.destination({ dest: 1, sync: false, minLength: 4096 })) as FastifyBaseLogger })
   : Fastify({ logger: false })
-if (obligations) {
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(SECURITY_HEADERS)
-    done()
-  })
-}
+if (obligations) await app.register(securityHeaders)
 app.get('/health', async () => ({ status: 'ok' }))
 app.get('/api/v1/users/:id', async () => ({ data: user }))
 app.get('/api/v1/users', async () => ({

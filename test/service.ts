@@ -28,7 +28,8 @@ export function spawnServer (env: Record<string, string>, stdio: StdioOptions, e
  */
 export async function startService (t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
   const child = spawnServer({ PORT: '0', JWT_SECRET: 'x'.repeat(32), ...env }, ['ignore', 'pipe', 'inherit'])
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  // 'close', not 'exit': by then the output has been read to its end.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
     child.kill('SIGKILL')

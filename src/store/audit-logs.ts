@@ -2,7 +2,7 @@ import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { type ReadRows, readThrough } from './prepared.js'
+import type { ReadRows } from './prepared.js'
 import type { AuditLogsTable, Db } from './types.js'
 
 const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
@@ -11,7 +11,7 @@ const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'ou
 const INSERT_CHUNK = 100
 
 export class AuditLogsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
 
   async insertMany (rows: AuditLogsTable[]): Promise<void> {
     for (let start = 0; start < rows.length; start += INSERT_CHUNK) {

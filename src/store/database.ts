@@ -12,7 +12,7 @@ const TIMESTAMPTZ_OID = 1184
 export interface Database {
   db: Db
   dialect: Dialect
-  /** Runs prepared reads (prepared.ts). */
+  /** Runs compiled reads: the prepared ones (prepared.ts) and collection pages (paginate.ts). */
   readRows: ReadRows
   close: () => Promise<void>
 }
@@ -42,7 +42,7 @@ function cacheStatements (sqlite: SQLite.Database): void {
 }
 
 /**
- * Prepared reads straight from better-sqlite3: synchronous, without Kysely's promise chain
+ * Compiled reads straight from better-sqlite3: synchronous, without Kysely's promise chain
  * and connection lock, which cost more than the read itself. Only while no transaction is
  * open on the connection: one that is (Kysely's transactions span awaits) would let the read
  * see its uncommitted writes, so then the read goes through Kysely, which runs it after the

@@ -4,7 +4,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { type ReadRows, readThrough } from './prepared.js'
+import type { ReadRows } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 
@@ -15,7 +15,7 @@ export type Device = Omit<TrustedDevicesTable, 'user_id'>
 const COLUMNS = ['id', 'device_id', 'name', 'created_at'] as const
 
 export class DevicesRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
 
   /**
    * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction,

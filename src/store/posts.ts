@@ -3,7 +3,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { type ReadRows, readThrough } from './prepared.js'
+import type { ReadRows } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
@@ -17,7 +17,7 @@ const POST_COLUMNS = ['id', 'author_id', 'title', 'body', 'status', 'created_at'
 const COMMENT_COLUMNS = ['id', 'post_id', 'author_id', 'body', 'created_at'] as const
 
 export class PostsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
 
   async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
     const now = new Date().toISOString()
@@ -61,7 +61,7 @@ export class PostsRepository {
 }
 
 export class CommentsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {
     const row = { id: uuidv7(), post_id: postId, author_id: authorId, body, created_at: new Date().toISOString() }

@@ -3,7 +3,7 @@ import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { type ReadRows, readThrough } from './prepared.js'
+import type { ReadRows } from './prepared.js'
 import type { Db } from './types.js'
 
 export interface SessionView {
@@ -52,7 +52,7 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
  * one token exactly one wins.
  */
 export class SessionsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {}
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
 
   async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
     const id = uuidv7()

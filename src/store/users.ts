@@ -6,7 +6,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, paginate } from './paginate.js'
-import { prepare, type ReadRows, readThrough } from './prepared.js'
+import { prepare, type ReadRows } from './prepared.js'
 import { containsIgnoringCase } from './search.js'
 import type { Db } from './types.js'
 
@@ -52,7 +52,7 @@ export class UsersRepository {
   readonly #selectById
   readonly #selectPrincipal
 
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows = readThrough(db)) {
+  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
