@@ -60,9 +60,12 @@ export class AuditTrail {
     if (this.#pending.length >= this.#options.batchSize) void this.flush()
   }
 
-  /** Writes what is waiting; concurrent calls share one write. */
+  /**
+   * Writes everything recorded before the call: waits for a write already in flight (which
+   * holds only what was waiting when it began), then writes what has been queued since.
+   */
   async flush (): Promise<void> {
-    if (this.#flushing !== null) return await this.#flushing
+    while (this.#flushing !== null) await this.#flushing
     if (this.#pending.length === 0) return
     const batch = this.#pending.splice(0, this.#pending.length)
     this.#flushing = this.#options.write(batch).catch((error: unknown) => {
