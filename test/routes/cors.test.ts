@@ -24,6 +24,44 @@ t.test('CORS_ORIGINS: listed origins are allowed, others get no allow header', a
     headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'DELETE' }
   })
   t.notOk('access-control-allow-origin' in refusedPreflight.headers)
+  t.notOk('access-control-allow-methods' in refusedPreflight.headers, 'a refused origin learns nothing of the API')
+})
+
+t.test('preflights are answered before rate limits and authentication, with an empty 204', async (t) => {
+  const app = await build(t, { env: { RATE_LIMIT_MAX: '1' } })
+  const headers = { origin: 'http://localhost:3000', 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization' }
+  for (let n = 0; n < 3; n++) {
+    const preflight = await app.inject({ method: 'OPTIONS', url: '/api/v1/users/anything', headers })
+    t.equal(preflight.statusCode, 204, `preflight ${n + 1} is not counted against the limit`)
+    t.equal(preflight.headers['content-length'], '0')
+    t.equal(preflight.body, '')
+    t.equal(preflight.headers['access-control-max-age'], '600')
+    t.notOk('x-ratelimit-limit' in preflight.headers)
+  }
+})
+
+t.test('a response to a request from an allowed origin exposes the headers clients read', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'http://localhost:3000' } })
+  t.equal(response.headers['access-control-allow-origin'], 'http://localhost:3000')
+  t.match(response.headers['access-control-expose-headers'], /X-RateLimit-Remaining/)
+  t.match(response.headers['access-control-expose-headers'], /Retry-After/)
+})
+
+t.test('requests without Origin carry Vary: Origin and no CORS headers', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(response.headers.vary, 'Origin', 'a shared cache keeps this answer apart from cross-origin ones')
+  t.same(Object.keys(response.headers).filter((name) => name.startsWith('access-control-')), [])
+})
+
+t.test('OPTIONS that is not a preflight is an unknown route, in the error envelope', async (t) => {
+  const app = await build(t)
+  for (const headers of [{}, { origin: 'http://localhost:3000' }]) {
+    const response = await app.inject({ method: 'OPTIONS', url: '/api/v1/users', headers })
+    t.equal(response.statusCode, 404)
+    t.equal(response.json().error.code, 'NOT_FOUND')
+  }
 })
 
 t.test('unset CORS_ORIGINS allows every origin (with a start-up warning)', async (t) => {
