@@ -1,7 +1,7 @@
 import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
-import { type CollectionResult, paginate } from './paginate.js'
+import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { AuditLogsTable, Db } from './types.js'
 
@@ -11,7 +11,17 @@ const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'ou
 const INSERT_CHUNK = 100
 
 export class AuditLogsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
+  readonly #pages
+
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+    this.#pages = new PageQueries<AuditLogsTable, { event?: string, actorId?: string, createdAfter?: string }>(({ event, actorId, createdAfter }) => {
+      let filtered = db.selectFrom('audit_logs')
+      if (event !== undefined) filtered = filtered.where('event', '=', event)
+      if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
+      if (createdAfter !== undefined) filtered = filtered.where('created_at', '>', createdAfter)
+      return filtered
+    }, COLUMNS, cursors, readRows)
+  }
 
   async insertMany (rows: AuditLogsTable[]): Promise<void> {
     for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
@@ -20,12 +30,8 @@ export class AuditLogsRepository {
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<AuditEntry>> {
-    let filtered = this.db.selectFrom('audit_logs')
     const { event, actor_id: actorId } = request.filters
-    if (event !== undefined) filtered = filtered.where('event', '=', event)
-    if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    const page = await paginate<AuditLogsTable>(filtered, COLUMNS, request, this.cursors, this.readRows)
+    const page = await this.#pages.run(request, { event, actorId, createdAfter: request.createdAfter })
     return {
       ...page,
       items: page.items.map((row) => ({

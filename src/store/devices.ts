@@ -3,9 +3,9 @@ import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, paginate } from './paginate.js'
+import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
-import { containsIgnoringCase } from './search.js'
+import { containsPattern, searchedCreatedAfter } from './search.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 
 /** Spec 5.10 device policy: at most this many trusted devices per user. */
@@ -15,7 +15,12 @@ export type Device = Omit<TrustedDevicesTable, 'user_id'>
 const COLUMNS = ['id', 'device_id', 'name', 'created_at'] as const
 
 export class DevicesRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
+  readonly #pages
+
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+    this.#pages = new PageQueries<Device, { userId: string, search?: string, createdAfter?: string }>(({ userId, search, createdAfter }) =>
+      searchedCreatedAfter(db.selectFrom('trusted_devices').where('user_id', '=', userId), 'name', search, createdAfter), COLUMNS, cursors, readRows)
+  }
 
   /**
    * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction,
@@ -55,9 +60,6 @@ export class DevicesRepository {
   }
 
   async list (userId: string, request: CollectionRequest): Promise<CollectionResult<Device>> {
-    let filtered = this.db.selectFrom('trusted_devices').where('user_id', '=', userId)
-    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Device>(filtered, COLUMNS, request, this.cursors, this.readRows)
+    return await this.#pages.run(request, { userId, search: request.search === undefined ? undefined : containsPattern(request.search), createdAfter: request.createdAfter })
   }
 }

@@ -1,4 +1,4 @@
-import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import { type CompiledQuery, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { CursorCodec } from '../collection/cursor.js'
 import { type CollectionRequest, queryFingerprint, type SortKey } from '../collection/query.js'
 import type { ReadRows } from './prepared.js'
@@ -6,6 +6,33 @@ import type { ReadRows } from './prepared.js'
 export type CollectionResult<Row> =
   | { kind: 'offset', items: Row[], page: number, limit: number, total: number, totalPages: number }
   | { kind: 'cursor', items: Row[], nextCursor: string | null, hasMore: boolean }
+
+/**
+ * A collection's filter values. `undefined` leaves a filter out and `null` applies it without a
+ * value (e.g. "published posts only" for an anonymous viewer): both change the SQL, so they
+ * are part of the query's shape; any other value is bound as a parameter.
+ */
+export type FilterValues = Record<string, unknown>
+
+/**
+ * The resource's FROM with its filters applied. It is called once per query shape, with
+ * placeholders in place of the bound values, so it must only hand values to Kysely, never
+ * look at them (transform them before: see search.ts).
+ */
+export type FilterQuery<Values extends FilterValues> = (values: Values) => SelectQueryBuilder<any, any, object>
+
+/** A bound value's place in a compiled query: replaced by the request's value at each run. */
+class Placeholder {
+  constructor (readonly name: string) {}
+}
+
+interface Compiled { query: CompiledQuery<any>, parameters: unknown[] }
+
+/** Both queries of one shape; `count` only for offset pages. */
+interface Shape { page: Compiled, count?: Compiled }
+
+/** Distinct shapes kept per collection (sort orders × filters × pagination kinds in use). */
+const MAX_SHAPES = 256
 
 /**
  * Rows strictly after `values` in the order of `keys`. One direction throughout becomes a
@@ -25,40 +52,86 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
   ])))
 }
 
-/**
- * Runs one page of a collection: `filtered` is the resource's FROM with its filters applied;
- * `columns` are selected (they must include every sortable field, for the cursor). The
- * queries run through `read` (directly on SQLite, see database.ts).
- */
-export async function paginate<Row extends object> (
-  filtered: SelectQueryBuilder<any, any, object>,
-  columns: readonly string[],
-  request: CollectionRequest,
-  cursors: CursorCodec,
-  read: ReadRows
-): Promise<CollectionResult<Row>> {
-  let ordered = filtered.select(columns.map((column) => sql.ref(column).as(column))) as SelectQueryBuilder<any, any, Row>
-  for (const key of request.sort) ordered = ordered.orderBy(sql.ref(key.field), key.descending ? 'desc' : 'asc')
-  const { pagination } = request
+function compiled (query: { compile: () => CompiledQuery<any> }): Compiled {
+  const result = query.compile()
+  return { query: result, parameters: [...result.parameters] }
+}
 
-  if (pagination.kind === 'offset') {
-    const { page, limit } = pagination
-    const [items, counted] = await Promise.all([
-      read(ordered.limit(limit).offset((page - 1) * limit).compile()),
-      read(filtered.select((eb) => eb.fn.countAll<number | string | bigint>().as('total')).compile())
-    ])
-    const total = Number(counted[0]?.total ?? 0)
-    return { kind: 'offset', items, page, limit, total, totalPages: Math.ceil(total / limit) }
+/**
+ * One collection's pages. Building and compiling the two Kysely queries of a page cost more
+ * than running them on SQLite, so each shape (which filters apply, sort, pagination kind) is
+ * built and compiled once, with placeholders for its values, and later pages of that shape
+ * only bind values. The queries run through `read` (directly on SQLite, see database.ts).
+ * `columns` are selected; they must include every sortable field, for the cursor.
+ */
+export class PageQueries<Row extends object, Values extends FilterValues> {
+  readonly #shapes = new Map<string, Shape>()
+
+  constructor (
+    private readonly filtered: FilterQuery<Values>,
+    private readonly columns: readonly string[],
+    private readonly cursors: CursorCodec,
+    private readonly read: ReadRows
+  ) {}
+
+  async run (request: CollectionRequest, filters: Values): Promise<CollectionResult<Row>> {
+    const { pagination } = request
+    const values: Record<string, unknown> = { ...filters }
+    if (pagination.kind === 'offset') {
+      values.$limit = pagination.limit
+      values.$offset = (pagination.page - 1) * pagination.limit
+    } else {
+      values.$limit = pagination.limit + 1
+      pagination.after?.forEach((value, index) => { values[`$after${index}`] = value })
+    }
+    const shape = this.#shape(request, filters)
+    const bind = <Result>({ query, parameters }: Compiled) =>
+      this.read<Result>({ ...query, parameters: parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
+
+    if (pagination.kind === 'offset' && shape.count !== undefined) {
+      const [items, counted] = await Promise.all([bind<Row>(shape.page), bind<{ total: number | string | bigint }>(shape.count)])
+      const total = Number(counted[0]?.total ?? 0)
+      const { page, limit } = pagination
+      return { kind: 'offset', items, page, limit, total, totalPages: Math.ceil(total / limit) }
+    }
+
+    const { limit } = pagination
+    const rows = await bind<Row>(shape.page)
+    const hasMore = rows.length > limit
+    const items = rows.slice(0, limit)
+    const last = items.at(-1)
+    const nextCursor = hasMore && last !== undefined
+      ? this.cursors.encode(queryFingerprint(request), request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
+      : null
+    return { kind: 'cursor', items, nextCursor, hasMore }
   }
 
-  const { limit } = pagination
-  const paged = pagination.after === null ? ordered : ordered.where((eb) => after(eb, request.sort, pagination.after ?? []))
-  const rows = await read(paged.limit(limit + 1).compile())
-  const hasMore = rows.length > limit
-  const items = rows.slice(0, limit)
-  const last = items.at(-1)
-  const nextCursor = hasMore && last !== undefined
-    ? cursors.encode(queryFingerprint(request), request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
-    : null
-  return { kind: 'cursor', items, nextCursor, hasMore }
+  /** The compiled queries for this request's shape, built on first use. */
+  #shape (request: CollectionRequest, filters: Values): Shape {
+    const { pagination } = request
+    const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
+    const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
+    const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}`
+    let shape = this.#shapes.get(key)
+    if (shape !== undefined) return shape
+
+    const placeholders = Object.fromEntries(Object.entries(filters).map(([name, value]) =>
+      [name, value === undefined || value === null ? value : new Placeholder(name)])) as Values
+    const filtered = this.filtered(placeholders)
+    let ordered = filtered.select(this.columns.map((column) => sql.ref(column).as(column)))
+    for (const sort of request.sort) ordered = ordered.orderBy(sql.ref(sort.field), sort.descending ? 'desc' : 'asc')
+    const limit = new Placeholder('$limit') as unknown as number
+    if (pagination.kind === 'offset') {
+      shape = {
+        page: compiled(ordered.limit(limit).offset(new Placeholder('$offset') as unknown as number)),
+        count: compiled(filtered.select((eb) => eb.fn.countAll().as('total')))
+      }
+    } else {
+      const bounds = Array.from({ length: afterCount }, (_, index) => new Placeholder(`$after${index}`))
+      shape = { page: compiled((afterCount === 0 ? ordered : ordered.where((eb) => after(eb, request.sort, bounds))).limit(limit)) }
+    }
+    if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear()
+    this.#shapes.set(key, shape)
+    return shape
+  }
 }

@@ -2,9 +2,9 @@ import type { Comment, Post } from '../../schemas/post.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, paginate } from './paginate.js'
+import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
-import { containsIgnoringCase } from './search.js'
+import { containsPattern, matchesIgnoringCase, searchedCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 /** Who is reading: anonymous readers see published posts; a caller also their own; moderators all. */
@@ -16,8 +16,30 @@ export interface Visibility {
 const POST_COLUMNS = ['id', 'author_id', 'title', 'body', 'status', 'created_at', 'updated_at'] as const
 const COMMENT_COLUMNS = ['id', 'post_id', 'author_id', 'body', 'created_at'] as const
 
+type PostFilters = {
+  authorId?: string
+  /** Undefined: every post; null: published ones; an id: published ones and that author's. */
+  visibleTo?: string | null
+  status?: string
+  search?: string
+  createdAfter?: string
+}
+
 export class PostsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
+  readonly #pages
+
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+    this.#pages = new PageQueries<Post, PostFilters>(({ authorId, visibleTo, status, search, createdAfter }) => {
+      let filtered = db.selectFrom('posts')
+      if (authorId !== undefined) filtered = filtered.where('author_id', '=', authorId)
+      if (visibleTo === null) filtered = filtered.where('status', '=', 'published')
+      else if (visibleTo !== undefined) filtered = filtered.where((eb) => eb.or([eb('status', '=', 'published'), eb('author_id', '=', visibleTo)]))
+      if (status !== undefined) filtered = filtered.where('status', '=', status as Post['status'])
+      if (search !== undefined) filtered = filtered.where((eb) => eb.or([matchesIgnoringCase('title', search), matchesIgnoringCase('body', search)]))
+      if (createdAfter !== undefined) filtered = filtered.where('created_at', '>', createdAfter)
+      return filtered
+    }, POST_COLUMNS, cursors, readRows)
+  }
 
   async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
     const now = new Date().toISOString()
@@ -43,25 +65,23 @@ export class PostsRepository {
 
   /** Posts the viewer may see; `authorId` narrows to one author's posts. */
   async list (request: CollectionRequest, visibility: Visibility, authorId?: string): Promise<CollectionResult<Post>> {
-    let filtered = this.db.selectFrom('posts')
-    if (authorId !== undefined) filtered = filtered.where('author_id', '=', authorId)
-    if (!visibility.seesAll) {
-      const { viewerId } = visibility
-      filtered = viewerId === null
-        ? filtered.where('status', '=', 'published')
-        : filtered.where((eb) => eb.or([eb('status', '=', 'published'), eb('author_id', '=', viewerId)]))
-    }
-    const { status } = request.filters
-    if (status !== undefined) filtered = filtered.where('status', '=', status as Post['status'])
-    const { search } = request
-    if (search !== undefined) filtered = filtered.where((eb) => eb.or([containsIgnoringCase('title', search), containsIgnoringCase('body', search)]))
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Post>(filtered, POST_COLUMNS, request, this.cursors, this.readRows)
+    return await this.#pages.run(request, {
+      authorId,
+      visibleTo: visibility.seesAll ? undefined : visibility.viewerId,
+      status: request.filters.status,
+      search: request.search === undefined ? undefined : containsPattern(request.search),
+      createdAfter: request.createdAfter
+    })
   }
 }
 
 export class CommentsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
+  readonly #pages
+
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+    this.#pages = new PageQueries<Comment, { postId: string, search?: string, createdAfter?: string }>(({ postId, search, createdAfter }) =>
+      searchedCreatedAfter(db.selectFrom('comments').where('post_id', '=', postId), 'body', search, createdAfter), COMMENT_COLUMNS, cursors, readRows)
+  }
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {
     const row = { id: uuidv7(), post_id: postId, author_id: authorId, body, created_at: new Date().toISOString() }
@@ -82,9 +102,6 @@ export class CommentsRepository {
   }
 
   async list (postId: string, request: CollectionRequest): Promise<CollectionResult<Comment>> {
-    let filtered = this.db.selectFrom('comments').where('post_id', '=', postId)
-    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('body', request.search))
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<Comment>(filtered, COMMENT_COLUMNS, request, this.cursors, this.readRows)
+    return await this.#pages.run(request, { postId, search: request.search === undefined ? undefined : containsPattern(request.search), createdAfter: request.createdAfter })
   }
 }

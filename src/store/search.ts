@@ -1,10 +1,24 @@
-import { type RawBuilder, sql } from 'kysely'
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
+
+/** The LIKE pattern for "contains `text`, ignoring case", with LIKE's wildcards in `text` taken literally. */
+export function containsPattern (text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`
+}
+
+/** `column` matches a pattern from containsPattern: the same SQL on both dialects (lower() + LIKE … ESCAPE). */
+export function matchesIgnoringCase (column: string, pattern: string): RawBuilder<boolean> {
+  return sql<boolean>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`
+}
 
 /**
- * `column` contains `text`, ignoring case, with LIKE's wildcards in `text` taken literally.
- * The same SQL on both dialects (lower() + LIKE … ESCAPE).
+ * The filters most collections share: a search over `column` (a pattern from containsPattern)
+ * and a strict lower bound on creation time; each left out when undefined.
  */
-export function containsIgnoringCase (column: string, text: string): RawBuilder<boolean> {
-  const pattern = `%${text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`
-  return sql<boolean>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`
+export function searchedCreatedAfter<Query extends SelectQueryBuilder<any, any, object>> (
+  query: Query, column: string, search: string | undefined, createdAfter: string | undefined
+): Query {
+  let filtered = query
+  if (search !== undefined) filtered = filtered.where(matchesIgnoringCase(column, search)) as Query
+  if (createdAfter !== undefined) filtered = filtered.where(sql.ref('created_at'), '>', createdAfter) as Query
+  return filtered
 }

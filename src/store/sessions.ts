@@ -2,7 +2,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, paginate } from './paginate.js'
+import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { Db } from './types.js'
 
@@ -52,7 +52,15 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
  * one token exactly one wins.
  */
 export class SessionsRepository {
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {}
+  readonly #pages
+
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+    this.#pages = new PageQueries<Omit<SessionView, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string, createdAfter?: string }>(
+      ({ userId, idleBefore, createdBefore, createdAfter }) => {
+        const live = this.live(userId, { idleBefore, createdBefore })
+        return createdAfter === undefined ? live : live.where('created_at', '>', createdAfter)
+      }, SESSION_COLUMNS, cursors, readRows)
+  }
 
   async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
     const id = uuidv7()
@@ -165,9 +173,7 @@ export class SessionsRepository {
   }
 
   async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
-    let filtered = this.live(userId, cutoffs)
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    const page = await paginate<Omit<SessionView, 'device'> & { device: string }>(filtered, SESSION_COLUMNS, request, this.cursors, this.readRows)
+    const page = await this.#pages.run(request, { userId, ...cutoffs, createdAfter: request.createdAfter })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
 

@@ -5,9 +5,9 @@ import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, paginate } from './paginate.js'
+import { type CollectionResult, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
-import { containsIgnoringCase } from './search.js'
+import { containsPattern, searchedCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
@@ -51,13 +51,16 @@ export class UsersRepository {
   readonly #principals = new Map<string, { principal: UserPrincipal | undefined, until: number }>()
   readonly #selectById
   readonly #selectPrincipal
+  readonly #pages
 
-  constructor (private readonly db: Db, private readonly cursors: CursorCodec, private readonly readRows: ReadRows) {
+  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
       .where('users.id', '=', ''))
+    this.#pages = new PageQueries<User, { search?: string, createdAfter?: string }>(({ search, createdAfter }) =>
+      searchedCreatedAfter(db.selectFrom('users'), 'name', search, createdAfter), PUBLIC_COLUMNS, cursors, readRows)
   }
 
   /**
@@ -174,9 +177,6 @@ export class UsersRepository {
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
-    let filtered = this.db.selectFrom('users')
-    if (request.search !== undefined) filtered = filtered.where(containsIgnoringCase('name', request.search))
-    if (request.createdAfter !== undefined) filtered = filtered.where('created_at', '>', request.createdAfter)
-    return await paginate<User>(filtered, PUBLIC_COLUMNS, request, this.cursors, this.readRows)
+    return await this.#pages.run(request, { search: request.search === undefined ? undefined : containsPattern(request.search), createdAfter: request.createdAfter })
   }
 }
