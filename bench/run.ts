@@ -29,8 +29,11 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 
 interface Measured { rps: number, p50: number, p99: number }
 
+/** The repository, from dist/bench/ where this runs compiled. */
+const ROOT = join(import.meta.dirname, '..', '..')
+
 /** Node's flags from `npm start` (the heap budget), so the bench runs the service as it is run. */
-const START_FLAGS = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } })
+const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
   .scripts.start.split(' ').filter((word) => word.startsWith('--'))
 
 /**
@@ -94,6 +97,12 @@ async function pbkdf2Capacity (): Promise<number> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
+/** One side's rounds as reported: the median throughput, and the last round's latencies. */
+function summary (rounds: Measured[]): Measured {
+  const { p50, p99 } = rounds.at(-1) ?? { p50: 0, p99: 0 }
+  return { rps: median(rounds.map((round) => round.rps)), p50, p99 }
+}
+
 async function main () {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
   const env = {
@@ -141,35 +150,36 @@ async function main () {
       await autocannon({ url: ceiling.base + ceilingPath, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
       await autocannon({ url: obligations.base + ceilingPath, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
       await autocannon({ url: service.base + path, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-      const ours: number[] = []
-      const bare: number[] = []
-      const obliged: number[] = []
-      let last: Measured = { rps: 0, p50: 0, p99: 0 }
+      const ourRounds: Measured[] = []
+      const bareRounds: Measured[] = []
+      const obligedRounds: Measured[] = []
       for (let round = 0; round < ROUNDS; round++) {
-        bare.push((await load({ url: ceiling.base + ceilingPath })).rps)
-        last = await load({ url: service.base + path, headers })
-        ours.push(last.rps)
-        obliged.push((await load({ url: obligations.base + ceilingPath })).rps)
+        bareRounds.push(await load({ url: ceiling.base + ceilingPath }))
+        ourRounds.push(await load({ url: service.base + path, headers }))
+        obligedRounds.push(await load({ url: obligations.base + ceilingPath }))
       }
-      const ratio = median(ours) / median(bare)
+      const ours = summary(ourRounds)
+      const bare = summary(bareRounds)
+      const obliged = summary(obligedRounds)
+      const ratio = ours.rps / bare.rps
       report(name, ratio, `≥ ${target} × ceiling`, ratio >= target,
-        `${median(ours).toFixed(0)} vs ${median(bare).toFixed(0)} req/s; p50 ${last.p50} ms, p99 ${last.p99} ms; RSS ${rssMb(service.child.pid ?? 0).toFixed(0)} MB; ` +
-        `ceiling with the spec's headers and request log: ${(median(obliged) / median(bare)).toFixed(2)}`)
+        `${ours.rps.toFixed(0)} vs ${bare.rps.toFixed(0)} req/s; p50 ${ours.p50} ms, p99 ${ours.p99} ms; RSS ${rssMb(service.child.pid ?? 0).toFixed(0)} MB; ` +
+        `ceiling with the spec's headers and request log: ${(obliged.rps / bare.rps).toFixed(2)}`)
     }
     await compare('GET /health', '/health', '/health', 0.85)
     await compare('GET /api/v1/users/{id} (authenticated)', `/api/v1/users/${id}`, `/api/v1/users/${id}`, 0.5)
     await compare('GET /api/v1/users?limit=20 (authenticated)', '/api/v1/users?limit=20', '/api/v1/users', 0.4)
 
     const capacities: number[] = []
-    const signIns: Measured[] = []
+    const signInRounds: Measured[] = []
     for (let round = 0; round < ROUNDS; round++) {
       capacities.push(await pbkdf2Capacity())
-      signIns.push(await load({ url: `${service.base}/api/v1/auth/login`, method: 'POST', connections: 8, headers: { 'content-type': 'application/json' }, body: signInBody }))
+      signInRounds.push(await load({ url: `${service.base}/api/v1/auth/login`, method: 'POST', connections: 8, headers: { 'content-type': 'application/json' }, body: signInBody }))
     }
     const capacity = median(capacities)
-    const signInRate = median(signIns.map((m) => m.rps))
-    report('POST /api/v1/auth/login', signInRate / capacity, '≥ 0.9 × raw PBKDF2 capacity', signInRate / capacity >= 0.9,
-      `${signInRate.toFixed(1)} sign-ins/s vs ${capacity.toFixed(1)} hashes/s; p99 ${(signIns.at(-1) as Measured).p99} ms`)
+    const signIns = summary(signInRounds)
+    report('POST /api/v1/auth/login', signIns.rps / capacity, '≥ 0.9 × raw PBKDF2 capacity', signIns.rps / capacity >= 0.9,
+      `${signIns.rps.toFixed(1)} sign-ins/s vs ${capacity.toFixed(1)} hashes/s; p99 ${signIns.p99} ms`)
 
     let registrations = 0
     const register = await autocannon({
@@ -221,7 +231,7 @@ async function main () {
   }
 
   const commit = execSync('git rev-parse --short HEAD').toString().trim()
-  appendFileSync(join(import.meta.dirname, '..', '..', 'bench', 'RESULTS.md'), [
+  appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
     '',
     `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — medians of ${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, SQLite`,
     '',

@@ -1,47 +1,27 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { freePort } from '../bench/free-port.js'
-import { spawnServer } from './service.js'
+import { type TestContext, freshDatabaseUrl } from './helper.js'
+import { type LogEntry, spawnService } from './service.js'
 
-/** Starts src/cluster.ts; `nextPrimaryLog` waits for the primary's next line matching a message. */
-async function startCluster (t: Test, env: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), 'users-api-cluster-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+/** Starts src/cluster.ts on a free port, its workers sharing one SQLite file. */
+async function startCluster (t: TestContext, env: Record<string, string>) {
   const port = await freePort()
-  const primary = spawnServer(
-    { PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'app.db')}`, JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'warn', ...env },
-    ['ignore', 'pipe', 'inherit'],
-    'src/cluster.ts'
-  )
-  t.teardown(() => { if (primary.exitCode === null) primary.kill('SIGKILL') })
-  const exited = new Promise<number | null>((resolve) => primary.once('exit', (code) => resolve(code)))
-  const entries: Array<Record<string, unknown>> = []
-  const waiters: Array<{ msg: string, resolve: (entry: Record<string, unknown>) => void }> = []
-  createInterface({ input: primary.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-    const entry = JSON.parse(line) as Record<string, unknown>
-    if (entry.role !== 'primary') return
-    const waiter = waiters.find((candidate) => candidate.msg === entry.msg)
-    if (waiter === undefined) entries.push(entry)
-    else {
-      waiters.splice(waiters.indexOf(waiter), 1)
-      waiter.resolve(entry)
-    }
-  })
-  const nextPrimaryLog = async (msg: string) => {
-    const index = entries.findIndex((entry) => entry.msg === msg)
-    if (index !== -1) return entries.splice(index, 1)[0] as Record<string, unknown>
-    return await new Promise<Record<string, unknown>>((resolve) => waiters.push({ msg, resolve }))
-  }
-  return { primary, exited, nextPrimaryLog, base: `http://127.0.0.1:${port}` }
+  const databaseUrl = await freshDatabaseUrl(t, null, { shared: true })
+  const cluster = spawnService(t, { PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env }, 'src/cluster.ts')
+  return { ...cluster, base: `http://127.0.0.1:${port}` }
+}
+
+/** Matches the primary's line `msg` (the workers write to the same output). */
+function fromPrimary (msg: string): (entry: LogEntry) => boolean {
+  return (entry) => entry.role === 'primary' && entry.msg === msg
 }
 
 t.test('two workers share the port; a dead worker is replaced; SIGTERM stops all, exit 0', async (t) => {
-  const { primary, exited, nextPrimaryLog, base } = await startCluster(t, { WORKERS: '2' })
-  const first = await nextPrimaryLog('worker listening')
-  const second = await nextPrimaryLog('worker listening')
+  const { child: primary, exited, nextLog, base } = await startCluster(t, { WORKERS: '2' })
+  // One wait for both lines: the second may arrive in the same read as the first.
+  const listening: LogEntry[] = []
+  await nextLog((entry) => fromPrimary('worker listening')(entry) && listening.push(entry) === 2)
+  const [first, second] = listening as [LogEntry, LogEntry]
   t.not(first.worker, second.worker, 'two worker processes listen')
 
   const created = await fetch(`${base}/api/v1/users`, {
@@ -53,19 +33,22 @@ t.test('two workers share the port; a dead worker is replaced; SIGTERM stops all
   const replies = await Promise.all(Array.from({ length: 20 }, async () => (await fetch(`${base}/health`)).status))
   t.same(new Set(replies), new Set([200]))
 
+  // Both workers listen already, so the next listening line is the replacement's.
+  const died = nextLog(fromPrimary('worker died: replacing it'))
+  const replaced = nextLog(fromPrimary('worker listening'))
   process.kill(Number(first.worker), 'SIGKILL')
-  t.equal((await nextPrimaryLog('worker died: replacing it')).worker, first.worker)
-  const replacement = await nextPrimaryLog('worker listening')
-  t.not(replacement.worker, first.worker, 'a new worker took its place')
+  t.equal((await died).worker, first.worker)
+  t.not((await replaced).worker, first.worker, 'a new worker took its place')
   t.equal((await fetch(`${base}/health`)).status, 200)
 
+  const stopped = nextLog(fromPrimary('all workers stopped'))
   primary.kill('SIGTERM')
-  await nextPrimaryLog('all workers stopped')
+  await stopped
   t.equal(await exited, 0)
 })
 
 t.test('a worker that cannot start stops the service with exit code 1', async (t) => {
-  const { exited, nextPrimaryLog } = await startCluster(t, { WORKERS: '2', RATE_LIMIT_MAX: 'lots' })
-  await nextPrimaryLog('a worker failed to start: stopping')
+  const { exited, nextLog } = await startCluster(t, { WORKERS: '2', RATE_LIMIT_MAX: 'lots' })
+  await nextLog(fromPrimary('a worker failed to start: stopping'))
   t.equal(await exited, 1)
 })

@@ -12,7 +12,7 @@ import { type Account, SECURITY_HEADERS, TEST_SECRET, backends, build, createAcc
 import { TestProvider } from './oauth-provider.js'
 import {
   PROTOTYPE_KEYS, RAW_PATH_SEGMENTS, contentType, encodeUrlText, headerValue, hostileBodyText, hostileString, hostileValue,
-  mutatedObject, objectOf, replacementFor, tainted
+  mutatedObject, replacementFor, tainted
 } from './fuzz/hostile.js'
 import { type JsonSchema, type SchemaArbitraryOptions, boundaryValues, validValue } from './fuzz/schema-arbitrary.js'
 
@@ -231,7 +231,7 @@ class Fixtures {
     if (value instanceof Known) return value.template.replaceAll('%s', this.get(value.name))
     if (Array.isArray(value)) return value.map((item) => this.resolve(item))
     if (typeof value === 'object' && value !== null && !Buffer.isBuffer(value)) {
-      return objectOf(Object.entries(value).map(([key, item]) => [key, this.resolve(item)]))
+      return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, this.resolve(item)]))
     }
     return value
   }

@@ -35,9 +35,9 @@ export function backends (): Array<{ name: string, url: string | null }> {
 let schemaCounter = 0
 
 /**
- * A fresh, empty database for one test: SQLite in memory (or in a temporary file, for
- * several instances or restarts, removed at teardown), or a new PostgreSQL schema (removed
- * after the suite by test/drop-test-schemas.ts), so tests never share state.
+ * A fresh, empty database for one test: SQLite in memory (or, `shared`, in a temporary file
+ * for several instances, restarts or WAL, removed at teardown), or a new PostgreSQL schema
+ * (removed after the suite by test/drop-test-schemas.ts), so tests never share state.
  */
 export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null, options: { shared?: boolean } = {}): Promise<string> {
   if (postgresUrl === null) {
@@ -122,12 +122,21 @@ export function withToken (token: string, options: InjectOptions): InjectOptions
   return { ...options, headers: { ...options.headers, authorization: `Bearer ${token}` } }
 }
 
+/** The claims a JWT carries (its payload), read without checking the signature. */
+export function claimsOf (token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
+}
+
 /**
  * Waits until a refresh token spent just now counts as replayed, not raced, when presented
  * again: a replay must arrive in a later millisecond than the spend, and the service knows
  * the arrival only to within a millisecond (Date.now() truncates), so two must pass.
  */
 export async function untilReplayWouldShow (): Promise<void> {
-  const spentBy = Date.now()
-  while (Date.now() <= spentBy + 1) await new Promise((resolve) => setImmediate(resolve))
+  await clockPast(Date.now() + 1)
+}
+
+/** Resolves once the clock has moved past the given instant (milliseconds). */
+export async function clockPast (instant: number): Promise<void> {
+  while (Date.now() <= instant) await new Promise((resolve) => setImmediate(resolve))
 }

@@ -1,20 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'kysely'
 import t from 'tap'
 import { openDatabase } from '../src/store/database.js'
-import type { TestContext } from './helper.js'
+import { type TestContext, freshDatabaseUrl } from './helper.js'
 
 /** A SQLite file database (WAL, as the service runs it) with one table. */
 async function sqliteDatabase (t: TestContext) {
-  const dir = mkdtempSync(join(tmpdir(), 'users-api-reads-'))
-  const path = join(dir, 'reads.db')
-  const database = openDatabase({ dialect: 'sqlite', url: `sqlite://${path}`, path })
-  t.teardown(async () => {
-    await database.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  // No PostgreSQL URL, so SQLite; `shared`, so a file (WAL needs one), not memory.
+  const url = await freshDatabaseUrl(t, null, { shared: true })
+  const database = openDatabase({ dialect: 'sqlite', url, path: url.slice('sqlite://'.length) })
+  // Closed before the file is removed: tap runs teardowns last registered first.
+  t.teardown(async () => await database.close())
   await sql`create table items (id text primary key)`.execute(database.db)
   const read = sql<{ id: string }>`select id from items order by id`.compile(database.db)
   return { database, read }

@@ -4,11 +4,9 @@ import type { TestContext } from './helper.js'
 
 export type LogEntry = Record<string, unknown>
 
-/** The service running as its own process, as `npm start` runs it. */
-export interface ServiceProcess {
+/** A spawned service process, with its log (stdout, one JSON entry a line). */
+export interface SpawnedService {
   child: ChildProcess
-  /** `http://127.0.0.1:PORT` */
-  base: string
   /** The exit code (null when ended by a signal). */
   exited: Promise<number | null>
   /** Calls `listener` with each log line from now on; returns the function that stops it. */
@@ -17,17 +15,20 @@ export interface ServiceProcess {
   nextLog: (matches: (entry: LogEntry) => boolean) => Promise<LogEntry>
 }
 
+/** The service running as its own process, as `npm start` runs it. */
+export interface ServiceProcess extends SpawnedService {
+  /** `http://127.0.0.1:PORT` */
+  base: string
+}
+
 /** Runs src/server.ts (or another entry, such as src/cluster.ts) through tsx, so no build is needed. */
 export function spawnServer (env: Record<string, string>, stdio: StdioOptions, entry = 'src/server.ts'): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio })
 }
 
-/**
- * Starts the service on a free port of 127.0.0.1 and resolves once it listens (which it
- * logs at level info, so `LOG_LEVEL` must not be above it). Killed at teardown if still running.
- */
-export async function startService (t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawnServer({ PORT: '0', JWT_SECRET: 'x'.repeat(32), ...env }, ['ignore', 'pipe', 'inherit'])
+/** Spawns `entry` (see spawnServer) with a JWT secret and `env`; killed at teardown if still running. */
+export function spawnService (t: TestContext, env: Record<string, string>, entry?: string): SpawnedService {
+  const child = spawnServer({ JWT_SECRET: 'x'.repeat(32), ...env }, ['ignore', 'pipe', 'inherit'], entry)
   // 'close', not 'exit': by then the output has been read to its end.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
   t.teardown(async () => {
@@ -52,6 +53,15 @@ export async function startService (t: TestContext, env: Record<string, string>)
       })
       lines.once('close', onClose)
     })
-  const listening = await nextLog((entry) => String(entry.msg).startsWith('Server listening at http://127.0.0.1:'))
-  return { child, base: String(listening.msg).replace('Server listening at ', ''), exited, onLog, nextLog }
+  return { child, exited, onLog, nextLog }
+}
+
+/**
+ * Starts the service on a free port of 127.0.0.1 and resolves once it listens (which it
+ * logs at level info, so `LOG_LEVEL` must not be above it). Killed at teardown if still running.
+ */
+export async function startService (t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
+  const service = spawnService(t, { PORT: '0', ...env })
+  const listening = await service.nextLog((entry) => String(entry.msg).startsWith('Server listening at http://127.0.0.1:'))
+  return { ...service, base: String(listening.msg).replace('Server listening at ', '') }
 }

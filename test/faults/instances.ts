@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
+import pg from 'pg'
 import { freePort } from '../../bench/free-port.js'
 import type { TestContext } from '../helper.js'
 
@@ -32,6 +33,8 @@ export interface PrivatePostgres {
   /** `immediate` crashes the server (no checkpoint, connections cut); `fast` ends every session and shuts down cleanly. */
   stop: (mode: 'immediate' | 'fast') => Promise<void>
   start: () => Promise<void>
+  /** A client connected to it, ended at teardown. */
+  connect: () => Promise<pg.Client>
 }
 
 /** A new PostgreSQL cluster (trust authentication, fsync off), started; stopped and removed at teardown. */
@@ -61,8 +64,15 @@ export async function startPostgres (t: TestContext): Promise<PrivatePostgres> {
     await asPostgres('pg_ctl', ['stop', '-D', data, '-w', '-m', mode])
     running = false
   }
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const connect = async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    t.teardown(async () => await client.end())
+    return client
+  }
   await start()
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, start, stop }
+  return { url, start, stop, connect }
 }
 
 export interface PrivateRedis {

@@ -1,3 +1,6 @@
+import type pg from 'pg'
+import { uniqueEmail } from '../helper.js'
+
 /** A request and what became of it. */
 export interface Answer {
   sentAt: number
@@ -135,6 +138,27 @@ export async function waitFor<T> (what: string, withinMs: number, check: () => P
   }
 }
 
+/** Settles as `promise` does; rejects if it has not within `withinMs`. */
+export async function within<T> (what: string, withinMs: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`not within ${withinMs} ms: ${what}`)), withinMs)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The first answer of the service at `base` to `/health/ready` with `status`, polled for up to `withinMs`. */
+export async function readinessAnswer (base: string, status: 200 | 503, withinMs: number): Promise<Answer> {
+  return await waitFor(`/health/ready answers ${status}`, withinMs, async () => {
+    const answer = await send(`${base}/health/ready`)
+    return answer.status === status ? answer : undefined
+  })
+}
+
 /** Counts by status (or failure), e.g. `{ 201: 40, 503: 12 }`. */
 export function byStatus (exchanges: Answer[]): Record<string, number> {
   const counts: Record<string, number> = {}
@@ -145,12 +169,35 @@ export function byStatus (exchanges: Answer[]): Record<string, number> {
   return counts
 }
 
+const PASSWORD = 'correct-horse-battery'
+
 /** Registers an account over HTTP and signs it in. */
 export async function signUp (base: string, email: string): Promise<{ id: string, token: string }> {
-  const password = 'correct-horse-battery'
-  const created = await send(`${base}/api/v1/users`, json('POST', { email, name: 'Fault Test', password }))
+  const created = await send(`${base}/api/v1/users`, json('POST', { email, name: 'Fault Test', password: PASSWORD }))
   if (created.status !== 201) throw new Error(`registration: ${created.status ?? created.failure} ${JSON.stringify(created.body)}`)
-  const login = await send(`${base}/api/v1/auth/login`, json('POST', { email, password }))
+  const login = await send(`${base}/api/v1/auth/login`, json('POST', { email, password: PASSWORD }))
   if (login.status !== 200) throw new Error(`sign-in: ${login.status ?? login.failure} ${JSON.stringify(login.body)}`)
   return { id: created.body.data.id, token: login.body.data.access_token }
+}
+
+/** A stream named `register`: each request registers a new account on the service at `base`. */
+export function registrations (base: string, workers: number): Stream {
+  return {
+    name: 'register',
+    workers,
+    request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: PASSWORD }) })
+  }
+}
+
+/** The ids of the registrations acknowledged (201) among `exchanges`, and those of them the users table holds. */
+export async function acknowledgedRegistrations (client: pg.ClientBase, exchanges: Exchange[]): Promise<{ acknowledged: string[], stored: Set<string> }> {
+  const acknowledged = exchanges.filter((e) => e.stream === 'register' && e.status === 201).map((e) => String(e.body.data.id))
+  const { rows } = await client.query<{ id: string }>('select id from users where id = any($1)', [acknowledged])
+  return { acknowledged, stored: new Set(rows.map((row) => row.id)) }
+}
+
+/** How many user.created audit entries name one of `ids`. */
+export async function userCreatedAudits (client: pg.ClientBase, ids: string[]): Promise<number> {
+  const { rows } = await client.query<{ count: string }>("select count(*) from audit_logs where event = 'user.created' and target_id = any($1)", [ids])
+  return Number(rows[0]?.count)
 }

@@ -1,12 +1,11 @@
 import { sql } from 'kysely'
-import pg from 'pg'
 import t from 'tap'
 import { openDatabase } from '../../src/store/database.js'
 import { isStorageUnavailable } from '../../src/store/errors.js'
 import { uniqueEmail } from '../helper.js'
 import { startService } from '../service.js'
 import { startPostgres } from './instances.js'
-import { byStatus, type Exchange, json, Load, send, signUp, waitFor } from './load.js'
+import { acknowledgedRegistrations, byStatus, type Exchange, json, Load, readinessAnswer, registrations, send, signUp, userCreatedAudits, waitFor, within } from './load.js'
 
 /** Longest a request may take, outage or not, before it counts as hung. */
 const ANSWER_WITHIN_MS = 5000
@@ -29,12 +28,8 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
   const reader = await signUp(base, uniqueEmail('reader'))
 
   const load = new Load([
-    {
-      name: 'register',
-      // Below the hashing cap (one hash per core, 8 queued per core): capacity 503s would blur the outage's.
-      workers: 3,
-      request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: 'correct-horse-battery' }) })
-    },
+    // Below the hashing cap (one hash per core, 8 queued per core): capacity 503s would blur the outage's.
+    registrations(base, 3),
     {
       name: 'read',
       workers: 4,
@@ -58,10 +53,7 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
 
       const liveness = await send(`${base}/health`)
       t.same([liveness.status, liveness.body], [200, { status: 'ok' }], '/health: the process is alive')
-      const readiness = await waitFor('/health/ready reports the database', 5000, async () => {
-        const answer = await send(`${base}/health/ready`)
-        return answer.status === 503 ? answer : undefined
-      })
+      const readiness = await readinessAnswer(base, 503, 5000)
       t.same(readiness.body, { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: database unreachable' } }, '/health/ready: 503 naming the database')
 
       // Down until the background revocation poll has failed too, and enough requests were answered.
@@ -72,6 +64,8 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
           loggedSince(faultAt, 'revocation sync failed; retrying') !== undefined
       })
       const restartAt = Date.now()
+      // Listened for from the restart: the poll may recover before pg_ctl returns.
+      const pollRecovered = service.nextLog((entry) => entry.msg === 'revocation sync recovered').then(() => Date.now())
       await postgres.start()
       const upAt = Date.now()
 
@@ -82,18 +76,14 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
       await load.until('registrations and reads succeed again', RECOVERY_WITHIN_MS, succeeding(upAt, 1, 1))
       const firstSuccess = (stream: string) => load.between(upAt).find((e) => e.stream === stream && ok(e))?.answeredAt ?? Infinity
       const recoveryMs = Math.max(firstSuccess('register'), firstSuccess('read')) - upAt
-      const ready = await waitFor('/health/ready answers 200', RECOVERY_WITHIN_MS, async () => {
-        const answer = await send(`${base}/health/ready`)
-        return answer.status === 200 ? answer : undefined
-      })
+      const ready = await readinessAnswer(base, 200, RECOVERY_WITHIN_MS)
       t.equal(ready.body.checks.database, 'ok', '/health/ready: the database is back')
-      // From the restart: the poll may recover before pg_ctl returns.
-      const pollRecovered = await waitFor('the revocation poll recovers', RECOVERY_WITHIN_MS, async () => loggedSince(restartAt, 'revocation sync recovered'))
+      const pollRecoveredAt = await within('the revocation poll recovers', RECOVERY_WITHIN_MS, pollRecovered)
 
       const inFlight = load.exchanges.filter((e) => e.stream === 'register' && e.sentAt < faultAt && e.answeredAt > faultAt)
       t.comment(`fault: pg_ctl stop -m ${mode}, down ${restartAt - downAt} ms; registrations in flight at the fault: ${JSON.stringify(byStatus(inFlight))}`)
       t.comment(`requests during the outage: registrations ${JSON.stringify(byStatus(outage.filter((e) => e.stream === 'register')))}, reads ${JSON.stringify(byStatus(outage.filter((e) => e.stream === 'read')))}; slowest answer ${slowest} ms`)
-      t.comment(`recovery: reads and writes succeed ${recoveryMs} ms, the revocation poll ${pollRecovered.at - upAt} ms after PostgreSQL accepted connections again`)
+      t.comment(`recovery: reads and writes succeed ${recoveryMs} ms, the revocation poll ${pollRecoveredAt - upAt} ms after PostgreSQL accepted connections again`)
     })
   }
 
@@ -106,42 +96,36 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
     'every 503 is SERVICE_UNAVAILABLE with Retry-After')
   t.equal(service.child.exitCode, null, 'the service never exited')
 
-  const acknowledged = all.filter((e) => e.stream === 'register' && e.status === 201).map((e) => String(e.body.data.id))
-  const client = new pg.Client({ connectionString: postgres.url })
-  await client.connect()
-  t.teardown(async () => await client.end())
-  const { rows } = await client.query<{ id: string }>('select id from users where id = any($1)', [acknowledged])
-  const found = new Set(rows.map((row) => row.id))
-  const lost = acknowledged.filter((id) => !found.has(id))
+  const client = await postgres.connect()
+  const { acknowledged, stored } = await acknowledgedRegistrations(client, all)
+  const lost = acknowledged.filter((id) => !stored.has(id))
   t.ok(acknowledged.length > 0, 'writes were acknowledged')
   t.same(lost, [], 'every acknowledged registration is in the database')
   // Audit entries are written in batches off the request path and kept for a retry while the database is down.
-  const audited = await waitFor('every acknowledged registration is audited', 5000, async () => {
-    const { rows } = await client.query<{ count: string }>("select count(*) from audit_logs where event = 'user.created' and target_id = any($1)", [acknowledged])
-    return Number(rows[0]?.count) === acknowledged.length ? acknowledged.length : undefined
-  })
+  const audited = await waitFor('every acknowledged registration is audited', 5000, async () =>
+    await userCreatedAudits(client, acknowledged) === acknowledged.length ? acknowledged.length : undefined)
   t.comment(`requests: ${all.length} in all, ${JSON.stringify(byStatus(all))}`)
-  t.comment(`writes acknowledged: ${acknowledged.length}, found: ${found.size}, writes lost: ${lost.length}; user.created audit entries: ${audited}`)
+  t.comment(`writes acknowledged: ${acknowledged.length}, found: ${stored.size}, writes lost: ${lost.length}; user.created audit entries: ${audited}`)
 })
 
 t.test('a connection dropped inside a transaction fails the transaction as unavailable, without crashing the process', async (t) => {
   const postgres = await startPostgres(t)
-  const lost: Error[] = []
-  const database = openDatabase({ dialect: 'postgres', url: postgres.url }, (error) => lost.push(error))
+  let reportLost!: (error: Error) => void
+  const lost = new Promise<Error>((resolve) => { reportLost = resolve })
+  const database = openDatabase({ dialect: 'postgres', url: postgres.url }, (error) => reportLost(error))
   t.teardown(async () => await database.close())
-  const admin = new pg.Client({ connectionString: postgres.url })
-  await admin.connect()
-  t.teardown(async () => await admin.end())
+  const admin = await postgres.connect()
+  let dropped: Error | undefined
 
   const failure = await database.db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)
     // Between two statements the client is checked out with no query running: the pool does
     // not listen to it then, and an 'error' event nobody listens to ends the process.
     await admin.query('select pg_terminate_backend($1)', [rows[0]?.pid])
-    await waitFor('the dropped connection is reported', 5000, async () => lost.length > 0 ? true : undefined)
+    dropped = await within('the dropped connection is reported', 5000, lost)
     await sql`select 1`.execute(trx)
   }).then(() => null, (error: unknown) => error)
   t.ok(isStorageUnavailable(failure), `the next statement's error counts as storage unavailable (${String(failure)})`)
-  t.match(lost[0]?.message, /terminating connection due to administrator command/, 'the drop was reported as a lost connection')
+  t.match(dropped?.message, /terminating connection due to administrator command/, 'the drop was reported as a lost connection')
   t.same((await sql<{ one: number }>`select 1 as one`.execute(database.db)).rows, [{ one: 1 }], 'the pool serves the next query on a new connection')
 })

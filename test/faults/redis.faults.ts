@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { uniqueEmail } from '../helper.js'
+import { claimsOf, uniqueEmail } from '../helper.js'
 import { type ServiceProcess, startService } from '../service.js'
 import { startPostgres, startRedis } from './instances.js'
-import { byStatus, type Exchange, json, Load, send, signUp, waitFor } from './load.js'
+import { byStatus, type Exchange, json, Load, readinessAnswer, registrations, send, signUp, waitFor } from './load.js'
 
 /** Redis calls never wait (no offline queue, 1 s command timeout): nothing may take longer than this. */
 const ANSWER_WITHIN_MS = 2000
@@ -12,8 +12,6 @@ const RECOVERY_WITHIN_MS = 10_000
 const REVOKED_EVERYWHERE_WITHIN_MS = 1000
 const GENERAL_LIMIT = 1_000_000
 const CHANNEL = 'users-api:revocations'
-
-const jtiOf = (token: string): string => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).jti
 
 /**
  * Signs a new account in on `from`, logs it out there, and resolves with how long after the
@@ -29,7 +27,7 @@ async function revocationDelay (from: ServiceProcess, to: ServiceProcess): Promi
     const answer = await me()
     return answer.status === 401 ? answer : undefined
   })
-  return { jti: jtiOf(token), ms: refused.answeredAt - logout.answeredAt }
+  return { jti: String(claimsOf(token).jti), ms: refused.answeredAt - logout.answeredAt }
 }
 
 t.test('Redis killed and restarted under load: limits fail open, revocations still propagate, then Redis is used again', async (t) => {
@@ -45,11 +43,7 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
   const load = new Load([
     { name: 'read first', workers: 2, request: read(first) },
     { name: 'read second', workers: 2, request: read(second) },
-    {
-      name: 'register',
-      workers: 2,
-      request: (n) => ({ url: `${second.base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: 'correct-horse-battery' }) })
-    }
+    registrations(second.base, 2)
   ], { answerWithinMs: ANSWER_WITHIN_MS, paceMs: 20 })
   t.teardown(async () => await load.stop())
   const remaining = (e: Exchange) => Number(e.headers?.get('x-ratelimit-remaining'))
@@ -64,10 +58,7 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
   await redis.stop()
   const downAt = Date.now()
   for (const service of [first, second]) {
-    const readiness = await waitFor('/health/ready reports Redis', 5000, async () => {
-      const answer = await send(`${service.base}/health/ready`)
-      return answer.status === 503 ? answer : undefined
-    })
+    const readiness = await readinessAnswer(service.base, 503, 5000)
     t.same(readiness.body, { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: redis unreachable' } }, '/health/ready: 503 naming Redis')
     const liveness = await send(`${service.base}/health`)
     t.same([liveness.status, liveness.body], [200, { status: 'ok' }], '/health: the process is alive')
@@ -100,10 +91,7 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
     return subscribers === 2 ? Date.now() - upAt : undefined
   })
   for (const service of [first, second]) {
-    const ready = await waitFor('/health/ready answers 200', RECOVERY_WITHIN_MS, async () => {
-      const answer = await send(`${service.base}/health/ready`)
-      return answer.status === 200 ? answer : undefined
-    })
+    const ready = await readinessAnswer(service.base, 200, RECOVERY_WITHIN_MS)
     t.same(ready.body.checks, { database: 'ok', redis: 'ok' }, '/health/ready: Redis is back')
   }
 

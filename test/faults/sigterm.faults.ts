@@ -1,9 +1,8 @@
-import pg from 'pg'
 import t from 'tap'
 import { uniqueEmail } from '../helper.js'
 import { startService } from '../service.js'
 import { startPostgres } from './instances.js'
-import { byStatus, type Exchange, json, Load, LOAD_ID_HEADER, signUp } from './load.js'
+import { acknowledgedRegistrations, byStatus, type Exchange, json, Load, LOAD_ID_HEADER, registrations, signUp, userCreatedAudits } from './load.js'
 
 /** server.ts's close-with-grace delay: a shutdown taking longer exits 1. */
 const GRACE_MS = 10_000
@@ -24,11 +23,7 @@ t.test('SIGTERM under load: accepted requests are answered, acknowledged writes 
   const reader = await signUp(base, uniqueEmail('reader'))
 
   const load = new Load([
-    {
-      name: 'register',
-      workers: 3,
-      request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: 'correct-horse-battery' }) })
-    },
+    registrations(base, 3),
     { name: 'read', workers: 3, request: () => ({ url: `${base}/api/v1/users/${reader.id}`, init: json('GET', undefined, reader.token) }) }
   ], { answerWithinMs: GRACE_MS, paceMs: 20 })
   t.teardown(async () => await load.stop())
@@ -60,18 +55,15 @@ t.test('SIGTERM under load: accepted requests are answered, acknowledged writes 
   t.same(all.filter((e) => e.status !== null && ![200, 201].includes(e.status)).map((e) => `${loadId(e)} ${e.status}: ${JSON.stringify(e.body)}`), [],
     'every answer is a success')
 
-  const acknowledged = all.filter((e) => e.stream === 'register' && e.status === 201).map((e) => String(e.body.data.id))
-  const client = new pg.Client({ connectionString: postgres.url })
-  await client.connect()
-  t.teardown(async () => await client.end())
-  const stored = await client.query<{ id: string }>('select id from users where id = any($1)', [acknowledged])
-  const audited = await client.query<{ target_id: string }>("select target_id from audit_logs where event = 'user.created' and target_id = any($1)", [acknowledged])
-  t.equal(stored.rowCount, acknowledged.length, 'every acknowledged registration is stored')
-  t.equal(audited.rowCount, acknowledged.length, 'and its user.created audit entry was flushed before exit')
+  const client = await postgres.connect()
+  const { acknowledged, stored } = await acknowledgedRegistrations(client, all)
+  const audited = await userCreatedAudits(client, acknowledged)
+  t.equal(stored.size, acknowledged.length, 'every acknowledged registration is stored')
+  t.equal(audited, acknowledged.length, 'and its user.created audit entry was flushed before exit')
 
   t.comment(`fault: SIGTERM under ${all.filter((e) => e.sentAt < signalAt).length} requests; exit ${code} after ${exitedAt - signalAt} ms`)
   t.comment(`in flight at the signal: ${JSON.stringify(byStatus(inFlight))}; sent after it on open connections and served: ${JSON.stringify(byStatus(all.filter((e) => e.sentAt >= signalAt && e.status !== null)))}`)
   t.comment(`accepted ${accepted.size}, answered ${all.filter((e) => accepted.has(loadId(e)) && e.status !== null).length}`)
   t.comment(`not accepted (sent after the listener closed, or on a keep-alive connection being closed): ${JSON.stringify(byStatus(unanswered))}`)
-  t.comment(`writes acknowledged: ${acknowledged.length}, stored: ${stored.rowCount}, audited: ${audited.rowCount}`)
+  t.comment(`writes acknowledged: ${acknowledged.length}, stored: ${stored.size}, audited: ${audited}`)
 })

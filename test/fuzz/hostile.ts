@@ -30,11 +30,6 @@ const hostileNumber = fc.oneof(
   fc.double({ noNaN: true, noDefaultInfinity: true })
 )
 
-/** An object whose own keys are the given ones: `__proto__` included, unlike an object literal. */
-export function objectOf (entries: Array<[string, unknown]>): Record<string, unknown> {
-  return Object.fromEntries(entries)
-}
-
 /** Any JSON value, leaning toward the troublesome ones. */
 export const hostileValue: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
@@ -44,7 +39,8 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>
     fc.boolean(),
     fc.constant(null),
     fc.array(tie('value'), { maxLength: 3 }),
-    fc.array(fc.tuple(fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), hostileString), tie('value')), { maxLength: 3 }).map(objectOf)
+    // Object.fromEntries, unlike an object literal, keeps `__proto__` as an own key.
+    fc.array(fc.tuple(fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), hostileString), tie('value')), { maxLength: 3 }).map((entries) => Object.fromEntries(entries))
   )
 })).value
 
@@ -90,16 +86,16 @@ export function mutatedObject (schema: JsonSchema, options: SchemaArbitraryOptio
   const asObject = validValue(schema, options).filter((value): value is Record<string, unknown> => jsonType(value) === 'object')
   const mutations: Array<fc.Arbitrary<unknown>> = [
     fc.tuple(asObject, fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS, 'role', 'id', 'is_admin'), hostileString), hostileValue)
-      .map(([value, key, extra]) => objectOf([...Object.entries(value), [key, extra]]))
+      .map(([value, key, extra]) => Object.fromEntries([...Object.entries(value), [key, extra]]))
   ]
   if ((schema.required ?? []).length > 0) {
     mutations.push(fc.tuple(asObject, fc.constantFrom(...(schema.required ?? [])))
-      .map(([value, missing]) => objectOf(Object.entries(value).filter(([key]) => key !== missing))))
+      .map(([value, missing]) => Object.fromEntries(Object.entries(value).filter(([key]) => key !== missing))))
   }
   if (properties.length > 0) {
     const replaced = fc.oneof(...properties.map(([name, property]) => fc.tuple(fc.constant(name), replacementFor(property, options))))
     mutations.push(fc.tuple(asObject, replaced)
-      .map(([value, [name, replacement]]) => objectOf([...Object.entries(value).filter(([key]) => key !== name), [name, replacement]])))
+      .map(([value, [name, replacement]]) => Object.fromEntries([...Object.entries(value).filter(([key]) => key !== name), [name, replacement]])))
   }
   return fc.oneof(...mutations)
 }

@@ -2,7 +2,6 @@ import fc from 'fast-check'
 
 /** The part of JSON Schema (2020-12, as the OpenAPI 3.1 document has it) that request schemas use. */
 export interface JsonSchema {
-  $ref?: string
   type?: string | string[]
   enum?: unknown[]
   const?: unknown
@@ -27,8 +26,6 @@ export interface SchemaArbitraryOptions {
   formats: Record<string, fc.Arbitrary<unknown>>
   /** Further values offered for properties of these names, e.g. identifiers that exist. */
   hints?: Record<string, fc.Arbitrary<unknown>>
-  /** The schema a `$ref` points to. */
-  resolve?: (ref: string) => JsonSchema
 }
 
 /**
@@ -36,7 +33,7 @@ export interface SchemaArbitraryOptions {
  * so a schema that gains a constraint cannot be fuzzed as if it had none.
  */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$id', '$schema', 'readOnly', 'writeOnly', 'deprecated'])
-const KNOWN = new Set([...ANNOTATIONS, ...['$ref', 'type', 'enum', 'const', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
+const KNOWN = new Set([...ANNOTATIONS, ...['type', 'enum', 'const', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
   'items', 'minItems', 'maxItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf']])
 
 const INT32 = 2 ** 31
@@ -89,10 +86,6 @@ function objectValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.A
 /** Values the schema accepts (as far as formats and hints are right), shrinking toward simple ones. */
 export function validValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.Arbitrary<unknown> {
   assertSupported(schema)
-  if (schema.$ref !== undefined) {
-    if (options.resolve === undefined) throw new Error(`unresolved reference ${schema.$ref}`)
-    return validValue(options.resolve(schema.$ref), options)
-  }
   if (schema.const !== undefined) return fc.constant(schema.const)
   if (schema.enum !== undefined) return fc.constantFrom(...schema.enum)
   const branches = schema.anyOf ?? schema.oneOf

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, backends, build, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
+import { type Account, backends, build, claimsOf, clockPast, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
 
 /** Sends every request at once, alternating between the instances, as a load balancer would. */
 async function together (apps: FastifyInstance[], requests: InjectOptions[]): Promise<LightMyRequestResponse[]> {
@@ -38,11 +38,6 @@ function aroundNextCall<T extends object, K extends keyof T> (t: Test, object: T
   t.teardown(restore)
 }
 
-/** Resolves once the clock has moved past the given instant (milliseconds). */
-async function clockPast (instant: number): Promise<void> {
-  while (Date.now() <= instant) await new Promise((resolve) => setImmediate(resolve))
-}
-
 /** What is left in the store that belongs to the user, table by table. */
 async function leftovers (app: FastifyInstance, userId: string, postIds: string[] = []): Promise<Record<string, number>> {
   const { db } = app.database
@@ -69,7 +64,7 @@ async function roleRows (app: FastifyInstance, userId: string): Promise<string[]
 
 /** The refresh tokens of the session that issued `accessToken`, oldest first, with the session's state. */
 async function family (app: FastifyInstance, accessToken: string) {
-  const { jti } = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { jti: string }
+  const jti = claimsOf(accessToken).jti as string
   const { db } = app.database
   const { session_id: sessionId } = await db.selectFrom('refresh_tokens').select('session_id').where('access_jti', '=', jti).executeTakeFirstOrThrow()
   const tokens = await db.selectFrom('refresh_tokens').select(['spent_at', 'revoked_at']).where('session_id', '=', sessionId).orderBy('created_at').execute()

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { TokenService } from '../../src/security/tokens.js'
-import { type Account, TEST_SECRET, backends, build, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+import { type Account, TEST_SECRET, backends, build, claimsOf, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
 
 type Refusal = 'MISSING_TOKEN' | 'INVALID_TOKEN' | 'TOKEN_EXPIRED'
 
@@ -52,10 +52,6 @@ function jwt (header: object | string, payload: object | string, signer: Signer)
 function accessClaims (sub: unknown, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   const now = Math.floor(Date.now() / 1000)
   return { sub, roles: ['user'], type: 'access', jti: randomBytes(16).toString('base64url'), iat: now, exp: now + 900, ...overrides }
-}
-
-function decodePayload (token: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
 }
 
 /** The token with its payload replaced and the original signature kept. */
@@ -122,7 +118,7 @@ for (const backend of backends()) {
       const admin = await createAccount(app, { roles: ['admin'] })
       const victim = await createAccount(app)
       const { access_token: valid, refresh_token: refreshToken } = await signIn(app, attacker)
-      const validClaims = decodePayload(valid)
+      const validClaims = claimsOf(valid)
       const [validHeader, validPayload, validSignature] = valid.split('.') as [string, string, string]
       const minted = new TokenService({ secret: TEST_SECRET })
       const past = new TokenService({ secret: TEST_SECRET, now: () => Date.now() - 16 * 60 * 1000 })
@@ -273,7 +269,7 @@ for (const backend of backends()) {
       const mfaToken = minted.issueMfaToken(account.id).token
       const refreshWith = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })
       const verifyWith = (token: string) => app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: token, code: '123456' } })
-      const refreshClaims = decodePayload(pair.refresh_token)
+      const refreshClaims = claimsOf(pair.refresh_token)
 
       const onRefresh: Array<[string, string, Refusal | 'SESSION_EXPIRED']> = [
         ['an access token as a refresh token', pair.access_token, 'INVALID_TOKEN'],
@@ -293,7 +289,7 @@ for (const backend of backends()) {
       const onVerify: Array<[string, string]> = [
         ['an access token as an mfa_token', pair.access_token],
         ['a refresh token as an mfa_token', pair.refresh_token],
-        ['an unsigned mfa_token', jwt({ alg: 'none', typ: 'JWT' }, decodePayload(mfaToken), unsigned)]
+        ['an unsigned mfa_token', jwt({ alg: 'none', typ: 'JWT' }, claimsOf(mfaToken), unsigned)]
       ]
       for (const [label, token] of onVerify) {
         refused(t, tally, label, [await verifyWith(token)], { code: 'INVALID_TOKEN', challenge: false })

@@ -1,13 +1,10 @@
 import { createHash, createHmac } from 'node:crypto'
 import t from 'tap'
 import { TokenService, TokenVerificationError, hashToken } from '../../src/security/tokens.js'
+import { claimsOf } from '../helper.js'
 
 const secret = 'a-test-secret-of-at-least-32-chars!!'
 const service = new TokenService({ secret })
-
-function decode (token: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
-}
 
 function forge (header: object, payload: object, key = secret): string {
   const encode = (part: object) => Buffer.from(JSON.stringify(part)).toString('base64url')
@@ -19,7 +16,7 @@ const now = () => Math.floor(Date.now() / 1000)
 
 t.test('access tokens carry spec 2.7 claims with a 16-byte jti and a 15-minute lifetime', async (t) => {
   const issued = service.issueAccessToken({ sub: 'u1', roles: ['user'], tenant: 'acme' })
-  const claims = decode(issued.token)
+  const claims = claimsOf(issued.token)
   t.equal(claims.sub, 'u1')
   t.same(claims.roles, ['user'])
   t.equal(claims.tenant, 'acme', 'caller data is copied')
@@ -32,14 +29,14 @@ t.test('access tokens carry spec 2.7 claims with a 16-byte jti and a 15-minute l
 
 t.test('the lifetime can be overridden and reserved claims cannot be', async (t) => {
   const issued = service.issueAccessToken({ sub: 'u1', roles: [], type: 'refresh', exp: 1 }, 60)
-  const claims = decode(issued.token)
+  const claims = claimsOf(issued.token)
   t.equal(claims.type, 'access')
   t.equal(Number(claims.exp) - Number(claims.iat), 60)
 })
 
 t.test('refresh tokens follow spec 2.8 and their record holds a SHA-256 hash', async (t) => {
   const issued = service.issueRefreshToken('u1', { id: 'laptop' })
-  const claims = decode(issued.token)
+  const claims = claimsOf(issued.token)
   t.equal(claims.type, 'refresh')
   t.same(claims.device, { id: 'laptop' })
   t.equal(Buffer.from(String(claims.jti), 'base64url').length, 32)
@@ -47,7 +44,7 @@ t.test('refresh tokens follow spec 2.8 and their record holds a SHA-256 hash', a
   t.equal(issued.token_hash, createHash('sha256').update(issued.token).digest('hex'))
   t.equal(issued.token_hash, hashToken(issued.token))
   t.equal(issued.expires_at.getTime(), Number(claims.exp) * 1000)
-  t.same(decode(service.issueRefreshToken('u1').token).device, {}, 'device defaults to an empty object')
+  t.same(claimsOf(service.issueRefreshToken('u1').token).device, {}, 'device defaults to an empty object')
 })
 
 t.test('expired tokens fail with "Token has expired"', async (t) => {
@@ -64,7 +61,7 @@ t.test('a remembered token still expires, and only its exact text is remembered'
   t.equal(tokens.verify(token, 'access').sub, 'u1')
   t.equal(tokens.verify(token, 'access').sub, 'u1', 'a second verification (remembered) agrees')
   const [header, payload, signature] = token.split('.')
-  const tampered = `${header}.${Buffer.from(JSON.stringify({ ...decode(token), sub: 'u2' })).toString('base64url')}.${signature}`
+  const tampered = `${header}.${Buffer.from(JSON.stringify({ ...claimsOf(token), sub: 'u2' })).toString('base64url')}.${signature}`
   t.not(payload, tampered.split('.')[1])
   t.throws(() => tokens.verify(tampered, 'access'), new TokenVerificationError('invalid'), 'a changed payload is verified afresh and refused')
   clock += 61_000
