@@ -1,6 +1,6 @@
 /** Where batches go: pino's destination (sonic-boom). */
 export interface LogDestination {
-  write: (chunk: string) => unknown
+  write: (chunk: Buffer) => unknown
   flushSync: () => void
   readonly destroyed?: boolean
 }
@@ -14,9 +14,8 @@ process.on('exit', () => {
 
 /**
  * The logger's stream: lines written during one turn of the event loop are handed to the
- * destination as one write at the end of the turn. sonic-boom, given one line at a time,
- * re-measures its whole pending buffer (Buffer.byteLength) on every write; given a batch it
- * does so once per batch. Lines wait here only until the end of the turn, and what waits
+ * destination as one write at the end of the turn, encoded once: sonic-boom in buffer mode
+ * then only adds up lengths, where given text it re-measures its pending text on every write. Lines wait here only until the end of the turn, and what waits
  * when the process exits is written synchronously then. Every line (pino's and the request
  * log's) goes through the one batcher, so their order is kept.
  */
@@ -48,7 +47,7 @@ export class LineBatcher {
   readonly #flush = (): void => {
     this.#scheduled = false
     if (this.#lines.length === 0) return
-    const batch = this.#lines.join('')
+    const batch = Buffer.from(this.#lines.join(''))
     this.#lines = []
     this.destination.write(batch)
   }

@@ -6,7 +6,7 @@ import { LineBatcher } from '../src/log-batching.js'
 function recording () {
   const writes: string[] = []
   let flushes = 0
-  return { writes, flushes: () => flushes, destination: { write: (chunk: string) => writes.push(chunk), flushSync: () => { flushes++ } } }
+  return { writes, flushes: () => flushes, destination: { write: (chunk: Buffer) => writes.push(chunk.toString()), flushSync: () => { flushes++ } } }
 }
 
 t.test('lines of one turn reach the destination as one write, in order, at the end of the turn', async (t) => {
@@ -38,7 +38,7 @@ t.test('lines waiting when the process exits are written', async (t) => {
   const script = [
     "import pino from 'pino'",
     "import { LineBatcher } from './src/log-batching.ts'",
-    "const logger = pino({ base: null }, new LineBatcher(pino.destination({ dest: 1, sync: false, minLength: 4096 })))",
+    "const logger = pino({ base: null }, new LineBatcher(pino.destination({ dest: 1, sync: false, minLength: 4096, contentMode: 'buffer' })))",
     "for (let n = 0; n < 1000; n++) logger.info({ n }, 'line')",
     'process.exit(0)'
   ].join('\n')
