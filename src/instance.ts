@@ -80,6 +80,9 @@ export function createInstance (config: Config): FastifyInstance {
     logController: new ExchangeLogController(logger, lines),
     schemaController
   })
+  // Added before the application, so it runs after the application's own onClose hooks
+  // (they run in reverse order): the log is drained once the last request has been logged.
+  instance.addHook('onClose', async () => { await lines.drain() })
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
   instance.register(fp(app), { config })
   return instance

@@ -1,6 +1,8 @@
 /** Where batches go: pino's destination (sonic-boom). */
 export interface LogDestination {
   write: (chunk: Buffer) => unknown
+  /** Calls back once no write is in flight (sonic-boom: on 'drain'). */
+  flush: (callback: (error?: Error | null) => void) => void
   flushSync: () => void
   readonly destroyed?: boolean
 }
@@ -15,8 +17,9 @@ process.on('exit', () => {
 /**
  * The logger's stream: lines written during one turn of the event loop are handed to the
  * destination as one write at the end of the turn, encoded once: sonic-boom in buffer mode
- * then only adds up lengths, where given text it re-measures its pending text on every write. Lines wait here only until the end of the turn, and what waits
- * when the process exits is written synchronously then. Every line (pino's and the request
+ * then only adds up lengths, where given text it re-measures its pending text on every
+ * write. Lines wait here only until the end of the turn; at close the destination is drained,
+ * and what waits when the process exits is written synchronously then. Every line (pino's and the request
  * log's) goes through the one batcher, so their order is kept.
  */
 export class LineBatcher {
@@ -36,6 +39,15 @@ export class LineBatcher {
       setImmediate(this.#flush)
     }
     return true
+  }
+
+  /**
+   * Hands over what waits and resolves once the destination has no write in flight, so that
+   * the synchronous write at exit neither races an asynchronous one nor reorders lines.
+   */
+  async drain (): Promise<void> {
+    this.#flush()
+    await new Promise<void>((resolve) => { this.destination.flush(() => { resolve() }) })
   }
 
   /** Writes what waits and has the destination write everything it holds, synchronously. */

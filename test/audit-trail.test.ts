@@ -61,3 +61,29 @@ t.test('a failed write keeps its entries, and the next flush writes them with th
   await second
   t.same(storage.written, [['a', 'b']], 'the retry writes the failed entry before the newer one')
 })
+
+t.test('flushes during a write share one follow-up write, even when both fail', async (t) => {
+  const storage = heldStorage()
+  let failures = 0
+  const trail = new AuditTrail({ write: storage.write, onError: () => { failures++ }, flushIntervalMs: 60_000 })
+  t.teardown(async () => { await trail.close() })
+
+  trail.record({ event: 'user.created', outcome: 'success', targetId: 'a' })
+  const first = trail.flush()
+  trail.record({ event: 'user.created', outcome: 'success', targetId: 'b' })
+  const during = [trail.flush(), trail.flush(), trail.flush()]
+  storage.settle(0).fail(new Error('storage down'))
+  await first
+  await until(() => storage.held.length === 2)
+  storage.settle(1).fail(new Error('still down'))
+  for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve))
+  t.equal(storage.held.length, 2, 'three callers, one follow-up write: no retry per caller')
+  t.equal(failures, 2)
+  for (const write of storage.held.slice(2)) write.release()
+  await Promise.all(during)
+  trail.record({ event: 'user.created', outcome: 'success', targetId: 'c' })
+  const last = trail.flush()
+  storage.settle(2).release()
+  await last
+  t.same(storage.written, [['a', 'b', 'c']], 'what failed is kept and written with the newer entry')
+})

@@ -6,7 +6,13 @@ import { LineBatcher } from '../src/log-batching.js'
 function recording () {
   const writes: string[] = []
   let flushes = 0
-  return { writes, flushes: () => flushes, destination: { write: (chunk: Buffer) => writes.push(chunk.toString()), flushSync: () => { flushes++ } } }
+  const drains: Array<() => void> = []
+  const destination = {
+    write: (chunk: Buffer) => writes.push(chunk.toString()),
+    flushSync: () => { flushes++ },
+    flush: (callback: () => void) => { drains.push(callback) }
+  }
+  return { writes, flushes: () => flushes, drains, destination }
 }
 
 t.test('lines of one turn reach the destination as one write, in order, at the end of the turn', async (t) => {
@@ -32,6 +38,20 @@ t.test('flushSync writes what waits and flushes the destination', async (t) => {
   t.equal(flushes(), 1)
   await new Promise((resolve) => setImmediate(resolve))
   t.same(writes, ['a\n'], 'nothing written twice')
+})
+
+t.test('drain hands over what waits and resolves when the destination has no write in flight', async (t) => {
+  const { writes, drains, destination } = recording()
+  const batcher = new LineBatcher(destination)
+  batcher.write('a\n')
+  let drained = false
+  const done = batcher.drain().then(() => { drained = true })
+  t.same(writes, ['a\n'], 'handed over at once, not at the end of the turn')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.notOk(drained, 'waits for the destination')
+  drains.forEach((callback) => { callback() })
+  await done
+  t.ok(drained)
 })
 
 t.test('lines waiting when the process exits are written', async (t) => {

@@ -28,8 +28,9 @@ interface Tier { max: number, group: string }
  * (requests pass, a warning is logged): an outage of the cache must not take the API down,
  * and sign-in stays guarded by the account lockout and the hashing cap.
  *
- * One root onRequest hook applies the limits, so it runs first on every request (unknown
- * routes included), before any authentication: unauthenticated floods are counted too. It
+ * One root onRequest hook applies the limits, so it runs on every request (unknown routes
+ * included) before any authentication: unauthenticated floods are counted too. Only CORS
+ * preflights are answered before it (plugins/cors.ts), as browsers send them unprompted. It
  * is callback-style so that the memory store's answer costs no promise on the request path.
  */
 export default fp(async (fastify) => {

@@ -33,6 +33,7 @@ export class AuditTrail {
   readonly #pending: AuditLogsTable[] = []
   readonly #options: Required<AuditTrailOptions>
   #flushing: Promise<void> | null = null
+  #followUp: Promise<void> | null = null
   readonly #timer: NodeJS.Timeout
 
   constructor (options: AuditTrailOptions) {
@@ -61,11 +62,20 @@ export class AuditTrail {
   }
 
   /**
-   * Writes everything recorded before the call: waits for a write already in flight (which
-   * holds only what was waiting when it began), then writes what has been queued since.
+   * Writes everything recorded before the call. A write in flight holds only what was waiting
+   * when it began, so callers during it share one follow-up write of the rest: at most one
+   * write runs and one waits, however many requests record meanwhile (or storage is down).
    */
   async flush (): Promise<void> {
-    while (this.#flushing !== null) await this.#flushing
+    if (this.#flushing === null) return await this.#writePending()
+    this.#followUp ??= this.#flushing.then(async () => {
+      this.#followUp = null
+      await this.#writePending()
+    })
+    await this.#followUp
+  }
+
+  async #writePending (): Promise<void> {
     if (this.#pending.length === 0) return
     const batch = this.#pending.splice(0, this.#pending.length)
     this.#flushing = this.#options.write(batch).catch((error: unknown) => {

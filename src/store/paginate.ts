@@ -26,10 +26,10 @@ class Placeholder {
   constructor (readonly name: string) {}
 }
 
-interface Compiled { query: CompiledQuery<any>, parameters: unknown[] }
-
-/** Both queries of one shape; `count` only for offset pages. */
-interface Shape { page: Compiled, count?: Compiled }
+/** The compiled queries of one shape: offset pages also count the rows. */
+type Shape =
+  | { kind: 'offset', page: CompiledQuery<any>, count: CompiledQuery<any> }
+  | { kind: 'cursor', page: CompiledQuery<any> }
 
 /** Distinct shapes kept per collection (sort orders × filters × pagination kinds in use). */
 const MAX_SHAPES = 256
@@ -52,11 +52,6 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
   ])))
 }
 
-function compiled (query: { compile: () => CompiledQuery<any> }): Compiled {
-  const result = query.compile()
-  return { query: result, parameters: [...result.parameters] }
-}
-
 /**
  * One collection's pages. Building and compiling the two Kysely queries of a page cost more
  * than running them on SQLite, so each shape (which filters apply, sort, pagination kind) is
@@ -76,6 +71,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
 
   async run (request: CollectionRequest, filters: Values): Promise<CollectionResult<Row>> {
     const { pagination } = request
+    // Pagination's values are named with a `$`, which no filter's name has.
     const values: Record<string, unknown> = { ...filters }
     if (pagination.kind === 'offset') {
       values.$limit = pagination.limit
@@ -85,10 +81,10 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       pagination.after?.forEach((value, index) => { values[`$after${index}`] = value })
     }
     const shape = this.#shape(request, filters)
-    const bind = <Result>({ query, parameters }: Compiled) =>
-      this.read<Result>({ ...query, parameters: parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
+    const bind = <Result>(query: CompiledQuery<any>) =>
+      this.read<Result>({ ...query, parameters: query.parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
 
-    if (pagination.kind === 'offset' && shape.count !== undefined) {
+    if (pagination.kind === 'offset' && shape.kind === 'offset') {
       const [items, counted] = await Promise.all([bind<Row>(shape.page), bind<{ total: number | string | bigint }>(shape.count)])
       const total = Number(counted[0]?.total ?? 0)
       const { page, limit } = pagination
@@ -123,12 +119,13 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const limit = new Placeholder('$limit') as unknown as number
     if (pagination.kind === 'offset') {
       shape = {
-        page: compiled(ordered.limit(limit).offset(new Placeholder('$offset') as unknown as number)),
-        count: compiled(filtered.select((eb) => eb.fn.countAll().as('total')))
+        kind: 'offset',
+        page: ordered.limit(limit).offset(new Placeholder('$offset') as unknown as number).compile(),
+        count: filtered.select((eb) => eb.fn.countAll().as('total')).compile()
       }
     } else {
       const bounds = Array.from({ length: afterCount }, (_, index) => new Placeholder(`$after${index}`))
-      shape = { page: compiled((afterCount === 0 ? ordered : ordered.where((eb) => after(eb, request.sort, bounds))).limit(limit)) }
+      shape = { kind: 'cursor', page: (afterCount === 0 ? ordered : ordered.where((eb) => after(eb, request.sort, bounds))).limit(limit).compile() }
     }
     if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear()
     this.#shapes.set(key, shape)

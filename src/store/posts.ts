@@ -4,7 +4,7 @@ import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
-import { containsPattern, matchesIgnoringCase, searchedCreatedAfter } from './search.js'
+import { containsPattern, matchesIgnoringCase, withSearchAndCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 /** Who is reading: anonymous readers see published posts; a caller also their own; moderators all. */
@@ -16,6 +16,7 @@ export interface Visibility {
 const POST_COLUMNS = ['id', 'author_id', 'title', 'body', 'status', 'created_at', 'updated_at'] as const
 const COMMENT_COLUMNS = ['id', 'post_id', 'author_id', 'body', 'created_at'] as const
 
+/** A type rather than an interface: only type literals meet FilterValues' index signature. */
 type PostFilters = {
   authorId?: string
   /** Undefined: every post; null: published ones; an id: published ones and that author's. */
@@ -69,7 +70,7 @@ export class PostsRepository {
       authorId,
       visibleTo: visibility.seesAll ? undefined : visibility.viewerId,
       status: request.filters.status,
-      search: request.search === undefined ? undefined : containsPattern(request.search),
+      search: containsPattern(request.search),
       createdAfter: request.createdAfter
     })
   }
@@ -80,7 +81,7 @@ export class CommentsRepository {
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
     this.#pages = new PageQueries<Comment, { postId: string, search?: string, createdAfter?: string }>(({ postId, search, createdAfter }) =>
-      searchedCreatedAfter(db.selectFrom('comments').where('post_id', '=', postId), 'body', search, createdAfter), COMMENT_COLUMNS, cursors, readRows)
+      withSearchAndCreatedAfter(db.selectFrom('comments').where('post_id', '=', postId), 'body', search, createdAfter), COMMENT_COLUMNS, cursors, readRows)
   }
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {
@@ -102,6 +103,6 @@ export class CommentsRepository {
   }
 
   async list (postId: string, request: CollectionRequest): Promise<CollectionResult<Comment>> {
-    return await this.#pages.run(request, { postId, search: request.search === undefined ? undefined : containsPattern(request.search), createdAfter: request.createdAfter })
+    return await this.#pages.run(request, { postId, search: containsPattern(request.search), createdAfter: request.createdAfter })
   }
 }

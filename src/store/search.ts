@@ -1,8 +1,11 @@
 import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 
-/** The LIKE pattern for "contains `text`, ignoring case", with LIKE's wildcards in `text` taken literally. */
-export function containsPattern (text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`
+/**
+ * The LIKE pattern for "contains `text`, ignoring case", with LIKE's wildcards in `text` taken
+ * literally; undefined (no search) stays undefined.
+ */
+export function containsPattern (text: string | undefined): string | undefined {
+  return text === undefined ? undefined : `%${text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`
 }
 
 /** `column` matches a pattern from containsPattern: the same SQL on both dialects (lower() + LIKE … ESCAPE). */
@@ -14,7 +17,7 @@ export function matchesIgnoringCase (column: string, pattern: string): RawBuilde
  * The filters most collections share: a search over `column` (a pattern from containsPattern)
  * and a strict lower bound on creation time; each left out when undefined.
  */
-export function searchedCreatedAfter<Query extends SelectQueryBuilder<any, any, object>> (
+export function withSearchAndCreatedAfter<Query extends SelectQueryBuilder<any, any, object>> (
   query: Query, column: string, search: string | undefined, createdAfter: string | undefined
 ): Query {
   let filtered = query

@@ -7,7 +7,7 @@ import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
-import { containsPattern, searchedCreatedAfter } from './search.js'
+import { containsPattern, withSearchAndCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
@@ -60,7 +60,7 @@ export class UsersRepository {
       .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
       .where('users.id', '=', ''))
     this.#pages = new PageQueries<User, { search?: string, createdAfter?: string }>(({ search, createdAfter }) =>
-      searchedCreatedAfter(db.selectFrom('users'), 'name', search, createdAfter), PUBLIC_COLUMNS, cursors, readRows)
+      withSearchAndCreatedAfter(db.selectFrom('users'), 'name', search, createdAfter), PUBLIC_COLUMNS, cursors, readRows)
   }
 
   /**
@@ -177,6 +177,6 @@ export class UsersRepository {
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
-    return await this.#pages.run(request, { search: request.search === undefined ? undefined : containsPattern(request.search), createdAfter: request.createdAfter })
+    return await this.#pages.run(request, { search: containsPattern(request.search), createdAfter: request.createdAfter })
   }
 }
