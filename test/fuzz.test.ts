@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import t from 'tap'
 import { BODY_LIMIT_BYTES } from '../src/instance.js'
 import { hashToken } from '../src/security/tokens.js'
-import { type Account, SECURITY_HEADERS, TEST_SECRET, backends, build, createAccount, withToken } from './helper.js'
+import { type Account, SECURITY_HEADERS, TEST_SECRET, backends, build, clockPast, createAccount, withToken, within } from './helper.js'
 import { TestProvider } from './oauth-provider.js'
 import {
   PROTOTYPE_KEYS, RAW_PATH_SEGMENTS, contentType, encodeUrlText, headerValue, hostileBodyText, hostileString, hostileValue,
@@ -523,6 +523,8 @@ interface Snapshot {
   tables: Map<string, Set<string>>
   auditCount: number
   auditSince: Json[]
+  /** Before the snapshot's flush: every entry it counts was recorded at or before this. */
+  takenAt: number
 }
 
 async function tableNames (app: FastifyInstance): Promise<string[]> {
@@ -531,6 +533,7 @@ async function tableNames (app: FastifyInstance): Promise<string[]> {
 }
 
 async function snapshot (app: FastifyInstance, tables: string[], since: Date): Promise<Snapshot> {
+  const takenAt = Date.now()
   // Audit entries are written in batches off the request path: write what is waiting.
   await app.auditTrail.flush()
   const { db } = app.database
@@ -542,7 +545,7 @@ async function snapshot (app: FastifyInstance, tables: string[], since: Date): P
     db.selectFrom('audit_logs').select((eb) => eb.fn.countAll().as('count')).executeTakeFirstOrThrow(),
     db.selectFrom('audit_logs').selectAll().where('created_at', '>=', since.toISOString()).execute()
   ])
-  return { tables: new Map(rows), auditCount: Number(count.count), auditSince: recent }
+  return { tables: new Map(rows), auditCount: Number(count.count), auditSince: recent, takenAt }
 }
 
 /**
@@ -619,16 +622,6 @@ function assertResponse (operation: Operation, sent: ReturnType<typeof toInjectO
   for (const password of sentPasswords) assert.ok(!body.includes(password), `${label}: the request's password in the error`)
 }
 
-async function within<T> (promise: Promise<T>, ms: number, label: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`${label}: no answer within ${ms} ms`)), ms) })
-  try {
-    return await Promise.race([promise, timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 function describe (sent: ReturnType<typeof toInjectOptions>, caller: Caller, response?: LightMyRequestResponse): string {
   const payload = sent.payload === undefined ? '' : ` body ${String(sent.payload).slice(0, 300)}`
   const answer = response === undefined ? '' : ` -> ${response.statusCode} ${response.body.slice(0, 300)}`
@@ -673,11 +666,13 @@ for (const backend of backends()) {
     for (const [index, operation] of operations.entries()) {
       const property = fc.asyncProperty(requestArbitrary(operation), async (generated) => {
         const sent = toInjectOptions(operation, generated, fixtures)
+        // A later millisecond than any entry the baseline counts, so none is counted twice.
+        await clockPast(baseline.takenAt)
         const sentAt = new Date()
         let response: LightMyRequestResponse | undefined
         let after: Snapshot | undefined
         try {
-          response = await within(app.inject(sent), REQUEST_TIMEOUT_MS, describe(sent, generated.caller))
+          response = await within(describe(sent, generated.caller), REQUEST_TIMEOUT_MS, app.inject(sent))
           const label = describe(sent, generated.caller, response)
           assertResponse(operation, sent, response, label, fixtures, provider.base)
           after = await snapshot(app, tables, sentAt)

@@ -39,12 +39,33 @@ let schemaCounter = 0
  * for several instances, restarts or WAL, removed at teardown), or a new PostgreSQL schema
  * (removed after the suite by test/drop-test-schemas.ts), so tests never share state.
  */
+/** A SQLite database file in a temporary directory removed after the test: its URL and path. */
+export function sqliteFile (t: TestContext): { url: string, path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'app.db')
+  return { url: `sqlite://${path}`, path }
+}
+
+/** Settles as `promise` does; rejects if it has not within `withinMs`. */
+export async function within<T> (what: string, withinMs: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`not within ${withinMs} ms: ${what}`)), withinMs)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The password every test account is created with. */
+export const TEST_PASSWORD = 'correct-horse-battery'
+
 export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null, options: { shared?: boolean } = {}): Promise<string> {
   if (postgresUrl === null) {
-    if (options.shared !== true) return 'sqlite://:memory:'
-    const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    return `sqlite://${join(dir, 'app.db')}`
+    return options.shared === true ? sqliteFile(t).url : 'sqlite://:memory:'
   }
   const schema = `test_${process.pid}_${Date.now()}_${schemaCounter++}`
   const admin = new pg.Client({ connectionString: postgresUrl })
@@ -108,7 +129,7 @@ export interface Account {
 /** Registers through the API and signs in; optionally grants roles directly in the store. */
 export async function createAccount (app: FastifyInstance, options: { roles?: Array<'moderator' | 'admin' | 'super_admin'>, name?: string } = {}): Promise<Account> {
   const email = uniqueEmail()
-  const password = 'correct-horse-battery'
+  const password = TEST_PASSWORD
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: options.name ?? 'Test User', password } })
   if (created.statusCode !== 201) throw new Error(`registration failed: ${created.body}`)
   const { id } = created.json().data

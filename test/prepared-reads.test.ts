@@ -1,13 +1,13 @@
 import { sql } from 'kysely'
 import t from 'tap'
 import { openDatabase } from '../src/store/database.js'
-import { type TestContext, freshDatabaseUrl } from './helper.js'
+import { type TestContext, sqliteFile } from './helper.js'
 
 /** A SQLite file database (WAL, as the service runs it) with one table. */
 async function sqliteDatabase (t: TestContext) {
-  // No PostgreSQL URL, so SQLite; `shared`, so a file (WAL needs one), not memory.
-  const url = await freshDatabaseUrl(t, null, { shared: true })
-  const database = openDatabase({ dialect: 'sqlite', url, path: url.slice('sqlite://'.length) })
+  // A file: WAL needs one.
+  const { url, path } = sqliteFile(t)
+  const database = openDatabase({ dialect: 'sqlite', url, path })
   // Closed before the file is removed: tap runs teardowns last registered first.
   t.teardown(async () => await database.close())
   await sql`create table items (id text primary key)`.execute(database.db)

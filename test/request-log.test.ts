@@ -64,7 +64,7 @@ t.test('no line above level info; failures go through pino with the error', asyn
 })
 
 t.test('a running service logs each exchange once, redacted', async (t) => {
-  const service = await startService(t, { DATABASE_URL: 'sqlite://:memory:', MFA_REQUIRED_ROLES: 'none' })
+  const service = await startService(t, { DATABASE_URL: 'sqlite://:memory:' })
   const logged = service.nextLog((entry) => entry.msg === 'request completed')
   const response = await fetch(`${service.base}/health?token=t`, { headers: { authorization: 'Bearer secret-value' } })
   t.equal(response.status, 200)

@@ -1,15 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
+import { sqliteFile } from './helper.js'
 import { type LogEntry, spawnServer, startService } from './service.js'
 
 t.test('SIGTERM: in-flight requests finish, the database closes, exit 0', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'users-api-server-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const databasePath = join(dir, 'app.db')
-  const { base, child: server, exited, nextLog, onLog } = await startService(t, { DATABASE_URL: `sqlite://${databasePath}`, LOG_LEVEL: 'debug' })
+  const { url, path: databasePath } = sqliteFile(t)
+  const { base, child: server, exited, nextLog, onLog } = await startService(t, { DATABASE_URL: url, LOG_LEVEL: 'debug' })
   const logged: LogEntry[] = []
   onLog((entry) => logged.push(entry))
 

@@ -6,6 +6,7 @@ import { CorsPolicy, isPreflight, VARY_ORIGIN } from '../security/cors.js'
  * copies its options object and re-joins its header lists on every request, Origin or not
  * (about a sixth of a /health request's CPU here). Preflights are answered in the hook, before
  * rate limits and authentication: the browser sends them without the Authorization header.
+ * No route serves OPTIONS, so any other OPTIONS request gets the not-found answer.
  */
 export default fp(async (fastify) => {
   const policy = new CorsPolicy(fastify.config.corsOrigins)
@@ -23,7 +24,4 @@ export default fp(async (fastify) => {
       done()
     }
   })
-
-  // OPTIONS requests reach a route only when they are not preflights: no such resource.
-  fastify.options('*', { schema: { hide: true } }, (_request, reply) => { reply.callNotFound() })
 }, { name: 'cors' })

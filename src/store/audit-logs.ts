@@ -14,11 +14,10 @@ export class AuditLogsRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<AuditLogsTable, { event?: string, actorId?: string, createdAfter?: string }>(({ event, actorId, createdAfter }) => {
+    this.#pages = new PageQueries<AuditLogsTable, { event?: string, actorId?: string }>(({ event, actorId }) => {
       let filtered = db.selectFrom('audit_logs')
       if (event !== undefined) filtered = filtered.where('event', '=', event)
       if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
-      if (createdAfter !== undefined) filtered = filtered.where('created_at', '>', createdAfter)
       return filtered
     }, COLUMNS, cursors, readRows)
   }
@@ -31,7 +30,7 @@ export class AuditLogsRepository {
 
   async list (request: CollectionRequest): Promise<CollectionResult<AuditEntry>> {
     const { event, actor_id: actorId } = request.filters
-    const page = await this.#pages.run(request, { event, actorId, createdAfter: request.createdAfter })
+    const page = await this.#pages.run(request, { event, actorId })
     return {
       ...page,
       items: page.items.map((row) => ({

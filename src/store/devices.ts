@@ -5,7 +5,6 @@ import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
-import { containsPattern, withSearchAndCreatedAfter } from './search.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 
 /** Spec 5.10 device policy: at most this many trusted devices per user. */
@@ -18,8 +17,8 @@ export class DevicesRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<Device, { userId: string, search?: string, createdAfter?: string }>(({ userId, search, createdAfter }) =>
-      withSearchAndCreatedAfter(db.selectFrom('trusted_devices').where('user_id', '=', userId), 'name', search, createdAfter), COLUMNS, cursors, readRows)
+    this.#pages = new PageQueries<Device, { userId: string }>(({ userId }) =>
+      db.selectFrom('trusted_devices').where('user_id', '=', userId), COLUMNS, cursors, readRows, ['name'])
   }
 
   /**
@@ -60,6 +59,6 @@ export class DevicesRepository {
   }
 
   async list (userId: string, request: CollectionRequest): Promise<CollectionResult<Device>> {
-    return await this.#pages.run(request, { userId, search: containsPattern(request.search), createdAfter: request.createdAfter })
+    return await this.#pages.run(request, { userId })
   }
 }

@@ -2,6 +2,7 @@ import { type CompiledQuery, type Expression, type ExpressionBuilder, type Selec
 import type { CursorCodec } from '../collection/cursor.js'
 import { type CollectionRequest, queryFingerprint, type SortKey } from '../collection/query.js'
 import type { ReadRows } from './prepared.js'
+import { containsPattern, matchesIgnoringCase } from './search.js'
 
 export type CollectionResult<Row> =
   | { kind: 'offset', items: Row[], page: number, limit: number, total: number, totalPages: number }
@@ -15,9 +16,9 @@ export type CollectionResult<Row> =
 export type FilterValues = Record<string, unknown>
 
 /**
- * The resource's FROM with its filters applied. It is called once per query shape, with
- * placeholders in place of the bound values, so it must only hand values to Kysely, never
- * look at them (transform them before: see search.ts).
+ * The resource's FROM with its own filters applied (search and createdAfter, common to every
+ * collection, are added by PageQueries). It is called once per query shape, with placeholders
+ * in place of the bound values, so it must only hand values to Kysely, never look at them.
  */
 export type FilterQuery<Values extends FilterValues> = (values: Values) => SelectQueryBuilder<any, any, object>
 
@@ -57,7 +58,8 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
  * than running them on SQLite, so each shape (which filters apply, sort, pagination kind) is
  * built and compiled once, with placeholders for its values, and later pages of that shape
  * only bind values. The queries run through `read` (directly on SQLite, see database.ts).
- * `columns` are selected; they must include every sortable field, for the cursor.
+ * `columns` are selected; they must include every sortable field, for the cursor. A search
+ * matches any of `searchIn`, ignoring case.
  */
 export class PageQueries<Row extends object, Values extends FilterValues> {
   readonly #shapes = new Map<string, Shape>()
@@ -66,13 +68,14 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     private readonly filtered: FilterQuery<Values>,
     private readonly columns: readonly string[],
     private readonly cursors: CursorCodec,
-    private readonly read: ReadRows
+    private readonly read: ReadRows,
+    private readonly searchIn: readonly string[] = []
   ) {}
 
   async run (request: CollectionRequest, filters: Values): Promise<CollectionResult<Row>> {
     const { pagination } = request
     // Pagination's values are named with a `$`, which no filter's name has.
-    const values: Record<string, unknown> = { ...filters }
+    const values: Record<string, unknown> = { ...filters, $search: containsPattern(request.search), $createdAfter: request.createdAfter }
     if (pagination.kind === 'offset') {
       values.$limit = pagination.limit
       values.$offset = (pagination.page - 1) * pagination.limit
@@ -107,13 +110,20 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const { pagination } = request
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
     const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
-    const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}`
+    const search = request.search !== undefined && this.searchIn.length > 0
+    const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}` +
+      `|${search ? 's' : ''}${request.createdAfter !== undefined ? 'c' : ''}`
     let shape = this.#shapes.get(key)
     if (shape !== undefined) return shape
 
     const placeholders = Object.fromEntries(Object.entries(filters).map(([name, value]) =>
       [name, value === undefined || value === null ? value : new Placeholder(name)])) as Values
-    const filtered = this.filtered(placeholders)
+    let filtered = this.filtered(placeholders)
+    if (search) {
+      const pattern = new Placeholder('$search') as unknown as string
+      filtered = filtered.where((eb) => eb.or(this.searchIn.map((column) => matchesIgnoringCase(column, pattern))))
+    }
+    if (request.createdAfter !== undefined) filtered = filtered.where(sql.ref('created_at'), '>', new Placeholder('$createdAfter'))
     let ordered = filtered.select(this.columns.map((column) => sql.ref(column).as(column)))
     for (const sort of request.sort) ordered = ordered.orderBy(sql.ref(sort.field), sort.descending ? 'desc' : 'asc')
     const limit = new Placeholder('$limit') as unknown as number

@@ -4,7 +4,6 @@ import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
-import { containsPattern, matchesIgnoringCase, withSearchAndCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 /** Who is reading: anonymous readers see published posts; a caller also their own; moderators all. */
@@ -22,24 +21,20 @@ type PostFilters = {
   /** Undefined: every post; null: published ones; an id: published ones and that author's. */
   visibleTo?: string | null
   status?: string
-  search?: string
-  createdAfter?: string
 }
 
 export class PostsRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<Post, PostFilters>(({ authorId, visibleTo, status, search, createdAfter }) => {
+    this.#pages = new PageQueries<Post, PostFilters>(({ authorId, visibleTo, status }) => {
       let filtered = db.selectFrom('posts')
       if (authorId !== undefined) filtered = filtered.where('author_id', '=', authorId)
       if (visibleTo === null) filtered = filtered.where('status', '=', 'published')
       else if (visibleTo !== undefined) filtered = filtered.where((eb) => eb.or([eb('status', '=', 'published'), eb('author_id', '=', visibleTo)]))
       if (status !== undefined) filtered = filtered.where('status', '=', status as Post['status'])
-      if (search !== undefined) filtered = filtered.where((eb) => eb.or([matchesIgnoringCase('title', search), matchesIgnoringCase('body', search)]))
-      if (createdAfter !== undefined) filtered = filtered.where('created_at', '>', createdAfter)
       return filtered
-    }, POST_COLUMNS, cursors, readRows)
+    }, POST_COLUMNS, cursors, readRows, ['title', 'body'])
   }
 
   async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
@@ -69,9 +64,7 @@ export class PostsRepository {
     return await this.#pages.run(request, {
       authorId,
       visibleTo: visibility.seesAll ? undefined : visibility.viewerId,
-      status: request.filters.status,
-      search: containsPattern(request.search),
-      createdAfter: request.createdAfter
+      status: request.filters.status
     })
   }
 }
@@ -80,8 +73,8 @@ export class CommentsRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<Comment, { postId: string, search?: string, createdAfter?: string }>(({ postId, search, createdAfter }) =>
-      withSearchAndCreatedAfter(db.selectFrom('comments').where('post_id', '=', postId), 'body', search, createdAfter), COMMENT_COLUMNS, cursors, readRows)
+    this.#pages = new PageQueries<Comment, { postId: string }>(({ postId }) =>
+      db.selectFrom('comments').where('post_id', '=', postId), COMMENT_COLUMNS, cursors, readRows, ['body'])
   }
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {
@@ -103,6 +96,6 @@ export class CommentsRepository {
   }
 
   async list (postId: string, request: CollectionRequest): Promise<CollectionResult<Comment>> {
-    return await this.#pages.run(request, { postId, search: containsPattern(request.search), createdAfter: request.createdAfter })
+    return await this.#pages.run(request, { postId })
   }
 }

@@ -1,4 +1,4 @@
-import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 
 /**
  * The LIKE pattern for "contains `text`, ignoring case", with LIKE's wildcards in `text` taken
@@ -13,15 +13,3 @@ export function matchesIgnoringCase (column: string, pattern: string): RawBuilde
   return sql<boolean>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`
 }
 
-/**
- * The filters most collections share: a search over `column` (a pattern from containsPattern)
- * and a strict lower bound on creation time; each left out when undefined.
- */
-export function withSearchAndCreatedAfter<Query extends SelectQueryBuilder<any, any, object>> (
-  query: Query, column: string, search: string | undefined, createdAfter: string | undefined
-): Query {
-  let filtered = query
-  if (search !== undefined) filtered = filtered.where(matchesIgnoringCase(column, search)) as Query
-  if (createdAfter !== undefined) filtered = filtered.where(sql.ref('created_at'), '>', createdAfter) as Query
-  return filtered
-}

@@ -55,11 +55,8 @@ export class SessionsRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<Omit<SessionView, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string, createdAfter?: string }>(
-      ({ userId, idleBefore, createdBefore, createdAfter }) => {
-        const live = this.live(userId, { idleBefore, createdBefore })
-        return createdAfter === undefined ? live : live.where('created_at', '>', createdAfter)
-      }, SESSION_COLUMNS, cursors, readRows)
+    this.#pages = new PageQueries<Omit<SessionView, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
+      ({ userId, ...cutoffs }) => this.live(userId, cutoffs), SESSION_COLUMNS, cursors, readRows)
   }
 
   async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
@@ -173,7 +170,7 @@ export class SessionsRepository {
   }
 
   async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
-    const page = await this.#pages.run(request, { userId, ...cutoffs, createdAfter: request.createdAfter })
+    const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
 

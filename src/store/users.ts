@@ -7,7 +7,6 @@ import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
-import { containsPattern, withSearchAndCreatedAfter } from './search.js'
 import type { Db } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
@@ -59,8 +58,7 @@ export class UsersRepository {
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
       .where('users.id', '=', ''))
-    this.#pages = new PageQueries<User, { search?: string, createdAfter?: string }>(({ search, createdAfter }) =>
-      withSearchAndCreatedAfter(db.selectFrom('users'), 'name', search, createdAfter), PUBLIC_COLUMNS, cursors, readRows)
+    this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, cursors, readRows, ['name'])
   }
 
   /**
@@ -177,6 +175,6 @@ export class UsersRepository {
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<User>> {
-    return await this.#pages.run(request, { search: containsPattern(request.search), createdAfter: request.createdAfter })
+    return await this.#pages.run(request, {})
   }
 }

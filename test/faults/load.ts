@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { uniqueEmail } from '../helper.js'
+import { TEST_PASSWORD, uniqueEmail } from '../helper.js'
 
 /** A request and what became of it. */
 export interface Answer {
@@ -138,19 +138,6 @@ export async function waitFor<T> (what: string, withinMs: number, check: () => P
   }
 }
 
-/** Settles as `promise` does; rejects if it has not within `withinMs`. */
-export async function within<T> (what: string, withinMs: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`not within ${withinMs} ms: ${what}`)), withinMs)
-  })
-  try {
-    return await Promise.race([promise, late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 /** The first answer of the service at `base` to `/health/ready` with `status`, polled for up to `withinMs`. */
 export async function readinessAnswer (base: string, status: 200 | 503, withinMs: number): Promise<Answer> {
   return await waitFor(`/health/ready answers ${status}`, withinMs, async () => {
@@ -169,13 +156,12 @@ export function byStatus (exchanges: Answer[]): Record<string, number> {
   return counts
 }
 
-const PASSWORD = 'correct-horse-battery'
 
 /** Registers an account over HTTP and signs it in. */
 export async function signUp (base: string, email: string): Promise<{ id: string, token: string }> {
-  const created = await send(`${base}/api/v1/users`, json('POST', { email, name: 'Fault Test', password: PASSWORD }))
+  const created = await send(`${base}/api/v1/users`, json('POST', { email, name: 'Fault Test', password: TEST_PASSWORD }))
   if (created.status !== 201) throw new Error(`registration: ${created.status ?? created.failure} ${JSON.stringify(created.body)}`)
-  const login = await send(`${base}/api/v1/auth/login`, json('POST', { email, password: PASSWORD }))
+  const login = await send(`${base}/api/v1/auth/login`, json('POST', { email, password: TEST_PASSWORD }))
   if (login.status !== 200) throw new Error(`sign-in: ${login.status ?? login.failure} ${JSON.stringify(login.body)}`)
   return { id: created.body.data.id, token: login.body.data.access_token }
 }
@@ -185,7 +171,7 @@ export function registrations (base: string, workers: number): Stream {
   return {
     name: 'register',
     workers,
-    request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: PASSWORD }) })
+    request: (n) => ({ url: `${base}/api/v1/users`, init: json('POST', { email: uniqueEmail(`load-${n}`), name: 'Load', password: TEST_PASSWORD }) })
   }
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, backends, build, claimsOf, clockPast, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
+import { type Account, backends, build, claimsOf, clockPast, createAccount, freshDatabaseUrl, TEST_PASSWORD, uniqueEmail, withToken } from '../helper.js'
 
 /** Sends every request at once, alternating between the instances, as a load balancer would. */
 async function together (apps: FastifyInstance[], requests: InjectOptions[]): Promise<LightMyRequestResponse[]> {
@@ -87,7 +87,7 @@ for (const backend of backends()) {
 
     t.test('parallel registrations of one e-mail: one 201, the others 409, one stored user', async (t) => {
       const email = uniqueEmail('race')
-      const password = 'correct-horse-battery'
+      const password = TEST_PASSWORD
       // Some in upper case: addresses are unique regardless of case.
       const responses = await together(apps, Array.from({ length: 8 }, (_, index) => ({
         method: 'POST' as const, url: '/api/v1/users', payload: { email: index % 3 === 0 ? email.toUpperCase() : email, name: `Racer ${index}`, password }
