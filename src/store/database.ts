@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
+import { QUERY_TIMEOUT_MESSAGE } from './errors.js'
 import { type ReadRows, readThrough } from './prepared.js'
 import type { DatabaseSchema, Db, Dialect } from './types.js'
 
@@ -65,13 +66,38 @@ function openSqlite (path: string): SQLite.Database {
   return sqlite
 }
 
+/** The server cancels a statement running longer than this (an error the request answers 503). */
+const STATEMENT_TIMEOUT_MS = 5000
+/** A server or network that stopped answering cannot cancel anything: the client gives up a little later. */
+const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 1000
+
+/**
+ * pg fails a query that outlived query_timeout but keeps its connection waiting for the
+ * answer, and every later query on that connection would queue behind it. The client is ended
+ * instead, at once (pg cuts a connection whose query is unanswered), so the pool discards it
+ * when it comes back rather than handing it to the next query.
+ */
+function dropConnectionOnQueryTimeout (client: pg.PoolClient): void {
+  const query = client.query
+  client.query = function (this: pg.PoolClient, ...args: unknown[]) {
+    const result: unknown = Reflect.apply(query, this, args)
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === QUERY_TIMEOUT_MESSAGE) void client.end()
+      })
+    }
+    return result
+  } as typeof client.query
+}
+
 function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
-    // A database that is down must fail requests fast (503), not hang them.
+    // A database that is down or stopped answering must fail requests fast (503), not hang them.
     connectionTimeoutMillis: 3000,
-    statement_timeout: 10_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
     types: {
       // timestamptz as ISO 8601 strings, the same shape SQLite stores.
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -85,7 +111,10 @@ function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
   // the client idles, and an 'error' event nobody listens to crashes the process: each client
   // is listened to for its whole life instead, and the pool's second report of it is ignored.
   // A checked-out client that lost its connection fails its next query (503) and is discarded.
-  pool.on('connect', (client) => client.on('error', onError))
+  pool.on('connect', (client) => {
+    client.on('error', onError)
+    dropConnectionOnQueryTimeout(client)
+  })
   pool.on('error', () => {})
   return pool
 }

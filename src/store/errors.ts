@@ -15,15 +15,19 @@ const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', // PostgreSQL: shutting down, crash, cannot connect now
   '53300', // too many connections
+  '57014', // statement_timeout: the database is overloaded or a lock is held too long
   'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN'
 ])
+
+/** pg's error for a query that outlived its client-side query_timeout (the server stopped answering). */
+export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout'
 
 /** True when the database (or its connection) is down rather than the query wrong. */
 export function isStorageUnavailable (error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true
-  // pg reports a pool or connection timeout, and a query on a client whose connection
+  // pg reports a pool, connection or query timeout, and a query on a client whose connection
   // dropped, only in its message.
-  return typeof message === 'string' &&
-    /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable/i.test(message)
+  return typeof message === 'string' && (message === QUERY_TIMEOUT_MESSAGE ||
+    /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable/i.test(message))
 }

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
-import { chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -33,6 +33,10 @@ export interface PrivatePostgres {
   /** `immediate` crashes the server (no checkpoint, connections cut); `fast` ends every session and shuts down cleanly. */
   stop: (mode: 'immediate' | 'fast') => Promise<void>
   start: () => Promise<void>
+  /** Stops every server process where it stands (SIGSTOP): connections stay open and nothing answers, as on a hung host. */
+  freeze: () => void
+  /** Lets them go on (SIGCONT); a test that freezes thaws at its own teardown too, before its clients end. */
+  thaw: () => void
   /** A client connected to it, ended at teardown. */
   connect: () => Promise<pg.Client>
 }
@@ -64,6 +68,12 @@ export async function startPostgres (t: TestContext): Promise<PrivatePostgres> {
     await asPostgres('pg_ctl', ['stop', '-D', data, '-w', '-m', mode])
     running = false
   }
+  const signal = (name: 'SIGSTOP' | 'SIGCONT') => {
+    if (!running) return
+    const postmaster = readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0] ?? ''
+    const children = execFileSync('pgrep', ['-P', postmaster]).toString().split('\n').filter((pid) => pid !== '')
+    for (const pid of [postmaster, ...children]) process.kill(Number(pid), name)
+  }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
   const connect = async () => {
     const client = new pg.Client({ connectionString: url })
@@ -72,7 +82,9 @@ export async function startPostgres (t: TestContext): Promise<PrivatePostgres> {
     return client
   }
   await start()
-  return { url, start, stop, connect }
+  // Never left frozen: pg_ctl stop would wait for it.
+  t.teardown(() => { signal('SIGCONT') })
+  return { url, start, stop, freeze: () => { signal('SIGSTOP') }, thaw: () => { signal('SIGCONT') }, connect }
 }
 
 export interface PrivateRedis {

@@ -12,6 +12,9 @@ const ANSWER_WITHIN_MS = 5000
 /** Longest the service may take, once PostgreSQL is back, to serve reads and writes again. */
 const RECOVERY_WITHIN_MS = 10_000
 
+/** With PostgreSQL frozen, a query is given up after 6 s (src/store/database.ts): nothing may take longer than this. */
+const FROZEN_ANSWER_WITHIN_MS = 8000
+
 const ok = (e: Exchange) => e.status === 200 || e.status === 201
 
 t.test('PostgreSQL stopped under a load of registrations and reads: 503 while down, recovery, no acknowledged write lost', async (t) => {
@@ -106,6 +109,60 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
   t.comment(`writes acknowledged: ${acknowledged.length}, found: ${stored.size}, writes lost: ${lost.length}; user.created audit entries: ${audited}`)
 })
 
+t.test('PostgreSQL frozen (SIGSTOP) under load: every request answers 503 within the query timeout, none hangs, and the service recovers on thaw', async (t) => {
+  const postgres = await startPostgres(t)
+  const service = await startService(t, {
+    DATABASE_URL: postgres.url,
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_AUTH_MAX: '1000000'
+  })
+  const { base } = service
+  const reader = await signUp(base, uniqueEmail('reader'))
+  const load = new Load([
+    registrations(base, 2),
+    { name: 'read', workers: 4, request: () => ({ url: `${base}/api/v1/users/${reader.id}`, init: json('GET', undefined, reader.token) }) }
+  ], { answerWithinMs: FROZEN_ANSWER_WITHIN_MS, paceMs: 20 })
+  t.teardown(async () => await load.stop())
+  const healthyAt = Date.now()
+  await load.until('registrations and reads succeed', 30_000, (all) => {
+    const since = all.filter((e) => e.sentAt >= healthyAt && ok(e))
+    return since.some((e) => e.stream === 'register') && since.filter((e) => e.stream === 'read').length >= 20
+  })
+
+  postgres.freeze()
+  t.teardown(postgres.thaw)
+  const frozenAt = Date.now()
+  const liveness = await send(`${base}/health`)
+  t.same([liveness.status, liveness.body], [200, { status: 'ok' }], '/health: the process is alive')
+  const readiness = await readinessAnswer(base, 503, FROZEN_ANSWER_WITHIN_MS)
+  t.same(readiness.body, { error: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: database unreachable' } }, '/health/ready: 503 naming the database')
+  // Frozen until requests sent a whole answer bound after the freeze are answered: by then
+  // every connection open at the freeze has met its query timeout.
+  await load.until('the freeze seen by requests', 30_000, (all) => {
+    const during = all.filter((e) => e.sentAt >= frozenAt)
+    return during.some((e) => e.stream === 'register') && during.some((e) => e.stream === 'read' && e.sentAt >= frozenAt + FROZEN_ANSWER_WITHIN_MS)
+  })
+  const thawAt = Date.now()
+  postgres.thaw()
+
+  const frozen = load.between(frozenAt, thawAt)
+  t.same(frozen.filter((e) => e.status !== 503 || e.body?.error?.code !== 'SERVICE_UNAVAILABLE').map((e) => `${e.stream} ${e.status ?? e.failure}`), [],
+    'every request during the freeze answered 503 SERVICE_UNAVAILABLE')
+  await load.until('registrations and reads succeed again', RECOVERY_WITHIN_MS, (all) => {
+    const since = all.filter((e) => e.sentAt >= thawAt && ok(e))
+    return since.some((e) => e.stream === 'register') && since.some((e) => e.stream === 'read')
+  })
+  await load.stop()
+
+  const all = load.exchanges
+  t.same(all.filter((e) => e.status === null).map((e) => `${e.stream} ${e.failure}`), [], `no request hung (${FROZEN_ANSWER_WITHIN_MS} ms)`)
+  t.same(all.filter((e) => ![200, 201, 503].includes(e.status ?? 0)).map((e) => `${e.stream} ${e.status}: ${JSON.stringify(e.body)}`), [], 'statuses are 200, 201 or 503 only: never a 500')
+  t.equal(service.child.exitCode, null, 'the service never exited')
+  const { acknowledged, stored } = await acknowledgedRegistrations(await postgres.connect(), all)
+  t.same(acknowledged.filter((id) => !stored.has(id)), [], 'every acknowledged registration is in the database')
+  t.comment(`frozen ${thawAt - frozenAt} ms; requests during the freeze: ${JSON.stringify(byStatus(frozen))}, slowest answer ${Math.max(...frozen.map((e) => e.answeredAt - e.sentAt))} ms`)
+})
+
 t.test('a connection dropped inside a transaction fails the transaction as unavailable, without crashing the process', async (t) => {
   const postgres = await startPostgres(t)
   let reportLost!: (error: Error) => void
@@ -125,4 +182,31 @@ t.test('a connection dropped inside a transaction fails the transaction as unava
   t.ok(isStorageUnavailable(failure), `the next statement's error counts as storage unavailable (${String(failure)})`)
   t.match((await lost).message, /terminating connection due to administrator command/, 'the drop was reported as a lost connection')
   t.same((await sql<{ one: number }>`select 1 as one`.execute(database.db)).rows, [{ one: 1 }], 'the pool serves the next query on a new connection')
+})
+
+t.test('a query its server never answers fails as unavailable after the query timeout, and its connection is replaced, not reused', async (t) => {
+  const postgres = await startPostgres(t)
+  const database = openDatabase({ dialect: 'postgres', url: postgres.url })
+  t.teardown(async () => await database.close())
+  const backendPid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]?.pid
+  // The pool's only connection; its server process alone is stopped, as behind a lost network.
+  const stuck = Number(await backendPid())
+  process.kill(stuck, 'SIGSTOP')
+  let stopped = true
+  // Once resumed, the process ends as soon as it sees its connection closed.
+  const resume = () => {
+    if (stopped) process.kill(stuck, 'SIGCONT')
+    stopped = false
+  }
+  t.teardown(resume)
+
+  const sentAt = Date.now()
+  const failure = await sql`select 1`.execute(database.db).then(() => null, (error: unknown) => error)
+  const waitedMs = Date.now() - sentAt
+  t.ok(isStorageUnavailable(failure), `the query fails as storage unavailable (${String(failure)})`)
+  t.ok(waitedMs >= 5000 && waitedMs < FROZEN_ANSWER_WITHIN_MS, `after the query timeout (${waitedMs} ms)`)
+  // Resumed, the old connection would answer again: it must not be the one serving the next query.
+  resume()
+  const next = await backendPid()
+  t.not(next, stuck, 'the next query runs on a new connection')
 })
