@@ -5,7 +5,7 @@ import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
-import { answerFrameworkError } from './plugins/error-handler.js'
+import { answerClientError, answerFrameworkError } from './plugins/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
 
 /**
@@ -71,6 +71,7 @@ export function createInstance (config: Config): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
     // While closing, a request arriving on a kept-alive connection is served (the database

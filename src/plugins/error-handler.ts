@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorEnvelope } from '../../schemas/errors.js'
 import { Errors, isServiceError, type ValidationIssue } from '../errors.js'
@@ -80,6 +82,38 @@ export function toErrorReply (error: FastifyError): ErrorReply {
 export function answerFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const { status, envelope, headers } = toErrorReply(error)
   void reply.code(status).headers({ ...SECURITY_HEADERS, ...headers }).send(envelope)
+}
+
+/** A request the HTTP parser refused, as an error of the contract's. */
+function clientErrorReply (error: Error & { code?: string }): ErrorReply {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return fromService(new Errors.HEADERS_TOO_LARGE())
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return fromService(new Errors.REQUEST_TIMEOUT())
+    default:
+      return fromService(Object.assign(new Errors.VALIDATION_FAILED(), { details: [{ path: '', message: 'request is malformed' }] }))
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (headers over the size
+ * limit, a malformed request line, one not received in time) never becomes a request, so
+ * Fastify answers it on the socket itself, with its own body. The answer here is the
+ * contract's envelope with the security headers; the connection is closed after it, since the
+ * parser cannot tell where the next request would begin.
+ */
+export function answerClientError (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has nobody left to answer (Node's own handler does the same).
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  this.log.debug({ err: error }, 'request refused by the HTTP parser')
+  if (socket.writable) {
+    const { status, envelope, headers } = clientErrorReply(error)
+    const body = JSON.stringify(envelope)
+    const fields = Object.entries({ ...SECURITY_HEADERS, ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), connection: 'close' })
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${fields.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
+  }
+  socket.destroy(error)
 }
 
 /** The one error handler and the one not-found handler (spec section 7, CONTRACT section 2). */

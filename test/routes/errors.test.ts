@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http'
+import { type AddressInfo, connect } from 'node:net'
 import t from 'tap'
 import { SECURITY_HEADERS, backends, build, createAccount, withToken } from '../helper.js'
 
@@ -116,6 +118,34 @@ t.test('URLs the router cannot take answer the envelope with the security header
     t.equal(response.statusCode, 400, url)
     t.same(response.json(), { error: { code: 'VALIDATION_FAILED', message: 'Validation failed', details: [{ path: '', message: 'request is malformed' }] } })
     t.match(response.headers, SECURITY_HEADERS)
+  }
+})
+
+/** Sends `request` as raw bytes and resolves with everything the server wrote before closing the connection. */
+async function rawExchange (port: number, request: string): Promise<string> {
+  const socket = connect(port, '127.0.0.1')
+  socket.end(request)
+  const chunks: Buffer[] = []
+  for await (const chunk of socket) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString()
+}
+
+t.test('requests the HTTP parser refuses answer the envelope with the security headers, then the connection closes', async (t) => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  const cases = [
+    { name: 'headers over the size limit', request: `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431, error: { code: 'HEADERS_TOO_LARGE', message: 'Request headers too large' } },
+    { name: 'a malformed request line', request: 'NOT HTTP AT ALL\r\n\r\n', status: 400, error: { code: 'VALIDATION_FAILED', message: 'Validation failed', details: [{ path: '', message: 'request is malformed' }] } }
+  ]
+  for (const { name, request, status, error } of cases) {
+    const answer = await rawExchange(port, request)
+    const [head = '', body] = answer.split('\r\n\r\n')
+    const [statusLine, ...fields] = head.split('\r\n')
+    const headers = Object.fromEntries(fields.map((field) => [field.slice(0, field.indexOf(':')).toLowerCase(), field.slice(field.indexOf(':') + 1).trim()]))
+    t.equal(statusLine, `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, name)
+    t.same(JSON.parse(body ?? ''), { error }, `${name}: the envelope`)
+    t.match(headers, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body ?? '')), connection: 'close' }, `${name}: the security headers`)
   }
 })
 
