@@ -96,6 +96,21 @@ for (const backend of backends()) {
       t.equal(replayed.json().error.code, 'INVALID_MFA_CODE', 'the code is spent even with a new challenge')
     })
 
+    t.test('a sign-in completed by a code is audited as auth.login with its method and the device given at sign-in', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const device = { id: 'laptop-1', name: 'Laptop' }
+      const challenge = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password, device } })
+      t.equal((await verify(app, challenge.json().data.mfa_token, totp(secret, 1))).statusCode, 200)
+      await app.auditTrail.flush()
+      const logins = await app.database.db.selectFrom('audit_logs').select(['details', 'outcome']).where('event', '=', 'auth.login').where('actor_id', '=', account.id).orderBy('id').execute()
+      t.same(logins.map((row) => ({ ...row, details: JSON.parse(row.details) })), [
+        { outcome: 'success', details: { method: 'password' } }, // createAccount's, before enrolment
+        { outcome: 'success', details: { method: 'mfa:totp', device } }
+      ])
+    })
+
     t.test('backup codes work once; a new set replaces the old', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

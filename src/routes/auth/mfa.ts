@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { TokenPairResponseSchema } from '../../../schemas/auth.js'
+import { type Device, TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
 import { tokenFailure } from '../../plugins/authentication.js'
+import { startSession } from './sign-in.js'
 import { BEARER } from '../../../schemas/common.js'
 
 /** CONTRACT section 4: TOTP enrolment, backup codes, and completing an MFA sign-in. */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mfa: service, repositories, sessions, signInGuard, tokens, messageSender } = fastify
+  const { mfa: service, repositories, signInGuard, tokens, messageSender } = fastify
 
   /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
   async function notify (email: string, subject: string) {
@@ -113,10 +114,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
     await signInGuard.recordSuccess(userId, request.ip)
-    const pair = await sessions.start(principal, claims.device as { id: string } | undefined)
     request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
-    request.audit('auth.login', { outcome: 'success', actorId: userId, targetId: userId, details: { method: `mfa:${method}` } })
-    return { data: pair }
+    return { data: await startSession(fastify, request, principal, claims.device as Device | undefined, `mfa:${method}`) }
   })
 }
 

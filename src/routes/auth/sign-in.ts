@@ -23,7 +23,18 @@ export async function completeSignIn (
     const challenge = fastify.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
     return { mfa_required: true, mfa_token: challenge.token, methods: ['totp', 'backup_code'] }
   }
-  const pair = await fastify.sessions.start(principal, device as Device | undefined)
+  return await startSession(fastify, request, principal, device as Device | undefined, method)
+}
+
+/** A signed-in session, audited as `auth.login` with the method that proved the caller (`mfa:totp` after a challenge). */
+export async function startSession (
+  fastify: FastifyInstance,
+  request: FastifyRequest,
+  principal: UserPrincipal,
+  device: Device | undefined,
+  method: string
+): Promise<TokenPair> {
+  const pair = await fastify.sessions.start(principal, device)
   request.audit('auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
   return pair
 }
