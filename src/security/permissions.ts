@@ -54,9 +54,12 @@ export function hasPermission (principal: Principal, permission: Permission, own
 
 
 /**
- * CONTRACT section 6: a role may be granted (or taken away) only by someone holding every
- * permission it carries. Returns the first permission the granter lacks, or null.
+ * The first permission `roles` carry that `principal` lacks, or null. CONTRACT section 6: a
+ * role may be granted (or taken away) only by someone holding every permission it carries.
+ * The same holds for changing or deleting another account: one who may not grant its roles
+ * may not reset its password either (an admin who could would sign in as a super_admin and
+ * grant themselves super_admin).
  */
-export function missingToGrant (granter: Principal, role: Role): Permission | null {
-  return permissionsOf([role]).find((permission) => !hasPermission(granter, permission)) ?? null
+export function permissionLacked (principal: Principal, roles: readonly Role[]): Permission | null {
+  return permissionsOf(roles).find((permission) => !hasPermission(principal, permission)) ?? null
 }

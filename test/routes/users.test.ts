@@ -185,5 +185,28 @@ for (const backend of backends()) {
       const stale = await app.inject(withToken(victim.token, { method: 'GET', url: `/api/v1/users/${user.id}` }))
       t.equal(stale.statusCode, 401, 'a deleted user\'s token stops working')
     })
+
+    t.test('another account is changed or deleted only by one holding all its permissions: an admin cannot take over a super_admin', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const superAdmin = await createAccount(app, { roles: ['super_admin'] })
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const otherAdmin = await createAccount(app, { roles: ['admin'] })
+      const call = (caller: Account, method: 'PATCH' | 'PUT' | 'DELETE', id: string, payload?: Record<string, unknown>) =>
+        app.inject(withToken(caller.token, { method, url: `/api/v1/users/${id}`, ...(payload === undefined ? {} : { payload }) }))
+      const takeover = { email: uniqueEmail('taken'), name: 'Taken', password: 'attacker-chosen-1' }
+
+      for (const [method, payload] of [['PATCH', { password: takeover.password }], ['PUT', takeover], ['DELETE', undefined]] as const) {
+        const refused = await call(admin, method, superAdmin.id, payload)
+        t.equal(refused.statusCode, 403, `${method} of a super_admin by an admin`)
+        t.same(refused.json(), { error: { code: 'FORBIDDEN', message: 'Permission denied. Requires: admin' } })
+      }
+      const signIn = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: superAdmin.email, password: superAdmin.password } })
+      t.equal(signIn.statusCode, 200, 'the super_admin\'s credentials are unchanged')
+
+      t.equal((await call(admin, 'PATCH', otherAdmin.id, { name: 'Peer' })).statusCode, 200, 'an admin may change an equal')
+      t.equal((await call(superAdmin, 'PATCH', admin.id, { name: 'Managed' })).statusCode, 200, 'a super_admin may change an admin')
+      t.equal((await call(superAdmin, 'DELETE', otherAdmin.id)).statusCode, 204, 'and delete one')
+      t.equal((await call(admin, 'DELETE', '01890000-0000-7000-8000-000000000000')).statusCode, 204, 'a missing account is still 204')
+    })
   })
 }

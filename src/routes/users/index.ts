@@ -7,6 +7,7 @@ import { USER_FIELDS, type UserChanges, UserCollectionSchema, UserCreateBodySche
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
+import { permissionLacked } from '../../security/permissions.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
 import type { UserUpdate } from '../../store/users.js'
 import devices from './devices.js'
@@ -48,7 +49,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return update
   }
 
+  /**
+   * Changing or deleting another account needs every permission that account holds
+   * (CONTRACT section 6's rule for granting roles): an admin may not reset a super_admin.
+   * True when there is such an account (false: it does not exist).
+   */
+  async function assertMayManage (request: FastifyRequest, id: string): Promise<boolean> {
+    const target = await repositories.users.findPrincipal(id)
+    if (target === undefined) return false
+    if (request.user?.id === id) return true
+    const missing = permissionLacked(fastify.authorize(request, 'manage_users'), target.roles)
+    if (missing !== null) throw new Errors.FORBIDDEN(missing)
+    return true
+  }
+
   async function applyUpdate (request: FastifyRequest, id: string, body: UserChanges) {
+    if (!await assertMayManage(request, id)) throw new Errors.NOT_FOUND('User')
     const update = await toUpdate(request, id, body)
     const user = await repositories.users.update(id, update)
     if (user === undefined) throw new Errors.NOT_FOUND('User')
@@ -135,6 +151,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request, reply) => {
+    await assertMayManage(request, request.params.id)
     const deleted = await repositories.users.delete(request.params.id)
     request.audit('user.deleted', { outcome: 'success', targetId: request.params.id, details: { existed: deleted } })
     return await reply.code(204).send()

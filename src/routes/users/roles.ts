@@ -4,7 +4,7 @@ import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { type Role, RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
-import { effectiveRoles, missingToGrant, permissionsOf } from '../../security/permissions.js'
+import { effectiveRoles, permissionLacked, permissionsOf } from '../../security/permissions.js'
 
 /** CONTRACT section 6: a user's roles. Role changes apply to protected routes at once. */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -22,7 +22,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
    */
   async function mayGrant (request: FastifyRequest) {
     const granter = fastify.authorize(request, 'manage_roles')
-    const missing = missingToGrant(granter, (request.params as { role: Role }).role)
+    const missing = permissionLacked(granter, [(request.params as { role: Role }).role])
     if (missing !== null) throw new Errors.FORBIDDEN(missing)
   }
 
