@@ -102,17 +102,20 @@ export class TokenService {
     this.#verify = createVerifier({ key: options.secret, algorithms: ['HS256'], requiredClaims: ['exp', 'sub', 'jti'] })
   }
 
-  /** Spec 2.7: caller-supplied data claims plus the reserved ones, which data cannot override. */
-  issueAccessToken (data: { sub: string, roles: string[] } & Record<string, unknown>, ttlSeconds = ACCESS_TOKEN_TTL_S): IssuedAccessToken {
-    const iat = Math.floor(this.#now() / 1000)
+  /**
+   * Spec 2.7: caller-supplied data claims plus the reserved ones, which data cannot override.
+   * `issuedAtMs`: the instant the caller records the token under (a session's), when not now.
+   */
+  issueAccessToken (data: { sub: string, roles: string[] } & Record<string, unknown>, ttlSeconds = ACCESS_TOKEN_TTL_S, issuedAtMs = this.#now()): IssuedAccessToken {
+    const iat = Math.floor(issuedAtMs / 1000)
     const jti = randomId(16)
     const token = this.#sign({ ...data, type: 'access', jti, iat, exp: iat + ttlSeconds })
     return { token, jti, expiresAt: new Date((iat + ttlSeconds) * 1000) }
   }
 
   /** Spec 2.8. */
-  issueRefreshToken (sub: string, device: Record<string, unknown> = {}): IssuedRefreshToken {
-    const iat = Math.floor(this.#now() / 1000)
+  issueRefreshToken (sub: string, device: Record<string, unknown> = {}, issuedAtMs = this.#now()): IssuedRefreshToken {
+    const iat = Math.floor(issuedAtMs / 1000)
     const jti = randomId(32)
     const exp = iat + REFRESH_TOKEN_TTL_S
     const token = this.#sign({ sub, jti, iat, exp, type: 'refresh', device })

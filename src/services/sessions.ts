@@ -3,7 +3,7 @@ import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import { isForeignKeyViolation } from '../store/errors.js'
-import type { LivenessCutoffs, RevocationReason, SessionsRepository } from '../store/sessions.js'
+import type { LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
 
 export interface SessionServiceDependencies {
@@ -22,6 +22,11 @@ async function unlessAccountDeleted<T> (work: () => Promise<T>, failure: () => E
   } catch (error) {
     throw isForeignKeyViolation(error) ? failure() : error
   }
+}
+
+/** The answer to a refresh token of an ended session: reuse says so (CONTRACT section 2), anything else is just invalid. */
+function endedSessionError (token: PresentedRefreshToken): Error {
+  return token.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
 }
 
 /** Sign-in sessions (CONTRACT section 3): opening, rotating, timing out, ending. */
@@ -55,7 +60,8 @@ export class SessionService {
       const live = await sessions.liveIds(user.id, this.cutoffs())
       const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
       await this.#endSessions(excess, 'concurrency_limit', now)
-      return await this.#issue(user, sessionId, deviceInfo, now)
+      // Ended already: a concurrent sign-in of the same account over the limit ended it.
+      return await this.#issue(user, sessionId, deviceInfo, now, () => new Errors.SESSION_EXPIRED())
     }, () => new Errors.INVALID_CREDENTIALS())
   }
 
@@ -73,12 +79,11 @@ export class SessionService {
       if (error instanceof TokenVerificationError && error.reason === 'expired') throw new Errors.SESSION_EXPIRED()
       throw new Errors.INVALID_TOKEN()
     }
-    const presented = await sessions.findByTokenHash(hashToken(refreshToken))
+    const tokenHash = hashToken(refreshToken)
+    const presented = await sessions.findByTokenHash(tokenHash)
     if (presented === undefined || presented.userId !== claims.sub) throw new Errors.INVALID_TOKEN()
     const now = new Date(this.#now()).toISOString()
-    if (presented.sessionRevokedAt !== null) {
-      throw presented.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
-    }
+    if (presented.sessionRevokedAt !== null) throw endedSessionError(presented)
     const { idleBefore, createdBefore } = this.cutoffs()
     if (presented.sessionLastUsedAt < idleBefore || presented.sessionCreatedAt < createdBefore) {
       await this.#endSessions([presented.sessionId], 'expired', now)
@@ -87,10 +92,16 @@ export class SessionService {
     if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      return await unlessAccountDeleted(async () => {
-        await sessions.touch(presented.sessionId, now)
-        return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
-      }, () => new Errors.INVALID_TOKEN())
+      // The session may end meanwhile (a logout): then no pair.
+      const invalid = () => new Errors.INVALID_TOKEN()
+      return await unlessAccountDeleted(async () =>
+        ({ pair: await this.#issue(principal, presented.sessionId, claims.device, now, invalid), userId: principal.id }), invalid)
+    }
+    if (presented.spentAt === null) {
+      // Read unspent, yet not spent here: a concurrent refresh spent it (the race below), or a
+      // concurrent logout revoked it, which is no reuse.
+      const current = await sessions.findByTokenHash(tokenHash)
+      if (current === undefined || current.spentAt === null) throw current === undefined ? new Errors.INVALID_TOKEN() : endedSessionError(current)
     }
     // Spent already. Sent again after it was spent: stolen or replayed, so the whole
     // session ends. Sent while it was being spent (two tabs refreshing at once): the loser
@@ -103,15 +114,16 @@ export class SessionService {
     throw new Errors.TOKEN_REUSED()
   }
 
-  /** Revokes the access token and ends its session (or the given refresh token's). */
+  /** Revokes the access token and ends its session, and the given refresh token's when it is the caller's. */
   async logout (caller: { id: string, jti: string, tokenExpiresAt: Date }, refreshToken?: string): Promise<void> {
     const { sessions, revokeAccessToken } = this.#deps
     await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
     const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
-    const sessionId = presented?.userId === caller.id
-      ? presented.sessionId
-      : await sessions.sessionOfAccessToken(caller.id, caller.jti)
-    if (sessionId !== undefined) await this.#endSessions([sessionId], 'logout', new Date(this.#now()).toISOString(), caller.jti)
+    const sessionIds = new Set<string>()
+    const own = await sessions.sessionOfAccessToken(caller.id, caller.jti)
+    if (own !== undefined) sessionIds.add(own)
+    if (presented?.userId === caller.id) sessionIds.add(presented.sessionId)
+    await this.#endSessions([...sessionIds], 'logout', new Date(this.#now()).toISOString(), caller.jti)
   }
 
   /** Ends one of the caller's own sessions; false when it is not one of theirs or already over. */
@@ -140,11 +152,15 @@ export class SessionService {
       .map(async ({ jti, issuedAt }) => { await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs)) }))
   }
 
-  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {
+  /** A new pair in the session, unless it has ended by now: then `ended()` is thrown. */
+  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string, ended: () => Error): Promise<TokenPair> {
     const { tokens, sessions } = this.#deps
-    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] })
-    const refresh = tokens.issueRefreshToken(user.id, device)
-    await sessions.addToken(sessionId, user.id, refresh, access.jti, device, now)
+    // Issued as of `now`, the instant they are recorded under: #endSessions revokes an access
+    // token until that instant + 15 minutes, which must not come before the token expires.
+    const issuedAtMs = Date.parse(now)
+    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs)
+    const refresh = tokens.issueRefreshToken(user.id, device, issuedAtMs)
+    if (!await sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw ended()
     return {
       access_token: access.token,
       refresh_token: refresh.token,

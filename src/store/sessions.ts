@@ -67,19 +67,32 @@ export class SessionsRepository {
     return id
   }
 
-  async addToken (sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<void> {
-    await this.db.insertInto('refresh_tokens').values({
-      jti: issued.jti,
-      session_id: sessionId,
-      user_id: userId,
-      token_hash: issued.token_hash,
-      device: JSON.stringify(device),
-      created_at: now,
-      expires_at: issued.expires_at.toISOString(),
-      spent_at: null,
-      revoked_at: null,
-      access_jti: accessJti
-    }).execute()
+  /**
+   * Records a session's new token pair and marks the session used, only while it lives: one
+   * transaction whose first statement locks the session's row. A concurrent revoke either
+   * commits first (nothing is recorded: false) or waits for this one and then finds, and
+   * revokes, the new access token. Without the lock, a refresh racing a logout could answer a
+   * pair whose access token no revocation lists.
+   */
+  async addTokenIfLive (sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<boolean> {
+    return await this.db.transaction().execute(async (trx) => {
+      const touched = await trx.updateTable('sessions').set({ last_used_at: now })
+        .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
+      if (touched.numUpdatedRows === 0n) return false
+      await trx.insertInto('refresh_tokens').values({
+        jti: issued.jti,
+        session_id: sessionId,
+        user_id: userId,
+        token_hash: issued.token_hash,
+        device: JSON.stringify(device),
+        created_at: now,
+        expires_at: issued.expires_at.toISOString(),
+        spent_at: null,
+        revoked_at: null,
+        access_jti: accessJti
+      }).execute()
+      return true
+    })
   }
 
   async findByTokenHash (tokenHash: string): Promise<PresentedRefreshToken | undefined> {
@@ -115,10 +128,6 @@ export class SessionsRepository {
       .where('revoked_at', 'is', null)
       .executeTakeFirst()
     return result.numUpdatedRows > 0n
-  }
-
-  async touch (sessionId: string, now: string): Promise<void> {
-    await this.db.updateTable('sessions').set({ last_used_at: now }).where('id', '=', sessionId).execute()
   }
 
   /**

@@ -162,6 +162,47 @@ for (const backend of backends()) {
       t.equal((await app.inject(refresh(first.json().data.refresh_token))).statusCode, 200, 'and its new refresh token works')
     })
 
+    t.test('a logout landing inside a refresh of its session: no usable access token comes out', async (t) => {
+      const account = await createAccount(app)
+      const me = (token: string) => apps[1].inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))
+      const logout = async (accessToken: string) => {
+        const response = await apps[1].inject(withToken(accessToken, { method: 'POST', url: '/api/v1/auth/logout' }))
+        if (response.statusCode !== 204) throw new Error(response.body)
+      }
+
+      const before = await signIn(app, account)
+      aroundNextCall(t, app.repositories.sessions, 'addTokenIfLive', async (call) => { await logout(before.access_token); return await call() })
+      const refused = await app.inject(refresh(before.refresh_token))
+      t.equal(errorCode(refused), 'INVALID_TOKEN', 'ended before the new pair is recorded: no pair')
+
+      const after = await signIn(app, account)
+      aroundNextCall(t, app.repositories.sessions, 'addTokenIfLive', async (call) => { const recorded = await call(); await logout(after.access_token); return recorded })
+      const rotated = await app.inject(refresh(after.refresh_token))
+      t.equal(rotated.statusCode, 200, 'ended just after: the pair was answered')
+      t.equal(errorCode(await me(rotated.json().data.access_token)), 'INVALID_TOKEN', 'but the logout revoked its access token')
+      t.equal(errorCode(await app.inject(refresh(rotated.json().data.refresh_token))), 'INVALID_TOKEN', 'and its refresh token')
+
+      const spending = await signIn(app, account)
+      aroundNextCall(t, app.repositories.sessions, 'spend', async (call) => { await logout(spending.access_token); return await call() })
+      t.equal(errorCode(await app.inject(refresh(spending.refresh_token))), 'INVALID_TOKEN', 'revoked between read and spend: invalid, not a reuse')
+      await app.auditTrail.flush()
+      const reuses = await app.database.db.selectFrom('audit_logs').select('id').where('event', '=', 'auth.token_reused').where('target_id', '=', account.id).execute()
+      t.same(reuses, [], 'no reuse recorded')
+    })
+
+    t.test('an access token\'s revocation lasts until the token expires, however late in its second it was signed', async (t) => {
+      const account = await createAccount(app)
+      // The session is stored only once the clock has passed into the next second: a token
+      // signed with the clock of that moment would outlive a revocation counted from the start.
+      aroundNextCall(t, app.repositories.sessions, 'create', async (call) => { await clockPast(Math.ceil((Date.now() + 1) / 1000) * 1000); return await call() })
+      const pair = await signIn(app, account)
+      const out = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: pair.refresh_token } }))
+      t.equal(out.statusCode, 204)
+      const { jti, exp } = claimsOf(pair.access_token) as { jti: string, exp: number }
+      const revocation = await app.database.db.selectFrom('revoked_tokens').select('expires_at').where('jti', '=', jti).executeTakeFirstOrThrow()
+      t.ok(Date.parse(revocation.expires_at) >= exp * 1000, `revoked until ${revocation.expires_at}, the token expires at ${new Date(exp * 1000).toISOString()}`)
+    })
+
     t.test('parallel role changes: no duplicates, no 500, the final roles those the store holds', async (t) => {
       const target = await createAccount(app)
       const change = (method: 'PUT' | 'DELETE', role: string): InjectOptions =>
@@ -279,7 +320,7 @@ for (const backend of backends()) {
 
       const rotating = await createAccount(app)
       const pair = await signIn(app, rotating)
-      aroundNextCall(t, repositories.sessions, 'touch', async (call) => { await deleteUser(rotating.id); return await call() })
+      aroundNextCall(t, repositories.sessions, 'addTokenIfLive', async (call) => { await deleteUser(rotating.id); return await call() })
       const rotated = await app.inject(refresh(pair.refresh_token))
       t.equal(rotated.statusCode, 401, 'a refresh whose account is deleted while the token rotates')
       t.equal(errorCode(rotated), 'INVALID_TOKEN')

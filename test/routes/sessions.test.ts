@@ -143,11 +143,12 @@ for (const backend of backends()) {
       t.equal((await refresh(app, pair.refresh_token)).statusCode, 401, 'the session is over')
       t.equal((await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 200, 'other sessions live on')
 
-      const other = await login(app, account)
-      const byRefresh = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: other.refresh_token } }))
+      const [caller, other] = [await login(app, account), await login(app, account)]
+      const byRefresh = await app.inject(withToken(caller.access_token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: other.refresh_token } }))
       t.equal(byRefresh.statusCode, 204)
       t.equal((await refresh(app, other.refresh_token)).statusCode, 401, 'the given refresh token\'s session ends')
       t.equal((await app.inject(withToken(other.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 401, 'and so does its access token')
+      t.equal((await refresh(app, caller.refresh_token)).statusCode, 401, 'and so does the caller\'s own session')
       const row = await app.database.db.selectFrom('revoked_tokens').select(['jti', 'expires_at']).execute()
       t.equal(row.length, 3, 'the callers\' access tokens and the ended session\'s are on the revocation list')
     })
