@@ -63,6 +63,10 @@ function openSqlite (path: string): SQLite.Database {
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
   sqlite.pragma('busy_timeout = 5000')
+  // SQLite's lower() folds only A-Z, so searches (search.ts: lower(column) LIKE pattern) would
+  // miss "Émile" for "émile"; PostgreSQL's folds all of Unicode. Replaced on this connection by
+  // JavaScript's, the same folding the pattern gets. No index or stored expression uses lower().
+  sqlite.function('lower', { deterministic: true }, (value: unknown) => typeof value === 'string' ? value.toLowerCase() : value)
   return sqlite
 }
 

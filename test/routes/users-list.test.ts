@@ -135,5 +135,15 @@ for (const backend of backends()) {
       const response = await app.inject({ method: 'GET', url: '/api/v1/users' })
       t.equal(response.statusCode, 401)
     })
+
+    // Last: it adds users the counts above do not expect.
+    t.test('search ignores case beyond ASCII too (SQLite\'s own lower() folds only A-Z)', async (t) => {
+      await seed(app, ['Émile Zola', 'Ärger Öztürk'])
+      for (const [search, expected] of [['Émile', ['Émile Zola']], ['émile', ['Émile Zola']], ['ÉMILE', ['Émile Zola']],
+        ['ärger ÖZ', ['Ärger Öztürk']], ['ÜRK', ['Ärger Öztürk']], ['emile', []]] as const) {
+        const body = (await list(`search=${encodeURIComponent(search)}`)).json()
+        t.same(body.data.map((user: { name: string }) => user.name), expected, search)
+      }
+    })
   })
 }
