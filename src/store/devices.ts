@@ -22,13 +22,16 @@ export class DevicesRepository {
   }
 
   /**
-   * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction,
-   * and the unique (user, device) index refuses the same device twice.
+   * Trusts a device; the sixth is CONFLICT. The count and the insert share a transaction that
+   * first locks the user's row (a no-op update): on PostgreSQL, whose transactions here read
+   * committed data statement by statement, two concurrent adds would otherwise both count five
+   * and both insert. The unique (user, device) index refuses the same device twice.
    */
   async add (userId: string, deviceId: string, name: string): Promise<Device> {
     const device = { id: uuidv7(), device_id: deviceId, name, created_at: new Date().toISOString() }
     try {
       await this.db.transaction().execute(async (trx) => {
+        await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).execute()
         const { count } = await trx.selectFrom('trusted_devices').select((eb) => eb.fn.countAll().as('count'))
           .where('user_id', '=', userId).executeTakeFirstOrThrow()
         if (Number(count) >= MAX_DEVICES_PER_USER) {

@@ -203,6 +203,18 @@ for (const backend of backends()) {
       t.ok(Date.parse(revocation.expires_at) >= exp * 1000, `revoked until ${revocation.expires_at}, the token expires at ${new Date(exp * 1000).toISOString()}`)
     })
 
+    t.test('parallel trusted devices: the limit of five holds', async (t) => {
+      const account = await createAccount(app)
+      for (let round = 1; round <= 3; round++) {
+        const responses = await together(apps, Array.from({ length: 8 }, (_, n) =>
+          withToken(account.token, { method: 'POST', url: `/api/v1/users/${account.id}/devices`, payload: { device_id: `round-${round}-device-${n}`, name: 'Device' } })))
+        t.same(statuses(responses).sort(), [201, 201, 201, 201, 201, 409, 409, 409], `round ${round}: five trusted, three refused`)
+        const stored = await app.database.db.selectFrom('trusted_devices').select('id').where('user_id', '=', account.id).execute()
+        t.equal(stored.length, 5, `round ${round}: five stored`)
+        await app.database.db.deleteFrom('trusted_devices').where('user_id', '=', account.id).execute()
+      }
+    })
+
     t.test('parallel role changes: no duplicates, no 500, the final roles those the store holds', async (t) => {
       const target = await createAccount(app)
       const change = (method: 'PUT' | 'DELETE', role: string): InjectOptions =>
