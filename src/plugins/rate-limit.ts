@@ -67,7 +67,10 @@ export default fp(async (fastify) => {
       done()
       return
     }
-    const tier = config.adminOperation === true ? tiers.admin : request.url.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
+    // The route's own path, not the request's: the router decodes %61uth and takes absolute-form
+    // targets (http://host/api/v1/auth/…), either of which would otherwise escape the auth tier.
+    const path = request.routeOptions.url ?? request.url
+    const tier = config.adminOperation === true ? tiers.admin : path.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
     const state = store.hit(`${addressKey(request.ip)}${tier.group}`, limits.windowMs, tier.max)
     if (state instanceof Promise) {
       state.then((shared) => {

@@ -52,6 +52,19 @@ t.test('auth tier covers /api/v1/auth/* together, apart from the general tier', 
   t.equal((await get(app, '/api/v1/users', address)).statusCode, 401, 'the general tier still has room')
 })
 
+t.test('the auth tier holds however the path is spelled: percent-encoded, or an absolute-form target', async (t) => {
+  const app = await build(t, { env: limits })
+  for (const url of ['/api/v1/%61uth/login', '/api/v1/auth/%6Cogin', 'http://localhost/api/v1/auth/login']) {
+    const address = freshAddress()
+    const login = () => app.inject({ method: 'POST', url, remoteAddress: address, payload: { email: 'x@example.com', password: 'nope-nope' } })
+    const first = await login()
+    t.equal(first.statusCode, 401, `${url}: reaches the sign-in`)
+    t.equal(first.headers['x-ratelimit-limit'], '2', `${url}: counted in the auth tier`)
+    await login()
+    t.equal((await login()).statusCode, 429, `${url}: the third is refused`)
+  }
+})
+
 t.test('admin tier: RATE_LIMIT_ADMIN_MAX on DELETE user, role changes and the audit log', async (t) => {
   const app = await build(t, { env: { ...limits, RATE_LIMIT_MAX: '100' } })
   const admin = await createAccount(app, { roles: ['super_admin'] })
