@@ -142,6 +142,19 @@ for (const backend of backends()) {
       t.equal((await login(app, account)).statusCode, 423, 'and the password sign-in too')
     })
 
+    t.test('a new challenge does not wipe the wrong codes counted so far', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const wrong = totp(secret, 1) === '000000' ? '111111' : '000000'
+      const challenge = async () => (await login(app, account)).json().data.mfa_token as string
+      const first = await challenge()
+      for (let n = 0; n < 4; n++) t.equal((await verify(app, first, wrong)).statusCode, 401)
+      const second = await challenge()
+      t.equal((await verify(app, second, wrong)).statusCode, 401, 'the fifth wrong code, under a new challenge')
+      t.equal((await verify(app, second, totp(secret, 1))).statusCode, 423, 'locked: five wrong codes in the window')
+    })
+
     t.test('disabling needs a code; sign-in is then plain again', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

@@ -172,6 +172,19 @@ for (const backend of backends()) {
       t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/GITHUB/authorize' })).statusCode, 302, 'keys are case-insensitive')
     })
 
+    t.test('a locked account is locked for OAuth sign-in too', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const account = await createAccount(app)
+      t.equal((await signIn(app, provider, 'google', { sub: 'g-locked', email: account.email, email_verified: true })).callback.statusCode, 200, 'linked')
+      for (let n = 0; n < 5; n++) {
+        await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: 'wrong-password' } })
+      }
+      const { callback } = await signIn(app, provider, 'google', { sub: 'g-locked', email: account.email, email_verified: true })
+      t.equal(callback.statusCode, 423)
+      t.same(callback.json().error.code, 'ACCOUNT_LOCKED')
+    })
+
     t.test('MFA applies to OAuth sign-in', async (t) => {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })

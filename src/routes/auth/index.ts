@@ -55,7 +55,6 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const principal = await repositories.users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    await signInGuard.recordSuccess(account.id, request.ip)
     return { data: await completeSignIn(fastify, request, principal, device, 'password') }
   })
 

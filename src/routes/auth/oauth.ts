@@ -22,12 +22,19 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Finish the provider sign-in: a token pair, or an MFA challenge',
       params: OAuthParamsSchema,
       querystring: OAuthCallbackQuerySchema,
-      response: { 200: SignInResultResponseSchema, ...errorResponses({}, 401, 404, 409, 502) }
+      response: { 200: SignInResultResponseSchema, ...errorResponses({}, 401, 404, 409, 423, 502) }
     }
   }, async (request) => {
     const signIn = await fastify.oauth.callback(request.params.provider, request.query)
     const principal = await fastify.repositories.users.findPrincipal(signIn.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    // A locked account stays locked whichever way it signs in (CONTRACT section 3).
+    try {
+      await fastify.signInGuard.assertNotLocked(principal.id, request.ip)
+    } catch (error) {
+      request.audit('auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { provider: signIn.provider, reason: 'locked' } })
+      throw error
+    }
     if (signIn.created) {
       request.audit('user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
     }

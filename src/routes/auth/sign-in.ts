@@ -11,6 +11,8 @@ export interface MfaChallenge {
 /**
  * The last step of every sign-in path (password, OAuth): a session, or, when the account
  * has MFA on, the challenge that `/auth/mfa/verify` completes (CONTRACT sections 3 and 4).
+ * Failures are cleared only by a completed sign-in: a password answered with a challenge
+ * must not wipe the wrong codes counted toward the lockout.
  */
 export async function completeSignIn (
   fastify: FastifyInstance,
@@ -23,6 +25,7 @@ export async function completeSignIn (
     const challenge = fastify.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
     return { mfa_required: true, mfa_token: challenge.token, methods: ['totp', 'backup_code'] }
   }
+  await fastify.signInGuard.recordSuccess(principal.id, request.ip)
   return await startSession(fastify, request, principal, device as Device | undefined, method)
 }
 
