@@ -21,6 +21,9 @@ export function provisioningUri (secret: string, email: string, issuer: string):
  */
 export function verifyTotp (secret: string, code: string, nowMs: number, afterStep?: number | null): number | null {
   if (!/^\d{6}$/.test(code)) return null
+  // A step recorded ahead of this clock (instances whose clocks disagree, a clock set back):
+  // no code can be later than it now, and otplib throws rather than refuse.
+  if (afterStep !== undefined && afterStep !== null && afterStep > Math.floor(nowMs / 1000 / TOTP_PERIOD_S)) return null
   const result = verifySync({
     secret,
     token: code,
