@@ -3,6 +3,7 @@ import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
+import { isSensitiveKey, REDACTED } from './security/redaction.js'
 
 /**
  * Environment → validated, typed configuration (CONTRACT section 1). Every variable is read
@@ -170,7 +171,7 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
     }
     const names = { redirectUri: 'REDIRECT_URI', authUrl: 'AUTH_URL', tokenUrl: 'TOKEN_URL', userinfoUrl: 'USERINFO_URL' } as const
     for (const [field, value] of Object.entries(urls) as Array<[keyof typeof urls, string]>) {
-      if (value !== '' && !isHttpUrl(value)) problems.push(`${prefix}${names[field]} must be an http(s) URL (got "${value}")`)
+      if (value !== '' && !isHttpUrl(value)) problems.push(`${prefix}${names[field]} must be an http(s) URL${shown(`${prefix}${names[field]}`, value)}`)
     }
     const scopes = env[`${prefix}SCOPES`]
     oauth[key] = {
@@ -197,13 +198,23 @@ function readTrustProxy (value: string, problems: string[], warnings: string[]):
   return proxies
 }
 
+/**
+ * A refused value as the start-up error may show it: error output ends up in logs and CI
+ * transcripts, so secrets are not repeated, nor the password inside a connection URL.
+ */
+function shown (name: string, value: unknown): string {
+  if (isSensitiveKey(name)) return ''
+  const text = String(value).replace(/\/\/([^:/@]*):[^@/]*@/, `//$1:${REDACTED}@`)
+  return ` (got "${text}")`
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig (source: Record<string, string | undefined> = process.env): Config {
   // Empty variables count as unset, as most deployment tools write them.
   const present = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''))
   const env = Value.Default(EnvSchema, Value.Clean(EnvSchema, { ...present })) as Env
   const problems = [...new Map([...Value.Errors(EnvSchema, env)].map((error) => [error.path,
-    `${error.path.slice(1)} must be ${String(error.schema.description ?? error.message)} (got "${String(error.value)}")`])).values()]
+    `${error.path.slice(1)} must be ${String(error.schema.description ?? error.message)}${shown(error.path.slice(1), error.value)}`])).values()]
   if (problems.length > 0) throw new ConfigError(problems)
 
   const warnings: string[] = []

@@ -107,6 +107,19 @@ t.test('a bad value stops start-up with a message naming the variable', async (t
   }
 })
 
+t.test('refused secrets are not repeated in the message, nor a connection URL\'s password', async (t) => {
+  const problems = problemsOf({
+    JWT_SECRET: 'hunter2-short-secret',
+    ADMIN_EMAIL: 'root@example.com',
+    ADMIN_PASSWORD: 'short',
+    DATABASE_URL: 'mysql://root:S3cretDbPass@db/app',
+    REDIS_URL: 'http://:R3disPass@cache:6379'
+  })
+  t.equal(problems.length, 4, problems.join('; '))
+  t.notMatch(problems.join('\n'), /hunter2|short"|S3cretDbPass|R3disPass/)
+  t.match(problems.join('\n'), /mysql:\/\/root:\[REDACTED\]@db\/app/, 'the URL is shown without its password')
+})
+
 t.test('every problem is reported at once', async (t) => {
   const problems = problemsOf({ PORT: 'x', RATE_LIMIT_MAX: 'y' })
   t.equal(problems.length, 2)
