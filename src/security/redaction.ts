@@ -36,15 +36,25 @@ function redactAt (value: unknown, seen: WeakSet<object>, depth: number): unknow
   return copy
 }
 
+/** A header value with a query string in it, its sensitive parameters redacted. */
+const redactQueryIn = (value: string): string => value.includes('?') ? redactUrl(value) : value
+
 /**
  * Request headers, redacted: a flat object of strings (or string arrays), so one pass over
  * the names does what `redact` does, without its copy-and-recurse cost on every log line.
+ * Values with a query string (Referer, X-Original-URL, …) have its sensitive parameters redacted.
  */
 export function redactHeaders (headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
   const copy: Record<string, string | string[] | undefined> = {}
-  for (const name of Object.keys(headers)) copy[name] = isSensitiveKey(name) ? REDACTED : headers[name]
+  for (const name of Object.keys(headers)) {
+    const value = headers[name]
+    copy[name] = isSensitiveKey(name)
+      ? REDACTED
+      : typeof value === 'string' ? redactQueryIn(value) : value?.map(redactQueryIn)
+  }
   return copy
 }
+
 
 /** The URL with the values of sensitive query parameters replaced. */
 export function redactUrl (url: string): string {

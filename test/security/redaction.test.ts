@@ -39,6 +39,15 @@ t.test('request headers are redacted by name, values kept as they are otherwise'
   t.equal(headers.authorization, 'Bearer abc', 'the request itself is untouched')
 })
 
+t.test('header values with a query string have its sensitive parameters redacted', async (t) => {
+  const headers = { referer: 'https://app.example/cb?access_token=LEAKED&x=1', 'x-original-url': '/x?password=LEAKED2', via: ['/a?api_key=LEAKED3', '/b'] }
+  t.same(redactHeaders(headers), {
+    referer: `https://app.example/cb?access_token=${REDACTED}&x=1`,
+    'x-original-url': `/x?password=${REDACTED}`,
+    via: [`/a?api_key=${REDACTED}`, '/b']
+  })
+})
+
 t.test('query parameters with sensitive names are redacted in URLs', async (t) => {
   t.equal(redactUrl('/cb?code=abc&state=s&access_token=xyz'), `/cb?code=abc&state=s&access_token=${REDACTED}`)
   t.equal(redactUrl('/path'), '/path')
