@@ -87,9 +87,14 @@ function timingFactor (timestamp: Date): RiskFactor {
   return { trusted: true, risk: 0, reason: 'Access during usual hours (UTC)' }
 }
 
+/** An RFC 3339 date-time as a Date; a leap second (…:60), which Date refuses, as the second before it. */
+function parseTimestamp (text: string): Date {
+  return new Date(text.replace(/:60(?=(\.\d+)?(Z|[+-]\d\d:\d\d)$)/i, ':59'))
+}
+
 /** Spec 5.10: each factor by its table, in order; the score is their sum. */
 export function evaluateAccess (request: AccessRequest, context: ZeroTrustContext, now = new Date()): AccessDecision {
-  const timestamp = request.timestamp === undefined ? now : new Date(request.timestamp)
+  const timestamp = request.timestamp === undefined ? now : parseTimestamp(request.timestamp)
   const factors: AccessDecision['factors'] = [
     deviceFactor(request, context.deviceTrusted),
     networkFactor(request, context.trustedNetworks),

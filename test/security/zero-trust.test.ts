@@ -52,6 +52,9 @@ t.test('timing factor: UTC hour before 6 or after 22 adds 10, still trusted', as
   t.same(timing('2026-11-22T23:00:00Z').risk, 10)
   t.same(timing('2026-11-22T23:30:00+02:00').risk, 0, 'the hour is taken in UTC (21:30)')
   t.same(evaluateAccess({}, context(), new Date('2026-11-22T03:00:00Z')).factors[3].risk, 10, 'timestamp defaults to now')
+  t.same(timing('2016-12-31T23:59:60Z').risk, 10, 'a leap second counts in its hour (23)')
+  t.same(timing('2016-12-31T23:59:60.5+00:00').risk, 10, 'with fractions and an offset too')
+  t.same(timing('2015-06-30T23:59:60-07:00').risk, 0, 'an offset leap second: 06:59:59 UTC on July 1st, usual hours')
 })
 
 t.test('score is the sum; allowed needs < 50 and every factor trusted', async (t) => {
