@@ -19,10 +19,10 @@ export class RecentSecurityEventsDetector implements AnomalyDetector {
   async count (userId: string, now: Date): Promise<number> {
     const ago = (ms: number) => new Date(now.getTime() - ms).toISOString()
     const [failures, reuses, lockouts] = await Promise.all([
-      this.failures.count(userId, '', ago(15 * MINUTE)),
+      this.failures.countAll(userId, ago(15 * MINUTE)),
       this.sessions.reusesSince(userId, ago(DAY)),
       this.failures.lockoutsSince(userId, ago(DAY))
     ])
-    return Number(failures.total >= 3) + Number(reuses > 0) + Number(lockouts > 0)
+    return Number(failures >= 3) + Number(reuses > 0) + Number(lockouts > 0)
   }
 }

@@ -180,6 +180,13 @@ function migrations (dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('comments_post_id_created_at_id').on('comments').columns(['post_id', 'created_at', 'id']).execute()
         await db.schema.createIndex('comments_author_id').on('comments').column('author_id').execute()
       }
+    },
+    '0007_sign_in_failures_cleared': {
+      async up (db: Kysely<any>) {
+        // A successful sign-in marks its address's failures cleared (for the lockout) rather
+        // than deleting them: the anomaly detector still counts them.
+        await db.schema.alterTable('sign_in_failures').addColumn('cleared_at', timestamp).execute()
+      }
     }
   }
 }

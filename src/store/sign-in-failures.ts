@@ -6,20 +6,24 @@ import type { Db } from './types.js'
 export class SignInFailuresRepository {
   constructor (private readonly db: Db) {}
 
-  /** An account deleted meanwhile has nothing left to count against. */
-  async record (userId: string, address: string, now: string): Promise<void> {
+  /**
+   * Records a failure and deletes the account's failures older than `keepSince`, which no rule
+   * looks at. An account deleted meanwhile has nothing left to count against.
+   */
+  async record (userId: string, address: string, now: string, keepSince: string): Promise<void> {
     try {
-      await this.db.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now }).execute()
+      await this.db.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now, cleared_at: null }).execute()
     } catch (error) {
       if (!isForeignKeyViolation(error)) throw error
     }
+    await this.db.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', keepSince).execute()
   }
 
-  /** Failures since `since`: from one address, and from all. */
+  /** Failures since `since` that still count for the lockout: from one address, and from all. */
   async count (userId: string, address: string, since: string): Promise<{ fromAddress: number, total: number }> {
     const rows = await this.db.selectFrom('sign_in_failures')
       .select(['ip', (eb) => eb.fn.countAll().as('count')])
-      .where('user_id', '=', userId).where('created_at', '>', since)
+      .where('user_id', '=', userId).where('created_at', '>', since).where('cleared_at', 'is', null)
       .groupBy('ip')
       .execute()
     const counts = rows.map((row) => ({ ip: row.ip, count: Number(row.count) }))
@@ -29,9 +33,17 @@ export class SignInFailuresRepository {
     }
   }
 
-  /** Forgets an address's failures after a successful sign-in from it. */
-  async clear (userId: string, address: string): Promise<void> {
-    await this.db.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('ip', '=', address).execute()
+  /** Every failure since `since`, cleared or not: what the anomaly detector counts. */
+  async countAll (userId: string, since: string): Promise<number> {
+    const row = await this.db.selectFrom('sign_in_failures').select((eb) => eb.fn.countAll().as('count'))
+      .where('user_id', '=', userId).where('created_at', '>', since).executeTakeFirstOrThrow()
+    return Number(row.count)
+  }
+
+  /** After a successful sign-in from the address, its failures stop counting for the lockout. */
+  async clear (userId: string, address: string, now: string): Promise<void> {
+    await this.db.updateTable('sign_in_failures').set({ cleared_at: now })
+      .where('user_id', '=', userId).where('ip', '=', address).where('cleared_at', 'is', null).execute()
   }
 
   /** `address` null locks the account for every address. */

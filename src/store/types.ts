@@ -67,6 +67,8 @@ export interface SignInFailuresTable {
   user_id: string
   ip: string
   created_at: string
+  /** When a successful sign-in from `ip` cleared it for the lockout; null while it counts. */
+  cleared_at: string | null
 }
 
 export interface LockoutsTable {

@@ -61,5 +61,18 @@ for (const backend of backends()) {
       await app.database.db.updateTable('sign_in_failures').set({ created_at: new Date(Date.now() - 16 * 60_000).toISOString() }).execute()
       t.equal((await signIn(app, account, account.password)).statusCode, 200)
     })
+
+    t.test('failures are kept a day, then deleted at the account\'s next failure', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const failures = () => app.database.db.selectFrom('sign_in_failures').select(['created_at', 'cleared_at']).where('user_id', '=', account.id).execute()
+      for (let attempt = 0; attempt < 2; attempt++) await signIn(app, account, 'wrong-password')
+      t.equal((await signIn(app, account, account.password)).statusCode, 200)
+      t.same((await failures()).map((row) => row.cleared_at !== null), [true, true], 'a success marks them cleared, it does not delete them')
+      const old = new Date(Date.now() - 25 * 60 * 60_000).toISOString()
+      await app.database.db.updateTable('sign_in_failures').set({ created_at: old }).where('user_id', '=', account.id).execute()
+      await signIn(app, account, 'wrong-password')
+      t.same((await failures()).map((row) => row.cleared_at), [null], 'the day-old ones are gone, the new one counts')
+    })
   })
 }

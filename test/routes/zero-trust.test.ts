@@ -38,6 +38,9 @@ for (const backend of backends()) {
       const suspicious = (await accessCheck(app, user, { user_id: user.id, device_id: 'phone', client_ip: '8.8.8.8', timestamp: noon })).json().data
       t.same(suspicious.factors[2], { trusted: false, risk: 10, reason: '1 anomaly detected' }, '3 failed sign-ins in 15 minutes')
       t.same([suspicious.risk_score, suspicious.allowed], [25, false])
+      t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).statusCode, 200)
+      const afterSuccess = (await accessCheck(app, user, { user_id: user.id, device_id: 'phone', client_ip: '8.8.8.8', timestamp: noon })).json().data
+      t.same(afterSuccess.factors[2], { trusted: false, risk: 10, reason: '1 anomaly detected' }, 'a successful sign-in does not erase the failures before it')
 
       const bare = (await accessCheck(app, user, {})).json().data
       t.same(bare.factors.slice(0, 2).map((factor: { risk: number }) => factor.risk), [30, 40], 'no device, no address')
