@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import t from 'tap'
 import { openDatabase } from '../../src/store/database.js'
 import { isStorageUnavailable } from '../../src/store/errors.js'
-import { uniqueEmail, within } from '../helper.js'
+import { type TestContext, uniqueEmail, within } from '../helper.js'
 import { startService } from '../service.js'
 import { startPostgres } from './instances.js'
 import { acknowledgedRegistrations, byStatus, type Exchange, json, Load, readinessAnswer, registrations, send, signUp, userCreatedAudits, waitFor } from './load.js'
@@ -17,15 +17,15 @@ const FROZEN_ANSWER_WITHIN_MS = 8000
 
 const ok = (e: Exchange) => e.status === 200 || e.status === 201
 
-t.test('PostgreSQL stopped under a load of registrations and reads: 503 while down, recovery, no acknowledged write lost', async (t) => {
+/** A private PostgreSQL, the service on it with rate limits out of the way, and a signed-up reader. */
+async function serviceWithReader (t: TestContext) {
   const postgres = await startPostgres(t)
-  const service = await startService(t, {
-    DATABASE_URL: postgres.url,
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_AUTH_MAX: '1000000'
-  })
-  const { base } = service
-  const reader = await signUp(base, uniqueEmail('reader'))
+  const service = await startService(t, { DATABASE_URL: postgres.url, RATE_LIMIT_MAX: '1000000', RATE_LIMIT_AUTH_MAX: '1000000' })
+  return { postgres, service, base: service.base, reader: await signUp(service.base, uniqueEmail('reader')) }
+}
+
+t.test('PostgreSQL stopped under a load of registrations and reads: 503 while down, recovery, no acknowledged write lost', async (t) => {
+  const { postgres, service, base, reader } = await serviceWithReader(t)
 
   const load = new Load([
     // Below the hashing cap (one hash per core, 8 queued per core): capacity 503s would blur the outage's.
@@ -110,14 +110,7 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
 })
 
 t.test('PostgreSQL frozen (SIGSTOP) under load: every request answers 503 within the query timeout, none hangs, and the service recovers on thaw', async (t) => {
-  const postgres = await startPostgres(t)
-  const service = await startService(t, {
-    DATABASE_URL: postgres.url,
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_AUTH_MAX: '1000000'
-  })
-  const { base } = service
-  const reader = await signUp(base, uniqueEmail('reader'))
+  const { postgres, service, base, reader } = await serviceWithReader(t)
   const load = new Load([
     registrations(base, 2),
     { name: 'read', workers: 4, request: () => ({ url: `${base}/api/v1/users/${reader.id}`, init: json('GET', undefined, reader.token) }) }
