@@ -62,14 +62,15 @@ export default fp(async (fastify) => {
   }
 
   fastify.addHook('onRequest', (request, reply, done) => {
-    const { config } = request.routeOptions
+    // routeOptions is built anew on each access: read once.
+    const { config, url } = request.routeOptions
     if (config.rateLimit === false) {
       done()
       return
     }
     // The route's own path, not the request's: the router decodes %61uth and takes absolute-form
     // targets (http://host/api/v1/auth/…), either of which would otherwise escape the auth tier.
-    const path = request.routeOptions.url ?? request.url
+    const path = url ?? request.url
     const tier = config.adminOperation === true ? tiers.admin : path.startsWith(AUTH_PREFIX) ? tiers.auth : tiers.general
     const state = store.hit(`${addressKey(request.ip)}${tier.group}`, limits.windowMs, tier.max)
     if (state instanceof Promise) {

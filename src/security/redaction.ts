@@ -55,7 +55,6 @@ export function redactHeaders (headers: Record<string, string | string[] | undef
   return copy
 }
 
-
 /** The URL with the values of sensitive query parameters replaced. */
 export function redactUrl (url: string): string {
   const query = url.indexOf('?')

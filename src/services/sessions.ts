@@ -101,7 +101,8 @@ export class SessionService {
       // Read unspent, yet not spent here: a concurrent refresh spent it (the race below), or a
       // concurrent logout revoked it, which is no reuse.
       const current = await sessions.findByTokenHash(tokenHash)
-      if (current === undefined || current.spentAt === null) throw current === undefined ? new Errors.INVALID_TOKEN() : endedSessionError(current)
+      if (current === undefined) throw new Errors.INVALID_TOKEN()
+      if (current.spentAt === null) throw endedSessionError(current)
     }
     // Spent already. Sent again after it was spent: stolen or replayed, so the whole
     // session ends. Sent while it was being spent (two tabs refreshing at once): the loser

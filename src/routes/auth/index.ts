@@ -11,7 +11,7 @@ import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
-import { completeSignIn } from './sign-in.js'
+import { completeSignIn, refuseIfLocked } from './sign-in.js'
 
 /** CONTRACT section 3: sign-in, sessions and the caller's own account. */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -32,14 +32,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     const failed = (reason: string, userId: string | null = account?.id ?? null) => {
       request.audit('auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { email, reason } })
     }
-    if (account !== undefined) {
-      try {
-        await signInGuard.assertNotLocked(account.id, request.ip)
-      } catch (error) {
-        failed('locked')
-        throw error
-      }
-    }
+    if (account !== undefined) await refuseIfLocked(fastify, request, account.id, { email })
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
     const valid = account?.password_hash != null
       ? await passwords.verify(password, account.password_hash)

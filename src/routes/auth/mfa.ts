@@ -113,7 +113,6 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    await signInGuard.recordSuccess(userId, request.ip)
     request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
     return { data: await startSession(fastify, request, principal, claims.device as Device | undefined, `mfa:${method}`) }
   })

@@ -3,7 +3,7 @@ import { OAuthCallbackQuerySchema, OAuthParamsSchema } from '../../../schemas/au
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
-import { completeSignIn } from './sign-in.js'
+import { completeSignIn, refuseIfLocked } from './sign-in.js'
 
 /** CONTRACT section 5: sign-in through Google, GitHub or Microsoft. */
 const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -28,13 +28,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
     const signIn = await fastify.oauth.callback(request.params.provider, request.query)
     const principal = await fastify.repositories.users.findPrincipal(signIn.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    // A locked account stays locked whichever way it signs in (CONTRACT section 3).
-    try {
-      await fastify.signInGuard.assertNotLocked(principal.id, request.ip)
-    } catch (error) {
-      request.audit('auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { provider: signIn.provider, reason: 'locked' } })
-      throw error
-    }
+    await refuseIfLocked(fastify, request, principal.id, { provider: signIn.provider })
     if (signIn.created) {
       request.audit('user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
     }

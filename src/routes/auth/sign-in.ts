@@ -9,10 +9,21 @@ export interface MfaChallenge {
 }
 
 /**
+ * CONTRACT section 3: a locked account answers 423 whichever way it signs in; the refusal is
+ * audited as a failed sign-in with `details` (what was presented) and the reason.
+ */
+export async function refuseIfLocked (fastify: FastifyInstance, request: FastifyRequest, userId: string, details: Record<string, unknown>): Promise<void> {
+  try {
+    await fastify.signInGuard.assertNotLocked(userId, request.ip)
+  } catch (error) {
+    request.audit('auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+    throw error
+  }
+}
+
+/**
  * The last step of every sign-in path (password, OAuth): a session, or, when the account
  * has MFA on, the challenge that `/auth/mfa/verify` completes (CONTRACT sections 3 and 4).
- * Failures are cleared only by a completed sign-in: a password answered with a challenge
- * must not wipe the wrong codes counted toward the lockout.
  */
 export async function completeSignIn (
   fastify: FastifyInstance,
@@ -25,11 +36,15 @@ export async function completeSignIn (
     const challenge = fastify.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
     return { mfa_required: true, mfa_token: challenge.token, methods: ['totp', 'backup_code'] }
   }
-  await fastify.signInGuard.recordSuccess(principal.id, request.ip)
   return await startSession(fastify, request, principal, device as Device | undefined, method)
 }
 
-/** A signed-in session, audited as `auth.login` with the method that proved the caller (`mfa:totp` after a challenge). */
+/**
+ * A completed sign-in: the address's failures stop counting toward the lockout (only here,
+ * so a password answered with a challenge does not wipe the wrong codes counted so far), and
+ * a session, audited as `auth.login` with the method that proved the caller (`mfa:totp`
+ * after a challenge).
+ */
 export async function startSession (
   fastify: FastifyInstance,
   request: FastifyRequest,
@@ -37,6 +52,7 @@ export async function startSession (
   device: Device | undefined,
   method: string
 ): Promise<TokenPair> {
+  await fastify.signInGuard.recordSuccess(principal.id, request.ip)
   const pair = await fastify.sessions.start(principal, device)
   request.audit('auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
   return pair
