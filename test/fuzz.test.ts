@@ -82,13 +82,17 @@ const ERROR_MESSAGE: Record<string, RegExp> = {
 }
 
 /** CONTRACT section 6: "admin operations", evaluated by zero trust. */
+const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}'])
+const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp'])
 const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs'])
 
 /**
  * What the contract has a refused request write; anything else it changes is a bug.
  * - Any request: a 429 is recorded as `rate_limit.exceeded` (section 6).
  * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` (section 6), and
- *   the failure count and lockout of section 3's brute-force rule (wrong passwords and codes).
+ *   the failure count and lockout of section 3's brute-force rule (wrong passwords and codes);
+ *   so do the other checks of a secret held to that rule: the current password of a password
+ *   change, the code that turns MFA off or mints backup codes.
  * - Refresh: a reused token revokes its whole session, with the access tokens it issued, and
  *   is recorded as `auth.token_reused`; a timed-out session is ended likewise (section 3).
  * - Admin operations: ZERO_TRUST_MODE=monitor, the default, records every evaluation as
@@ -104,11 +108,11 @@ interface PermittedWrites {
 
 function permittedWrites (operationKey: string): PermittedWrites {
   const permitted: PermittedWrites = { auditEvents: ['rate_limit.exceeded'], appended: [], changed: [] }
-  if (operationKey === 'POST /api/v1/auth/login') {
+  if (PASSWORD_CHECKS.has(operationKey)) {
     permitted.auditEvents.push('auth.login_failed')
     permitted.appended.push('sign_in_failures', 'lockouts')
   }
-  if (operationKey === 'POST /api/v1/auth/mfa/verify') {
+  if (MFA_CODE_CHECKS.has(operationKey)) {
     permitted.auditEvents.push('auth.mfa_failed')
     permitted.appended.push('sign_in_failures', 'lockouts')
   }

@@ -155,6 +155,28 @@ for (const backend of backends()) {
       t.equal((await verify(app, second, totp(secret, 1))).statusCode, 423, 'locked: five wrong codes in the window')
     })
 
+    t.test('wrong codes where a code turns MFA off or mints backup codes count toward the lockout and are audited', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const wrong = [totp(secret, -1), totp(secret), totp(secret, 1)].includes('000000') ? '111111' : '000000'
+      const remove = (code: string) => app.inject(withToken(account.token, { method: 'DELETE', url: '/api/v1/auth/mfa/totp', payload: { code } }))
+      const mint = (code: string) => app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/backup-codes', payload: { code } }))
+      for (let n = 0; n < 3; n++) t.equal((await remove(wrong)).statusCode, 401)
+      for (let n = 0; n < 2; n++) t.equal((await mint(wrong)).statusCode, 401)
+      const refused = await remove(totp(secret, 1))
+      t.equal(refused.statusCode, 423, 'locked after five wrong codes: even the right code is refused')
+      t.equal(refused.json().error.code, 'ACCOUNT_LOCKED')
+      t.equal((await mint(totp(secret, 1))).statusCode, 423)
+      t.equal((await login(app, account)).statusCode, 423, 'and sign-in from that address')
+      await app.auditTrail.flush()
+      const failures = await app.database.db.selectFrom('audit_logs').select(['details', 'outcome']).where('event', '=', 'auth.mfa_failed').where('actor_id', '=', account.id).orderBy('id').execute()
+      t.same(failures.map((row) => JSON.parse(row.details).action), ['disable', 'disable', 'disable', 'backup_codes', 'backup_codes', 'disable', 'backup_codes'])
+      t.same(failures.slice(5).map((row) => JSON.parse(row.details).reason), ['locked', 'locked'])
+      const state = await app.database.db.selectFrom('users').select('totp_enabled_at').where('id', '=', account.id).executeTakeFirstOrThrow()
+      t.not(state.totp_enabled_at, null, 'MFA is still on')
+    })
+
     t.test('disabling needs a code; sign-in is then plain again', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

@@ -160,6 +160,23 @@ for (const backend of backends()) {
       t.equal((await login('admin-chosen-pass')).statusCode, 200)
     })
 
+    t.test('wrong current passwords count toward the sign-in lockout and are audited', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const self = await createAccount(app)
+      const change = (current: string) => patchUser(app, self, self.id, { password: 'brand-new-pass', current_password: current })
+      for (let n = 0; n < 5; n++) t.equal((await change(`guess-number-${n}`)).statusCode, 400)
+      const locked = await change(self.password)
+      t.equal(locked.statusCode, 423, 'locked: even the right password is refused')
+      t.equal(locked.json().error.code, 'ACCOUNT_LOCKED')
+      const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: self.email, password: self.password } })
+      t.equal(login.statusCode, 423, 'and sign-in from that address')
+      await app.auditTrail.flush()
+      const failures = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login_failed').where('actor_id', '=', self.id).orderBy('id').execute()
+      t.same(failures.map((row) => JSON.parse(row.details).reason), [...Array(5).fill('wrong_current_password'), 'locked', 'locked'])
+      const stored = await app.database.db.selectFrom('users').select('password_hash').where('id', '=', self.id).executeTakeFirstOrThrow()
+      t.ok(await app.passwords.verify(self.password, stored.password_hash ?? ''), 'the password is unchanged')
+    })
+
     t.test('DELETE needs manage_users, is idempotent, and removes the user\'s data', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const victim = await createAccount(app)

@@ -1,20 +1,41 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { type Device, TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
 import { Errors } from '../../errors.js'
 import { tokenFailure } from '../../plugins/authentication.js'
-import { startSession } from './sign-in.js'
+import type { MfaMethod } from '../../services/mfa.js'
+import { checkSecret, startSession } from './sign-in.js'
 import { BEARER } from '../../../schemas/common.js'
 
 /** CONTRACT section 4: TOTP enrolment, backup codes, and completing an MFA sign-in. */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mfa: service, repositories, signInGuard, tokens, messageSender } = fastify
+  const { mfa: service, repositories, tokens, messageSender } = fastify
 
   /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
   async function notify (email: string, subject: string) {
     await messageSender.send('email', email, subject, `${subject}. If this was not you, contact your administrator.`)
       .catch((error: unknown) => fastify.log.warn({ err: error }, 'security notice not sent'))
+  }
+
+  /**
+   * Runs a service call that checks a code of the caller's enabled factor, held to the sign-in
+   * lockout (checkSecret): the right TOTP code turns MFA off or mints backup codes, so it must
+   * not be guessable with a stolen access token. (Enabling checks a code of the pending secret,
+   * which the caller was just shown: nothing to guess there.)
+   */
+  async function withEnabledFactorCode (request: FastifyRequest, userId: string, action: string, run: () => Promise<void>): Promise<void> {
+    const accepted = await checkSecret(fastify, request, userId, 'auth.mfa_failed', { action }, async () => {
+      try {
+        await run()
+        return true
+      } catch (error) {
+        if (error instanceof Errors.INVALID_MFA_CODE) return false
+        throw error
+      }
+    })
+    if (!accepted) throw new Errors.INVALID_MFA_CODE()
   }
 
   fastify.post('/totp/setup', {
@@ -59,11 +80,15 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'A fresh set of 10 backup codes for a TOTP code; the old set stops working',
       security: BEARER,
       body: CodeBodySchema,
-      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409, 423) }
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
-    return { data: { backup_codes: await service.regenerateBackupCodes(caller.id, request.body.code) } }
+    let backupCodes: string[] = []
+    await withEnabledFactorCode(request, caller.id, 'backup_codes', async () => {
+      backupCodes = await service.regenerateBackupCodes(caller.id, request.body.code)
+    })
+    return { data: { backup_codes: backupCodes } }
   })
 
   fastify.delete('/totp', {
@@ -74,11 +99,11 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Turn TOTP off (with a TOTP or backup code)',
       security: BEARER,
       body: CodeBodySchema,
-      response: { 204: { type: 'null', description: 'Disabled' }, ...errorResponses({ body: true }, 401, 409) }
+      response: { 204: { type: 'null', description: 'Disabled' }, ...errorResponses({ body: true }, 401, 409, 423) }
     }
   }, async (request, reply) => {
     const caller = fastify.authorize(request, 'read')
-    await service.disable(caller.id, request.body.code)
+    await withEnabledFactorCode(request, caller.id, 'disable', async () => { await service.disable(caller.id, request.body.code) })
     request.audit('mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
     const user = await repositories.users.findById(caller.id)
     if (user !== undefined) await notify(user.email, 'Two-factor authentication was disabled on your account')
@@ -103,14 +128,13 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     // A challenge ends with its account.
     const principal = await repositories.users.findPrincipal(userId)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
-    await signInGuard.assertNotLocked(userId, request.ip)
-    const method = await service.verifyCode(userId, request.body.code)
-    if (method === null) {
-      // Wrong codes count toward the same lockout as wrong passwords.
-      await signInGuard.recordFailure(userId, request.ip)
-      request.audit('auth.mfa_failed', { outcome: 'failure', actorId: userId, targetId: userId })
-      throw new Errors.INVALID_MFA_CODE()
-    }
+    // Wrong codes count toward the same lockout as wrong passwords.
+    let method = null as MfaMethod | null
+    const right = await checkSecret(fastify, request, userId, 'auth.mfa_failed', {}, async () => {
+      method = await service.verifyCode(userId, request.body.code)
+      return method !== null
+    })
+    if (!right) throw new Errors.INVALID_MFA_CODE()
     const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
     request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })

@@ -8,17 +8,49 @@ export interface MfaChallenge {
   methods: Array<'totp' | 'backup_code'>
 }
 
+/** The audit events of a refused secret: a password's, or an MFA code's. */
+type FailureEvent = 'auth.login_failed' | 'auth.mfa_failed'
+
 /**
  * CONTRACT section 3: a locked account answers 423 whichever way it signs in; the refusal is
- * audited as a failed sign-in with `details` (what was presented) and the reason.
+ * audited as a failed sign-in (or MFA check) with `details` (what was presented) and the reason.
  */
-export async function refuseIfLocked (fastify: FastifyInstance, request: FastifyRequest, userId: string, details: Record<string, unknown>): Promise<void> {
+export async function refuseIfLocked (
+  fastify: FastifyInstance,
+  request: FastifyRequest,
+  userId: string,
+  details: Record<string, unknown>,
+  event: FailureEvent = 'auth.login_failed'
+): Promise<void> {
   try {
     await fastify.signInGuard.assertNotLocked(userId, request.ip)
   } catch (error) {
-    request.audit('auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+    request.audit(event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
     throw error
   }
+}
+
+/**
+ * A secret only the account holder knows (the current password, an MFA code) checked for a
+ * caller who is already signed in, held to the sign-in lockout: 423 while the account is
+ * locked for this address, and a wrong secret counts as a failed sign-in and is audited. A
+ * stolen access token then cannot guess the password, or the TOTP code that would turn MFA
+ * off or mint backup codes, faster than sign-in itself allows. `check` answers whether the
+ * secret was right; the caller answers a wrong one with its own error.
+ */
+export async function checkSecret (
+  fastify: FastifyInstance,
+  request: FastifyRequest,
+  userId: string,
+  event: FailureEvent,
+  details: Record<string, unknown>,
+  check: () => Promise<boolean>
+): Promise<boolean> {
+  await refuseIfLocked(fastify, request, userId, details, event)
+  if (await check()) return true
+  await fastify.signInGuard.recordFailure(userId, request.ip)
+  request.audit(event, { outcome: 'failure', actorId: userId, targetId: userId, details })
+  return false
 }
 
 /**

@@ -9,6 +9,7 @@ import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
 import { permissionLacked } from '../../security/permissions.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
+import { checkSecret } from '../auth/sign-in.js'
 import type { UserUpdate } from '../../store/users.js'
 import devices from './devices.js'
 import userPosts from './posts.js'
@@ -37,13 +38,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     if (body.password === undefined) return update
     assertPasswordPolicy(body.password, config.passwordPolicy)
     if (request.user?.id === id) {
-      const stored = await repositories.users.findPasswordHash(id)
-      if (body.current_password === undefined) {
+      const current = body.current_password
+      if (current === undefined) {
         throw validationFailed([{ path: '/current_password', message: 'is required to change the password' }])
       }
-      if (stored === null || stored === undefined || !await passwords.verify(body.current_password, stored)) {
-        throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
-      }
+      // Held to the sign-in lockout, like a sign-in: a stolen access token must not guess the password here.
+      const matches = await checkSecret(fastify, request, id, 'auth.login_failed', { reason: 'wrong_current_password' }, async () => {
+        const stored = await repositories.users.findPasswordHash(id)
+        return stored !== null && stored !== undefined && await passwords.verify(current, stored)
+      })
+      if (!matches) throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
     }
     update.passwordHash = await passwords.hash(body.password)
     return update
@@ -134,7 +138,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         security: BEARER,
         params: IdParamsSchema,
         body,
-        response: { 200: UserResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
+        response: { 200: UserResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
       },
       handler: async (request) => await applyUpdate(request, request.params.id, request.body)
     })
