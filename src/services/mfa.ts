@@ -53,25 +53,34 @@ export class MfaService {
     if (state.enabledAt !== null) throw new Errors.CONFLICT('TOTP is already enabled')
     const pending = state.pendingSecret === null ? null : this.#box.open(state.pendingSecret)
     if (pending === null) throw new Errors.CONFLICT('No TOTP setup in progress: call /auth/mfa/totp/setup first')
-    await this.#acceptTotp(userId, pending, code, state.lastStep)
+    const step = verifyTotp(pending, code, this.#now(), state.lastStep)
+    if (step === null || !await this.#mfa.acceptStep(userId, step)) throw new Errors.INVALID_MFA_CODE()
     const codes = newBackupCodes()
     await this.#mfa.enable(userId, state.pendingSecret ?? '', codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
     return codes
   }
 
-  /** A fresh set of backup codes for a good TOTP code; the old set stops working. */
-  async regenerateBackupCodes (userId: string, code: string): Promise<string[]> {
+  /** Throws CONFLICT unless TOTP is on: the answer before any code is looked at. */
+  async assertEnabled (userId: string): Promise<void> {
+    await this.#enabled(userId)
+  }
+
+  /** Checks a TOTP code of the enabled secret, spending its step when right. */
+  async acceptTotpCode (userId: string, code: string): Promise<boolean> {
     const { secret, lastStep } = await this.#enabled(userId)
-    await this.#acceptTotp(userId, secret, code, lastStep)
+    const step = verifyTotp(secret, code, this.#now(), lastStep)
+    return step !== null && await this.#mfa.acceptStep(userId, step)
+  }
+
+  /** A fresh set of backup codes; the old set stops working. */
+  async replaceBackupCodes (userId: string): Promise<string[]> {
     const codes = newBackupCodes()
     await this.#mfa.replaceBackupCodes(userId, codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
     return codes
   }
 
-  /** Turns TOTP off for a good TOTP or backup code. */
-  async disable (userId: string, code: string): Promise<void> {
-    await this.#enabled(userId)
-    if (await this.verifyCode(userId, code) === null) throw new Errors.INVALID_MFA_CODE()
+  /** Turns TOTP off, its secret and backup codes gone. */
+  async disable (userId: string): Promise<void> {
     await this.#mfa.disable(userId)
   }
 
@@ -101,8 +110,4 @@ export class MfaService {
     return { secret, lastStep: state.lastStep }
   }
 
-  async #acceptTotp (userId: string, secret: string, code: string, lastStep: number | null): Promise<void> {
-    const step = verifyTotp(secret, code, this.#now(), lastStep)
-    if (step === null || !await this.#mfa.acceptStep(userId, step)) throw new Errors.INVALID_MFA_CODE()
-  }
 }

@@ -6,27 +6,32 @@ import type { SignInFailuresRepository } from '../store/sign-in-failures.js'
 /** Failures are kept this long: longer than any rule looks back (the lockout 15 minutes, anomalies 15 minutes). */
 const FAILURE_RETENTION_MS = 24 * 60 * 60 * 1000
 
+const iso = (ms: number) => new Date(ms).toISOString()
+
 /** Applies the brute-force rule (src/security/lockout.ts) to sign-in attempts. */
 export class SignInGuard {
   constructor (private readonly failures: SignInFailuresRepository, private readonly now: () => number = Date.now) {}
 
   /** Throws ACCOUNT_LOCKED while a lockout covers this account from this address. */
   async assertNotLocked (userId: string, ip: string): Promise<void> {
-    const until = await this.failures.lockedUntil(userId, addressKey(ip), new Date(this.now()).toISOString())
+    const until = await this.failures.lockedUntil(userId, addressKey(ip), iso(this.now()))
     if (until !== undefined) throw new Errors.ACCOUNT_LOCKED()
   }
 
-  /** Wrong password or MFA code: counts it, and locks when the rule says so. */
-  async recordFailure (userId: string, ip: string): Promise<void> {
+  /**
+   * Settles an attempt at the account's password or MFA code once it has been checked: a wrong
+   * one counts, and locks when the rule says so. Attempts on one account settle one after
+   * another, and one that settles under a lockout, right or wrong, throws ACCOUNT_LOCKED
+   * uncounted. Simultaneous guesses all pass the lock check made before the secret is checked,
+   * but no more of them get an answer than the rule allows.
+   */
+  async settle (userId: string, ip: string, right: boolean): Promise<void> {
     const now = this.now()
-    const address = addressKey(ip)
-    await this.failures.record(userId, address, new Date(now).toISOString(), new Date(now - FAILURE_RETENTION_MS).toISOString())
-    const scope = lockoutScope(await this.failures.count(userId, address, new Date(now - FAILURE_WINDOW_MS).toISOString()))
-    if (scope === null) return
-    await this.failures.lock(userId, scope === 'account' ? null : address, new Date(now).toISOString(), new Date(now + LOCKOUT_MS).toISOString())
+    const times = { now: iso(now), countSince: iso(now - FAILURE_WINDOW_MS), keepSince: iso(now - FAILURE_RETENTION_MS), lockUntil: iso(now + LOCKOUT_MS) }
+    if (await this.failures.settle(userId, addressKey(ip), !right, times, lockoutScope)) throw new Errors.ACCOUNT_LOCKED()
   }
 
   async recordSuccess (userId: string, ip: string): Promise<void> {
-    await this.failures.clear(userId, addressKey(ip), new Date(this.now()).toISOString())
+    await this.failures.clear(userId, addressKey(ip), iso(this.now()))
   }
 }

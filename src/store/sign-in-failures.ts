@@ -1,36 +1,44 @@
-import { isForeignKeyViolation } from './errors.js'
+import type { LockoutScope } from '../security/lockout.js'
 import { uuidv7 } from './ids.js'
 import type { Db } from './types.js'
+
+export interface FailureCounts { fromAddress: number, total: number }
+
+/** The instants an attempt is settled against, as ISO strings. */
+export interface SettleTimes {
+  now: string
+  /** Failures after this count toward the lockout. */
+  countSince: string
+  /** Failures before this are deleted: no rule looks at them. */
+  keepSince: string
+  /** The end of a lockout begun now. */
+  lockUntil: string
+}
 
 /** Failed sign-ins and the lockouts they caused (CONTRACT section 3 brute-force rule). */
 export class SignInFailuresRepository {
   constructor (private readonly db: Db) {}
 
   /**
-   * Records a failure and deletes the account's failures older than `keepSince`, which no rule
-   * looks at. An account deleted meanwhile has nothing left to count against.
+   * Settles a checked attempt at the account's secret, in one transaction holding the
+   * account's row, so that attempts on one account settle one after another. Answers true when
+   * a lockout covers the address: the attempt is then not counted. Otherwise a failed attempt
+   * is recorded (unless the account is gone: nothing left to count against), the account's
+   * failures older than `keepSince` are deleted, and the lock `lockFor` calls for is begun.
    */
-  async record (userId: string, address: string, now: string, keepSince: string): Promise<void> {
-    try {
-      await this.db.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now, cleared_at: null }).execute()
-    } catch (error) {
-      if (!isForeignKeyViolation(error)) throw error
-    }
-    await this.db.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', keepSince).execute()
-  }
-
-  /** Failures since `since` that still count for the lockout: from one address, and from all. */
-  async count (userId: string, address: string, since: string): Promise<{ fromAddress: number, total: number }> {
-    const rows = await this.db.selectFrom('sign_in_failures')
-      .select(['ip', (eb) => eb.fn.countAll().as('count')])
-      .where('user_id', '=', userId).where('created_at', '>', since).where('cleared_at', 'is', null)
-      .groupBy('ip')
-      .execute()
-    const counts = rows.map((row) => ({ ip: row.ip, count: Number(row.count) }))
-    return {
-      fromAddress: counts.find((row) => row.ip === address)?.count ?? 0,
-      total: counts.reduce((sum, row) => sum + row.count, 0)
-    }
+  async settle (userId: string, address: string, failed: boolean, times: SettleTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
+    return await this.db.transaction().execute(async (trx) => {
+      const held = await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).executeTakeFirst()
+      if (await lockedUntil(trx, userId, address, times.now) !== undefined) return true
+      if (!failed || held.numUpdatedRows === 0n) return false
+      await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
+      await trx.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', times.keepSince).execute()
+      const scope = lockFor(await countFailures(trx, userId, address, times.countSince))
+      if (scope !== null) {
+        await trx.insertInto('lockouts').values({ id: uuidv7(), user_id: userId, ip: scope === 'account' ? null : address, created_at: times.now, locked_until: times.lockUntil }).execute()
+      }
+      return false
+    })
   }
 
   /** Every failure since `since`, cleared or not: what the anomaly detector counts. */
@@ -46,11 +54,6 @@ export class SignInFailuresRepository {
       .where('user_id', '=', userId).where('ip', '=', address).where('cleared_at', 'is', null).execute()
   }
 
-  /** `address` null locks the account for every address. */
-  async lock (userId: string, address: string | null, now: string, until: string): Promise<void> {
-    await this.db.insertInto('lockouts').values({ id: uuidv7(), user_id: userId, ip: address, created_at: now, locked_until: until }).execute()
-  }
-
   /** Lockouts of the account that began after `since`. */
   async lockoutsSince (userId: string, since: string): Promise<number> {
     const row = await this.db.selectFrom('lockouts').select((eb) => eb.fn.countAll().as('count'))
@@ -60,12 +63,30 @@ export class SignInFailuresRepository {
 
   /** The end of the lockout that applies to this address now, if any. */
   async lockedUntil (userId: string, address: string, now: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('lockouts')
-      .select((eb) => eb.fn.max('locked_until').as('until'))
-      .where('user_id', '=', userId)
-      .where('locked_until', '>', now)
-      .where((eb) => eb.or([eb('ip', 'is', null), eb('ip', '=', address)]))
-      .executeTakeFirst()
-    return row?.until ?? undefined
+    return await lockedUntil(this.db, userId, address, now)
   }
+}
+
+/** Failures since `since` that still count for the lockout: from one address, and from all. */
+async function countFailures (db: Db, userId: string, address: string, since: string): Promise<FailureCounts> {
+  const rows = await db.selectFrom('sign_in_failures')
+    .select(['ip', (eb) => eb.fn.countAll().as('count')])
+    .where('user_id', '=', userId).where('created_at', '>', since).where('cleared_at', 'is', null)
+    .groupBy('ip')
+    .execute()
+  const counts = rows.map((row) => ({ ip: row.ip, count: Number(row.count) }))
+  return {
+    fromAddress: counts.find((row) => row.ip === address)?.count ?? 0,
+    total: counts.reduce((sum, row) => sum + row.count, 0)
+  }
+}
+
+async function lockedUntil (db: Db, userId: string, address: string, now: string): Promise<string | undefined> {
+  const row = await db.selectFrom('lockouts')
+    .select((eb) => eb.fn.max('locked_until').as('until'))
+    .where('user_id', '=', userId)
+    .where('locked_until', '>', now)
+    .where((eb) => eb.or([eb('ip', 'is', null), eb('ip', '=', address)]))
+    .executeTakeFirst()
+  return row?.until ?? undefined
 }

@@ -24,6 +24,16 @@ for (const backend of backends()) {
         'one address cannot lock the victim out elsewhere')
     })
 
+    t.test('simultaneous wrong passwords: five are answered and counted, the rest refused as locked', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const answers = await Promise.all(Array.from({ length: 8 }, () => signIn(app, account, 'wrong-password')))
+      t.same(answers.map((answer) => answer.statusCode).sort(), [401, 401, 401, 401, 401, 423, 423, 423])
+      const failures = await app.database.db.selectFrom('sign_in_failures').select('id').where('user_id', '=', account.id).execute()
+      t.equal(failures.length, 5, 'an attempt settled under the lock is not counted')
+      t.equal((await signIn(app, account, account.password)).statusCode, 423, 'and they locked the account')
+    })
+
     t.test('4 failures then a success start the count again', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

@@ -177,6 +177,19 @@ for (const backend of backends()) {
       t.not(state.totp_enabled_at, null, 'MFA is still on')
     })
 
+    t.test('simultaneous wrong codes at DELETE /auth/mfa/totp: five are answered, the rest refused as locked, MFA stays on', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret } = await enrol(app, account)
+      const valid = new Set([totp(secret, -1), totp(secret), totp(secret, 1)])
+      const guesses = Array.from({ length: 100 }, (_, n) => String(n).padStart(6, '0')).filter((code) => !valid.has(code)).slice(0, 8)
+      const answers = await Promise.all(guesses.map((code) =>
+        app.inject(withToken(account.token, { method: 'DELETE', url: '/api/v1/auth/mfa/totp', payload: { code } }))))
+      t.same(answers.map((answer) => answer.statusCode).sort(), [401, 401, 401, 401, 401, 423, 423, 423])
+      const state = await app.database.db.selectFrom('users').select('totp_enabled_at').where('id', '=', account.id).executeTakeFirstOrThrow()
+      t.not(state.totp_enabled_at, null)
+    })
+
     t.test('disabling needs a code; sign-in is then plain again', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

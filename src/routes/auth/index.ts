@@ -11,11 +11,11 @@ import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
-import { completeSignIn, refuseIfLocked } from './sign-in.js'
+import { checkSecret, completeSignIn } from './sign-in.js'
 
 /** CONTRACT section 3: sign-in, sessions and the caller's own account. */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { repositories, passwords, sessions, signInGuard } = fastify
+  const { repositories, passwords, sessions } = fastify
   await fastify.register(mfa, { prefix: '/mfa' })
   await fastify.register(oauth, { prefix: '/oauth' })
 
@@ -29,23 +29,16 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const { email, password, device } = request.body
     const account = await repositories.users.findByEmail(email)
-    const failed = (reason: string, userId: string | null = account?.id ?? null) => {
-      request.audit('auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { email, reason } })
-    }
-    if (account !== undefined) await refuseIfLocked(fastify, request, account.id, { email })
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
-    const valid = account?.password_hash != null
-      ? await passwords.verify(password, account.password_hash)
-      : await passwords.verifyAgainstDummy(password)
     if (account === undefined) {
-      failed('unknown_email')
+      await passwords.verifyAgainstDummy(password)
+      request.audit('auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'unknown_email' } })
       throw new Errors.INVALID_CREDENTIALS()
     }
-    if (!valid) {
-      failed('wrong_password')
-      await signInGuard.recordFailure(account.id, request.ip)
-      throw new Errors.INVALID_CREDENTIALS()
-    }
+    const stored = account.password_hash
+    const valid = await checkSecret(fastify, request, account.id, 'auth.login_failed', { email, reason: 'wrong_password' }, async () =>
+      stored !== null ? await passwords.verify(password, stored) : await passwords.verifyAgainstDummy(password))
+    if (!valid) throw new Errors.INVALID_CREDENTIALS()
     const principal = await repositories.users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     return { data: await completeSignIn(fastify, request, principal, device, 'password') }

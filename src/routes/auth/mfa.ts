@@ -20,22 +20,14 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   /**
-   * Runs a service call that checks a code of the caller's enabled factor, held to the sign-in
-   * lockout (checkSecret): the right TOTP code turns MFA off or mints backup codes, so it must
-   * not be guessable with a stolen access token. (Enabling checks a code of the pending secret,
-   * which the caller was just shown: nothing to guess there.)
+   * A code of the caller's enabled factor, held to the sign-in lockout (checkSecret): the right
+   * TOTP code turns MFA off or mints backup codes, so it must not be guessable with a stolen
+   * access token. (Enabling checks a code of the pending secret, which the caller was just
+   * shown: nothing to guess there.)
    */
-  async function withEnabledFactorCode (request: FastifyRequest, userId: string, action: string, run: () => Promise<void>): Promise<void> {
-    const accepted = await checkSecret(fastify, request, userId, 'auth.mfa_failed', { action }, async () => {
-      try {
-        await run()
-        return true
-      } catch (error) {
-        if (error instanceof Errors.INVALID_MFA_CODE) return false
-        throw error
-      }
-    })
-    if (!accepted) throw new Errors.INVALID_MFA_CODE()
+  async function assertFactorCode (request: FastifyRequest, userId: string, action: string, check: () => Promise<boolean>): Promise<void> {
+    await service.assertEnabled(userId)
+    if (!await checkSecret(fastify, request, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
   }
 
   fastify.post('/totp/setup', {
@@ -84,11 +76,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const caller = fastify.authorize(request, 'read')
-    let backupCodes: string[] = []
-    await withEnabledFactorCode(request, caller.id, 'backup_codes', async () => {
-      backupCodes = await service.regenerateBackupCodes(caller.id, request.body.code)
-    })
-    return { data: { backup_codes: backupCodes } }
+    await assertFactorCode(request, caller.id, 'backup_codes', async () => await service.acceptTotpCode(caller.id, request.body.code))
+    return { data: { backup_codes: await service.replaceBackupCodes(caller.id) } }
   })
 
   fastify.delete('/totp', {
@@ -103,7 +92,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const caller = fastify.authorize(request, 'read')
-    await withEnabledFactorCode(request, caller.id, 'disable', async () => { await service.disable(caller.id, request.body.code) })
+    await assertFactorCode(request, caller.id, 'disable', async () => await service.verifyCode(caller.id, request.body.code) !== null)
+    await service.disable(caller.id)
     request.audit('mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
     const user = await repositories.users.findById(caller.id)
     if (user !== undefined) await notify(user.email, 'Two-factor authentication was disabled on your account')

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Device, TokenPair } from '../../../schemas/auth.js'
+import { Errors } from '../../errors.js'
 import type { UserPrincipal } from '../../store/users.js'
 
 export interface MfaChallenge {
@@ -11,32 +12,34 @@ export interface MfaChallenge {
 /** The audit events of a refused secret: a password's, or an MFA code's. */
 type FailureEvent = 'auth.login_failed' | 'auth.mfa_failed'
 
-/**
- * CONTRACT section 3: a locked account answers 423 whichever way it signs in; the refusal is
- * audited as a failed sign-in (or MFA check) with `details` (what was presented) and the reason.
- */
-export async function refuseIfLocked (
-  fastify: FastifyInstance,
-  request: FastifyRequest,
-  userId: string,
-  details: Record<string, unknown>,
-  event: FailureEvent = 'auth.login_failed'
-): Promise<void> {
+/** Awaits a lock check, auditing its 423 with `details` (what was presented) and the reason. */
+async function auditLockRefusal<T> (request: FastifyRequest, userId: string, event: FailureEvent, details: Record<string, unknown>, check: Promise<T>): Promise<T> {
   try {
-    await fastify.signInGuard.assertNotLocked(userId, request.ip)
+    return await check
   } catch (error) {
-    request.audit(event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+    if (error instanceof Errors.ACCOUNT_LOCKED) {
+      request.audit(event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+    }
     throw error
   }
 }
 
+/** CONTRACT section 3: a locked account answers 423 whichever way it signs in, OAuth included. */
+export async function refuseIfLocked (fastify: FastifyInstance, request: FastifyRequest, userId: string, details: Record<string, unknown>): Promise<void> {
+  await auditLockRefusal(request, userId, 'auth.login_failed', details, fastify.signInGuard.assertNotLocked(userId, request.ip))
+}
+
 /**
- * A secret only the account holder knows (the current password, an MFA code) checked for a
- * caller who is already signed in, held to the sign-in lockout: 423 while the account is
- * locked for this address, and a wrong secret counts as a failed sign-in and is audited. A
- * stolen access token then cannot guess the password, or the TOTP code that would turn MFA
- * off or mint backup codes, faster than sign-in itself allows. `check` answers whether the
- * secret was right; the caller answers a wrong one with its own error.
+ * A secret only the account holder knows (a password, an MFA code), held to the sign-in
+ * lockout (CONTRACT section 3): 423 while the account is locked for this address, and a
+ * wrong secret counts as a failed sign-in and is audited with `details`. The lockout is
+ * checked again when the attempt settles (SignInGuard.settle), so simultaneous guesses get no
+ * more answers than the rule allows. Used by sign-in and MFA verification, and where a
+ * signed-in caller proves the secret again (the current password of a password change, the
+ * code that turns MFA off or mints backup codes), so that a stolen access token cannot guess
+ * it faster than sign-in allows. `check` answers whether the secret was right and acts on
+ * nothing (spending a single-use code is part of checking it): the caller acts once this
+ * answers true, and answers false with its own error.
  */
 export async function checkSecret (
   fastify: FastifyInstance,
@@ -46,9 +49,11 @@ export async function checkSecret (
   details: Record<string, unknown>,
   check: () => Promise<boolean>
 ): Promise<boolean> {
-  await refuseIfLocked(fastify, request, userId, details, event)
-  if (await check()) return true
-  await fastify.signInGuard.recordFailure(userId, request.ip)
+  const guard = fastify.signInGuard
+  await auditLockRefusal(request, userId, event, details, guard.assertNotLocked(userId, request.ip))
+  const right = await check()
+  await auditLockRefusal(request, userId, event, details, guard.settle(userId, request.ip, right))
+  if (right) return true
   request.audit(event, { outcome: 'failure', actorId: userId, targetId: userId, details })
   return false
 }
