@@ -27,7 +27,8 @@ const WARM_UP_SECONDS = 3
 const CONNECTIONS = 32
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 
-interface Measured { rps: number, p50: number, p99: number }
+/** Throughput, latency, and the server's CPU time per request in microseconds (0 when not measured). */
+interface Measured { rps: number, p50: number, p99: number, cpuUs: number }
 
 /** The repository, from dist/bench/ where this runs compiled. */
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -63,10 +64,24 @@ async function stop (child: ChildProcess): Promise<void> {
   await exited
 }
 
-async function load (options: autocannon.Options): Promise<Measured> {
+/** CPU time (user + system) the process has used, in microseconds: /proc/<pid>/stat counts clock ticks of 10 ms. */
+function cpuMicros (pid: number | undefined): number {
+  if (pid === undefined) return 0
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+/**
+ * One measurement. With the server's pid, also its CPU time per request: on a machine the
+ * load generator shares, this tells what a request costs the server, whatever the
+ * throughput the load generator left it.
+ */
+async function load (options: autocannon.Options, serverPid?: number): Promise<Measured> {
+  const cpuBefore = cpuMicros(serverPid)
   const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${options.url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 }
+  const cpuUs = result.requests.total > 0 ? (cpuMicros(serverPid) - cpuBefore) / result.requests.total : 0
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuUs }
 }
 
 async function json (url: string, init: RequestInit = {}): Promise<any> {
@@ -97,10 +112,10 @@ async function pbkdf2Capacity (): Promise<number> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
-/** One side's rounds as reported: the median throughput, and the last round's latencies. */
+/** One side's rounds as reported: the median throughput and CPU per request, and the last round's latencies. */
 function summary (rounds: Measured[]): Measured {
   const { p50, p99 } = rounds.at(-1) ?? { p50: 0, p99: 0 }
-  return { rps: median(rounds.map((round) => round.rps)), p50, p99 }
+  return { rps: median(rounds.map((round) => round.rps)), p50, p99, cpuUs: median(rounds.map((round) => round.cpuUs)) }
 }
 
 async function main () {
@@ -154,9 +169,9 @@ async function main () {
       const bareRounds: Measured[] = []
       const obligedRounds: Measured[] = []
       for (let round = 0; round < ROUNDS; round++) {
-        bareRounds.push(await load({ url: ceiling.base + ceilingPath }))
-        ourRounds.push(await load({ url: service.base + path, headers }))
-        obligedRounds.push(await load({ url: obligations.base + ceilingPath }))
+        bareRounds.push(await load({ url: ceiling.base + ceilingPath }, ceiling.child.pid))
+        ourRounds.push(await load({ url: service.base + path, headers }, service.child.pid))
+        obligedRounds.push(await load({ url: obligations.base + ceilingPath }, obligations.child.pid))
       }
       const ours = summary(ourRounds)
       const bare = summary(bareRounds)
@@ -164,7 +179,8 @@ async function main () {
       const ratio = ours.rps / bare.rps
       report(name, ratio, `≥ ${target} × ceiling`, ratio >= target,
         `${ours.rps.toFixed(0)} vs ${bare.rps.toFixed(0)} req/s; p50 ${ours.p50} ms, p99 ${ours.p99} ms; RSS ${rssMb(service.child.pid ?? 0).toFixed(0)} MB; ` +
-        `ceiling with the spec's headers and request log: ${(obliged.rps / bare.rps).toFixed(2)}`)
+        `ceiling with the spec's headers and request log: ${(obliged.rps / bare.rps).toFixed(2)}; ` +
+        `server CPU per request ${ours.cpuUs.toFixed(1)} µs vs ${bare.cpuUs.toFixed(1)} µs (with the spec's headers and log ${obliged.cpuUs.toFixed(1)} µs)`)
     }
     await compare('GET /health', '/health', '/health', 0.85)
     await compare('GET /api/v1/users/{id} (authenticated)', `/api/v1/users/${id}`, `/api/v1/users/${id}`, 0.5)
