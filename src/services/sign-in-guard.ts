@@ -19,16 +19,21 @@ export class SignInGuard {
   }
 
   /**
-   * Settles an attempt at the account's password or MFA code once it has been checked: a wrong
-   * one counts, and locks when the rule says so. Attempts on one account settle one after
-   * another, and one that settles under a lockout, right or wrong, throws ACCOUNT_LOCKED
-   * uncounted. Simultaneous guesses all pass the lock check made before the secret is checked,
-   * but no more of them get an answer than the rule allows.
+   * Settles an attempt at the account's password or MFA code once it has been checked, so
+   * that simultaneous guesses, which all passed the lock check made before, get no more
+   * answers than the rule allows: one that settles under a lockout, right or wrong, throws
+   * ACCOUNT_LOCKED uncounted. A wrong one counts, and locks when the rule says so; failures on
+   * one account are recorded one after another (SignInFailuresRepository.recordFailure). A
+   * right one only reads the lock: it then settles before or after the failure that began it.
    */
   async settle (userId: string, ip: string, right: boolean): Promise<void> {
+    if (right) {
+      await this.assertNotLocked(userId, ip)
+      return
+    }
     const now = this.now()
     const times = { now: iso(now), countSince: iso(now - FAILURE_WINDOW_MS), keepSince: iso(now - FAILURE_RETENTION_MS), lockUntil: iso(now + LOCKOUT_MS) }
-    if (await this.failures.settle(userId, addressKey(ip), !right, times, lockoutScope)) throw new Errors.ACCOUNT_LOCKED()
+    if (await this.failures.recordFailure(userId, addressKey(ip), times, lockoutScope)) throw new Errors.ACCOUNT_LOCKED()
   }
 
   async recordSuccess (userId: string, ip: string): Promise<void> {

@@ -4,8 +4,8 @@ import type { Db } from './types.js'
 
 export interface FailureCounts { fromAddress: number, total: number }
 
-/** The instants an attempt is settled against, as ISO strings. */
-export interface SettleTimes {
+/** The instants a failure is recorded against, as ISO strings. */
+export interface FailureTimes {
   now: string
   /** Failures after this count toward the lockout. */
   countSince: string
@@ -20,17 +20,17 @@ export class SignInFailuresRepository {
   constructor (private readonly db: Db) {}
 
   /**
-   * Settles a checked attempt at the account's secret, in one transaction holding the
-   * account's row, so that attempts on one account settle one after another. Answers true when
-   * a lockout covers the address: the attempt is then not counted. Otherwise a failed attempt
-   * is recorded (unless the account is gone: nothing left to count against), the account's
+   * Records a failed attempt at the account's secret, in one transaction holding the account's
+   * row, so that failures on one account are counted one after another. Answers true when a
+   * lockout already covers the address: the failure is then not counted. Otherwise it is
+   * recorded (unless the account is gone: nothing left to count against), the account's
    * failures older than `keepSince` are deleted, and the lock `lockFor` calls for is begun.
    */
-  async settle (userId: string, address: string, failed: boolean, times: SettleTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
+  async recordFailure (userId: string, address: string, times: FailureTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
       const held = await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).executeTakeFirst()
       if (await lockedUntil(trx, userId, address, times.now) !== undefined) return true
-      if (!failed || held.numUpdatedRows === 0n) return false
+      if (held.numUpdatedRows === 0n) return false
       await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
       await trx.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', times.keepSince).execute()
       const scope = lockFor(await countFailures(trx, userId, address, times.countSince))

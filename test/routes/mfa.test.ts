@@ -190,6 +190,37 @@ for (const backend of backends()) {
       t.not(state.totp_enabled_at, null)
     })
 
+    t.test('a right code that settles after a lock began is answered 423 and acts on nothing', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      const { secret, backupCodes } = await enrol(app, account)
+      const [first = '', second = ''] = backupCodes
+      // While the right code is being checked, five failures from the caller's address lock the account.
+      const lockMeanwhile = async () => {
+        for (let n = 0; n < 5; n++) await app.signInGuard.settle(account.id, '127.0.0.1', false).catch(() => {})
+      }
+      const unlock = async () => {
+        await app.database.db.deleteFrom('lockouts').where('user_id', '=', account.id).execute()
+        await app.database.db.deleteFrom('sign_in_failures').where('user_id', '=', account.id).execute()
+      }
+      const { mfa } = app
+      const verifyCode = mfa.verifyCode.bind(mfa)
+      const acceptTotpCode = mfa.acceptTotpCode.bind(mfa)
+      mfa.verifyCode = async (userId, code) => await verifyCode(userId, code).finally(lockMeanwhile)
+      mfa.acceptTotpCode = async (userId, code) => await acceptTotpCode(userId, code).finally(lockMeanwhile)
+
+      const remove = await app.inject(withToken(account.token, { method: 'DELETE', url: '/api/v1/auth/mfa/totp', payload: { code: first } }))
+      t.equal(remove.statusCode, 423)
+      await unlock()
+      const mint = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/backup-codes', payload: { code: totp(secret, 1) } }))
+      t.equal(mint.statusCode, 423)
+      await unlock()
+      mfa.verifyCode = verifyCode
+      const challenge = await login(app, account)
+      t.equal(challenge.json().data.mfa_required, true, 'MFA is still on')
+      t.equal((await verify(app, challenge.json().data.mfa_token, second)).statusCode, 200, 'the backup codes shown at enrolment still work')
+    })
+
     t.test('disabling needs a code; sign-in is then plain again', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)

@@ -42,11 +42,11 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       if (current === undefined) {
         throw validationFailed([{ path: '/current_password', message: 'is required to change the password' }])
       }
-      // Held to the sign-in lockout, like a sign-in: a stolen access token must not guess the password here.
-      const matches = await checkSecret(fastify, request, id, 'auth.login_failed', { reason: 'wrong_current_password' }, async () => {
-        const stored = await repositories.users.findPasswordHash(id)
-        return stored !== null && stored !== undefined && await passwords.verify(current, stored)
-      })
+      const stored = await repositories.users.findPasswordHash(id)
+      // Held to the sign-in lockout, like a sign-in: a stolen access token must not guess the
+      // password here. An account without a password (OAuth only) has nothing to guess.
+      const matches = stored !== null && stored !== undefined &&
+        await checkSecret(fastify, request, id, 'auth.login_failed', { reason: 'wrong_current_password' }, async () => await passwords.verify(current, stored))
       if (!matches) throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
     }
     update.passwordHash = await passwords.hash(body.password)
