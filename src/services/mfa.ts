@@ -53,8 +53,7 @@ export class MfaService {
     if (state.enabledAt !== null) throw new Errors.CONFLICT('TOTP is already enabled')
     const pending = state.pendingSecret === null ? null : this.#box.open(state.pendingSecret)
     if (pending === null) throw new Errors.CONFLICT('No TOTP setup in progress: call /auth/mfa/totp/setup first')
-    const step = verifyTotp(pending, code, this.#now(), state.lastStep)
-    if (step === null || !await this.#mfa.acceptStep(userId, step)) throw new Errors.INVALID_MFA_CODE()
+    if (!await this.#acceptStep(userId, pending, code, state.lastStep)) throw new Errors.INVALID_MFA_CODE()
     const codes = newBackupCodes()
     await this.#mfa.enable(userId, state.pendingSecret ?? '', codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
     return codes
@@ -68,8 +67,7 @@ export class MfaService {
   /** Checks a TOTP code of the enabled secret, spending its step when right. */
   async acceptTotpCode (userId: string, code: string): Promise<boolean> {
     const { secret, lastStep } = await this.#enabled(userId)
-    const step = verifyTotp(secret, code, this.#now(), lastStep)
-    return step !== null && await this.#mfa.acceptStep(userId, step)
+    return await this.#acceptStep(userId, secret, code, lastStep)
   }
 
   /** A fresh set of backup codes; the old set stops working. */
@@ -110,4 +108,9 @@ export class MfaService {
     return { secret, lastStep: state.lastStep }
   }
 
+  /** True when `code` is right for `secret` and its step is recorded as spent. */
+  async #acceptStep (userId: string, secret: string, code: string, lastStep: number | null): Promise<boolean> {
+    const step = verifyTotp(secret, code, this.#now(), lastStep)
+    return step !== null && await this.#mfa.acceptStep(userId, step)
+  }
 }

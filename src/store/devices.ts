@@ -6,6 +6,7 @@ import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { Db, TrustedDevicesTable } from './types.js'
+import { holdUserRow } from './users.js'
 
 /** Spec 5.10 device policy: at most this many trusted devices per user. */
 export const MAX_DEVICES_PER_USER = 5
@@ -31,7 +32,7 @@ export class DevicesRepository {
     const device = { id: uuidv7(), device_id: deviceId, name, created_at: new Date().toISOString() }
     try {
       await this.db.transaction().execute(async (trx) => {
-        await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).execute()
+        await holdUserRow(trx, userId)
         const { count } = await trx.selectFrom('trusted_devices').select((eb) => eb.fn.countAll().as('count'))
           .where('user_id', '=', userId).executeTakeFirstOrThrow()
         if (Number(count) >= MAX_DEVICES_PER_USER) {

@@ -1,6 +1,7 @@
 import type { LockoutScope } from '../security/lockout.js'
 import { uuidv7 } from './ids.js'
 import type { Db } from './types.js'
+import { holdUserRow } from './users.js'
 
 export interface FailureCounts { fromAddress: number, total: number }
 
@@ -28,9 +29,9 @@ export class SignInFailuresRepository {
    */
   async recordFailure (userId: string, address: string, times: FailureTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
-      const held = await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).executeTakeFirst()
+      const exists = await holdUserRow(trx, userId)
       if (await lockedUntil(trx, userId, address, times.now) !== undefined) return true
-      if (held.numUpdatedRows === 0n) return false
+      if (!exists) return false
       await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
       await trx.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', times.keepSince).execute()
       const scope = lockFor(await countFailures(trx, userId, address, times.countSince))

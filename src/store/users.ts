@@ -41,6 +41,16 @@ function toRoles (values: Array<string | null>): Role[] {
 }
 
 /**
+ * Holds the user's row until the transaction ends (a no-op update: SQLite has no FOR UPDATE),
+ * so that transactions counting something of that user run one after another. True when the
+ * user exists.
+ */
+export async function holdUserRow (trx: Db, userId: string): Promise<boolean> {
+  const held = await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).executeTakeFirst()
+  return held.numUpdatedRows > 0n
+}
+
+/**
  * How long a principal read for authentication may be reused. Changes made through this
  * instance invalidate it at once; other instances see them within this time.
  */

@@ -22,8 +22,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   /**
    * A code of the caller's enabled factor, held to the sign-in lockout (checkSecret): the right
    * code (TOTP, or a backup code to turn MFA off) turns MFA off or mints backup codes, so it
-   * must not be guessable with a stolen access token. (Enabling checks a code of the pending secret, which the caller was just
-   * shown: nothing to guess there.)
+   * must not be guessable with a stolen access token. (Enabling checks a code of the pending
+   * secret, which the caller was just shown: nothing to guess there.)
    */
   async function assertFactorCode (request: FastifyRequest, userId: string, action: string, check: () => Promise<boolean>): Promise<void> {
     await service.assertEnabled(userId)
