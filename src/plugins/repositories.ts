@@ -39,7 +39,7 @@ export default fp(async (fastify) => {
     users,
     sessions: new SessionsRepository(db, cursors, readRows),
     revocations: new RevocationsRepository(db),
-    signInFailures: new SignInFailuresRepository(db),
+    signInFailures: new SignInFailuresRepository(db, readRows),
     auditLogs: new AuditLogsRepository(db, cursors, readRows),
     devices: new DevicesRepository(db, cursors, readRows),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),

@@ -3,7 +3,7 @@ import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import { isForeignKeyViolation } from '../store/errors.js'
-import type { LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
+import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
 
 export interface SessionServiceDependencies {
@@ -29,6 +29,21 @@ function endedSessionError (token: PresentedRefreshToken): Error {
   return token.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
 }
 
+/** Access tokens issued after this instant may not have expired at `now`. */
+function accessIssuedAfter (now: string): string {
+  return new Date(Date.parse(now) - ACCESS_TOKEN_TTL_S * 1000).toISOString()
+}
+
+function tokenPair (accessToken: string, refreshToken: string): TokenPair {
+  return {
+    access_token: accessToken,
+    refresh_token: refreshToken,
+    token_type: 'Bearer',
+    expires_in: ACCESS_TOKEN_TTL_S,
+    refresh_expires_in: REFRESH_TOKEN_TTL_S
+  }
+}
+
 /** Sign-in sessions (CONTRACT section 3): opening, rotating, timing out, ending. */
 export class SessionService {
   readonly #deps: SessionServiceDependencies
@@ -48,21 +63,23 @@ export class SessionService {
   }
 
   /**
-   * Opens a session and answers its first pair; beyond the concurrency limit the oldest ends.
-   * An account deleted as it signs in fails like an unknown one.
+   * Opens a session and answers its first pair; beyond the concurrency limit the oldest
+   * sessions end, and their access tokens are revoked before the pair is answered. An account
+   * deleted as it signs in fails like an unknown one.
    */
   async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
-    const { sessions, policy } = this.#deps
-    const now = new Date(this.#now()).toISOString()
+    const { tokens, sessions, policy } = this.#deps
+    const nowMs = this.#now()
+    const now = new Date(nowMs).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
-    return await unlessAccountDeleted(async () => {
-      const sessionId = await sessions.create(user.id, deviceInfo, now)
-      const live = await sessions.liveIds(user.id, this.cutoffs())
-      const excess = live.filter((id) => id !== sessionId).slice(0, Math.max(0, live.length - policy.maxConcurrent))
-      await this.#endSessions(excess, 'concurrency_limit', now)
-      // Ended already: a concurrent sign-in of the same account over the limit ended it.
-      return await this.#issue(user, sessionId, deviceInfo, now, () => new Errors.SESSION_EXPIRED())
-    }, () => new Errors.INVALID_CREDENTIALS())
+    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, nowMs)
+    const refresh = tokens.issueRefreshToken(user.id, deviceInfo, nowMs)
+    const ended = await sessions.open({
+      userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
+    })
+    if (ended === undefined) throw new Errors.INVALID_CREDENTIALS()
+    await this.#revokeAccessTokens(ended)
+    return tokenPair(access.token, refresh.token)
   }
 
   /**
@@ -145,12 +162,15 @@ export class SessionService {
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
   async #endSessions (sessionIds: string[], reason: RevocationReason, now: string, revokedAlready?: string): Promise<void> {
-    const ttlMs = ACCESS_TOKEN_TTL_S * 1000
-    const issuedAfter = new Date(Date.parse(now) - ttlMs).toISOString()
-    const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, issuedAfter)
-    await Promise.all(accessTokens
-      .filter(({ jti }) => jti !== revokedAlready)
-      .map(async ({ jti, issuedAt }) => { await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ttlMs)) }))
+    const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, accessIssuedAfter(now))
+    await this.#revokeAccessTokens(accessTokens.filter(({ jti }) => jti !== revokedAlready))
+  }
+
+  /** Revokes access tokens of ended sessions until they expire. */
+  async #revokeAccessTokens (accessTokens: IssuedAccessToken[]): Promise<void> {
+    await Promise.all(accessTokens.map(async ({ jti, issuedAt }) => {
+      await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ACCESS_TOKEN_TTL_S * 1000))
+    }))
   }
 
   /** A new pair in the session, unless it has ended by now: then `ended()` is thrown. */
@@ -162,12 +182,6 @@ export class SessionService {
     const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs)
     const refresh = tokens.issueRefreshToken(user.id, device, issuedAtMs)
     if (!await sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw ended()
-    return {
-      access_token: access.token,
-      refresh_token: refresh.token,
-      token_type: 'Bearer',
-      expires_in: ACCESS_TOKEN_TTL_S,
-      refresh_expires_in: REFRESH_TOKEN_TTL_S
-    }
+    return tokenPair(access.token, refresh.token)
   }
 }

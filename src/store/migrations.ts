@@ -187,6 +187,14 @@ function migrations (dialect: Dialect): Record<string, Migration> {
         // than deleting them: the anomaly detector still counts them.
         await db.schema.alterTable('sign_in_failures').addColumn('cleared_at', timestamp).execute()
       }
+    },
+    '0008_sessions_live_index': {
+      async up (db: Kysely<any>) {
+        // Every sign-in reads the account's live sessions (the concurrency limit): indexed apart
+        // from its ended ones, which pile up, so the read does not grow with them.
+        await db.schema.createIndex('sessions_user_id_live').on('sessions').columns(['user_id', 'created_at', 'id'])
+          .where(sql.ref('revoked_at'), 'is', null).execute()
+      }
     }
   }
 }

@@ -5,6 +5,7 @@ import { uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { Db } from './types.js'
+import { holdUserRow } from './users.js'
 
 export interface SessionView {
   id: string
@@ -37,6 +38,19 @@ export interface LivenessCutoffs {
 /** An access token issued with a refresh token of a session. */
 export interface IssuedAccessToken { jti: string, issuedAt: string }
 
+/** What opening a session records (SessionsRepository.open). */
+export interface SessionOpening {
+  userId: string
+  device: Record<string, unknown>
+  /** The session's first refresh token, and the access token issued with it. */
+  refresh: IssuedRefreshToken
+  accessJti: string
+  now: string
+  cutoffs: LivenessCutoffs
+  maxConcurrent: number
+  accessIssuedAfter: string
+}
+
 export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed'
 
 function parseDevice (text: string): Record<string, unknown> {
@@ -56,15 +70,30 @@ export class SessionsRepository {
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
     this.#pages = new PageQueries<Omit<SessionView, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
-      ({ userId, ...cutoffs }) => this.live(userId, cutoffs), SESSION_COLUMNS, cursors, readRows)
+      ({ userId, ...cutoffs }) => liveSessions(db, userId, cutoffs), SESSION_COLUMNS, cursors, readRows)
   }
 
-  async create (userId: string, device: Record<string, unknown>, now: string): Promise<string> {
-    const id = uuidv7()
-    await this.db.insertInto('sessions').values({
-      id, user_id: userId, device: JSON.stringify(device), created_at: now, last_used_at: now, revoked_at: null, revoked_reason: null
-    }).execute()
-    return id
+  /**
+   * Opens a session with its first token pair and ends the user's oldest live sessions beyond
+   * `maxConcurrent`: one transaction holding the account's row, so that simultaneous sign-ins
+   * of one account count each other's sessions and end no more and no fewer than the limit
+   * says. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
+   * the caller to revoke; undefined when the account is gone.
+   */
+  async open (opening: SessionOpening): Promise<IssuedAccessToken[] | undefined> {
+    const { userId, device, now, cutoffs, maxConcurrent } = opening
+    return await this.db.transaction().execute(async (trx) => {
+      if (!await holdUserRow(trx, userId)) return undefined
+      const sessionId = uuidv7()
+      await trx.insertInto('sessions').values({
+        id: sessionId, user_id: userId, device: JSON.stringify(device), created_at: now, last_used_at: now, revoked_at: null, revoked_reason: null
+      }).execute()
+      await insertRefreshToken(trx, sessionId, userId, opening.refresh, opening.accessJti, device, now)
+      const others = (await liveSessions(trx, userId, cutoffs).select('id').orderBy('created_at').orderBy('id').execute())
+        .map((row) => row.id).filter((id) => id !== sessionId)
+      const excess = others.slice(0, Math.max(0, others.length + 1 - maxConcurrent))
+      return await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter)
+    })
   }
 
   /**
@@ -79,18 +108,7 @@ export class SessionsRepository {
       const touched = await trx.updateTable('sessions').set({ last_used_at: now })
         .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
       if (touched.numUpdatedRows === 0n) return false
-      await trx.insertInto('refresh_tokens').values({
-        jti: issued.jti,
-        session_id: sessionId,
-        user_id: userId,
-        token_hash: issued.token_hash,
-        device: JSON.stringify(device),
-        created_at: now,
-        expires_at: issued.expires_at.toISOString(),
-        spent_at: null,
-        revoked_at: null,
-        access_jti: accessJti
-      }).execute()
+      await insertRefreshToken(trx, sessionId, userId, issued, accessJti, device, now)
       return true
     })
   }
@@ -136,15 +154,7 @@ export class SessionsRepository {
    */
   async revoke (sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
     if (sessionIds.length === 0) return []
-    return await this.db.transaction().execute(async (trx) => {
-      await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason })
-        .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
-      await trx.updateTable('refresh_tokens').set({ revoked_at: now })
-        .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
-      const rows = await trx.selectFrom('refresh_tokens').select(['access_jti', 'created_at'])
-        .where('session_id', 'in', sessionIds).where('created_at', '>', accessIssuedAfter).where('access_jti', 'is not', null).execute()
-      return rows.map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
-    })
+    return await this.db.transaction().execute(async (trx) => await revokeSessions(trx, sessionIds, reason, now, accessIssuedAfter))
   }
 
   /** The user's sessions not yet ended. */
@@ -168,26 +178,48 @@ export class SessionsRepository {
     return row?.session_id
   }
 
-  /** Live sessions of a user, oldest first. */
-  async liveIds (userId: string, cutoffs: LivenessCutoffs): Promise<string[]> {
-    const rows = await this.live(userId, cutoffs).select('id').orderBy('created_at').orderBy('id').execute()
-    return rows.map((row) => row.id)
-  }
-
   async isLive (userId: string, sessionId: string, cutoffs: LivenessCutoffs): Promise<boolean> {
-    return await this.live(userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
+    return await liveSessions(this.db, userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
   }
 
   async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
     const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
+}
 
-  private live (userId: string, { idleBefore, createdBefore }: LivenessCutoffs) {
-    return this.db.selectFrom('sessions')
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .where('last_used_at', '>=', idleBefore)
-      .where('created_at', '>=', createdBefore)
-  }
+/** A user's sessions that have not ended, by revocation or timeout. */
+function liveSessions (db: Db, userId: string, { idleBefore, createdBefore }: LivenessCutoffs) {
+  return db.selectFrom('sessions')
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('last_used_at', '>=', idleBefore)
+    .where('created_at', '>=', createdBefore)
+}
+
+async function insertRefreshToken (trx: Db, sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<void> {
+  await trx.insertInto('refresh_tokens').values({
+    jti: issued.jti,
+    session_id: sessionId,
+    user_id: userId,
+    token_hash: issued.token_hash,
+    device: JSON.stringify(device),
+    created_at: now,
+    expires_at: issued.expires_at.toISOString(),
+    spent_at: null,
+    revoked_at: null,
+    access_jti: accessJti
+  }).execute()
+}
+
+/** Ends the sessions and their refresh tokens within `trx`; answers the access tokens they issued after `accessIssuedAfter`. */
+async function revokeSessions (trx: Db, sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
+  if (sessionIds.length === 0) return []
+  await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason })
+    .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
+  await trx.updateTable('refresh_tokens').set({ revoked_at: now })
+    .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
+  const rows = await trx.selectFrom('refresh_tokens').select(['access_jti', 'created_at'])
+    .where('session_id', 'in', sessionIds).where('created_at', '>', accessIssuedAfter).where('access_jti', 'is not', null).execute()
+  return rows.map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
 }

@@ -1,5 +1,6 @@
 import type { LockoutScope } from '../security/lockout.js'
 import { uuidv7 } from './ids.js'
+import { prepare, type ReadRows } from './prepared.js'
 import type { Db } from './types.js'
 import { holdUserRow } from './users.js'
 
@@ -18,7 +19,12 @@ export interface FailureTimes {
 
 /** Failed sign-ins and the lockouts they caused (CONTRACT section 3 brute-force rule). */
 export class SignInFailuresRepository {
-  constructor (private readonly db: Db) {}
+  /** Every password and code check reads the lock, twice (SignInGuard): prepared. */
+  readonly #selectLockedUntil
+
+  constructor (private readonly db: Db, readRows: ReadRows) {
+    this.#selectLockedUntil = prepare(readRows, lockedUntilQuery(db, '', '', ''))
+  }
 
   /**
    * Records a failed attempt at the account's secret, in one transaction holding the account's
@@ -30,7 +36,8 @@ export class SignInFailuresRepository {
   async recordFailure (userId: string, address: string, times: FailureTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
       const exists = await holdUserRow(trx, userId)
-      if (await lockedUntil(trx, userId, address, times.now) !== undefined) return true
+      const lock = await lockedUntilQuery(trx, userId, address, times.now).executeTakeFirst()
+      if (lock?.until !== undefined && lock.until !== null) return true
       if (!exists) return false
       await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
       await trx.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', times.keepSince).execute()
@@ -64,7 +71,9 @@ export class SignInFailuresRepository {
 
   /** The end of the lockout that applies to this address now, if any. */
   async lockedUntil (userId: string, address: string, now: string): Promise<string | undefined> {
-    return await lockedUntil(this.db, userId, address, now)
+    // The parameters in the order the query's placeholders take them.
+    const [row] = await this.#selectLockedUntil(userId, now, address)
+    return row?.until ?? undefined
   }
 }
 
@@ -82,12 +91,10 @@ async function countFailures (db: Db, userId: string, address: string, since: st
   }
 }
 
-async function lockedUntil (db: Db, userId: string, address: string, now: string): Promise<string | undefined> {
-  const row = await db.selectFrom('lockouts')
+function lockedUntilQuery (db: Db, userId: string, address: string, now: string) {
+  return db.selectFrom('lockouts')
     .select((eb) => eb.fn.max('locked_until').as('until'))
     .where('user_id', '=', userId)
     .where('locked_until', '>', now)
     .where((eb) => eb.or([eb('ip', 'is', null), eb('ip', '=', address)]))
-    .executeTakeFirst()
-  return row?.until ?? undefined
 }

@@ -43,10 +43,11 @@ function toRoles (values: Array<string | null>): Role[] {
 /**
  * Holds the user's row until the transaction ends (a no-op update: SQLite has no FOR UPDATE),
  * so that transactions counting something of that user run one after another. True when the
- * user exists.
+ * user exists. The column set is one no key or index holds: setting the key, even to itself,
+ * makes SQLite check every row that refers to the user, which grows with their sessions.
  */
 export async function holdUserRow (trx: Db, userId: string): Promise<boolean> {
-  const held = await trx.updateTable('users').set((eb) => ({ id: eb.ref('id') })).where('id', '=', userId).executeTakeFirst()
+  const held = await trx.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', userId).executeTakeFirst()
   return held.numUpdatedRows > 0n
 }
 
@@ -60,6 +61,7 @@ export class UsersRepository {
   readonly #principals = new Map<string, { principal: UserPrincipal | undefined, until: number }>()
   readonly #selectById
   readonly #selectPrincipal
+  readonly #selectCredentials
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
@@ -68,6 +70,7 @@ export class UsersRepository {
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
       .where('users.id', '=', ''))
+    this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
     this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, cursors, readRows, ['name'])
   }
 
@@ -127,10 +130,7 @@ export class UsersRepository {
   }
 
   async findByEmail (email: string): Promise<(User & { password_hash: string | null }) | undefined> {
-    return await this.db.selectFrom('users')
-      .select([...PUBLIC_COLUMNS, 'password_hash'])
-      .where('email', '=', normalizeEmail(email))
-      .executeTakeFirst()
+    return (await this.#selectCredentials(normalizeEmail(email)))[0]
   }
 
   async findPasswordHash (id: string): Promise<string | null | undefined> {

@@ -38,6 +38,24 @@ function aroundNextCall<T extends object, K extends keyof T> (t: Test, object: T
   t.teardown(restore)
 }
 
+/**
+ * Holds each call of `object[method]` until `count` calls have arrived, then lets them
+ * all run at once: the way to make requests that would otherwise pass that point one by one
+ * overlap there.
+ */
+function gatherCalls<T extends object, K extends keyof T> (t: Test, object: T, method: K, count: number): void {
+  let arrived = 0
+  let release: () => void = () => {}
+  const everyone = new Promise<void>((resolve) => { release = resolve })
+  const original = object[method] as (...args: unknown[]) => Promise<unknown>
+  object[method] = (async (...args: unknown[]) => {
+    if (++arrived >= count) release()
+    await everyone
+    return await original.apply(object, args)
+  }) as T[K]
+  t.teardown(() => { object[method] = original as T[K] })
+}
+
 /** What is left in the store that belongs to the user, table by table. */
 async function leftovers (app: FastifyInstance, userId: string, postIds: string[] = []): Promise<Record<string, number>> {
   const { db } = app.database
@@ -194,7 +212,7 @@ for (const backend of backends()) {
       const account = await createAccount(app)
       // The session is stored only once the clock has passed into the next second: a token
       // signed with the clock of that moment would outlive a revocation counted from the start.
-      aroundNextCall(t, app.repositories.sessions, 'create', async (call) => { await clockPast(Math.ceil((Date.now() + 1) / 1000) * 1000); return await call() })
+      aroundNextCall(t, app.repositories.sessions, 'open', async (call) => { await clockPast(Math.ceil((Date.now() + 1) / 1000) * 1000); return await call() })
       const pair = await signIn(app, account)
       const out = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: pair.refresh_token } }))
       t.equal(out.statusCode, 204)
@@ -212,6 +230,23 @@ for (const backend of backends()) {
         const stored = await app.database.db.selectFrom('trusted_devices').select('id').where('user_id', '=', account.id).execute()
         t.equal(stored.length, 5, `round ${round}: five stored`)
         await app.database.db.deleteFrom('trusted_devices').where('user_id', '=', account.id).execute()
+      }
+    })
+
+    t.test('parallel sign-ins of one account: each answered a pair, and exactly SESSION_MAX_CONCURRENT (3) sessions live', async (t) => {
+      const account = await createAccount(app) // its own sign-in is one of the sessions, the oldest
+      for (let round = 1; round <= 3; round++) {
+        // Each sign-in's password check takes its own time: the sessions are opened all at once.
+        // One instance: two in one process on one SQLite file would wait on each other's locks
+        // with the thread both run on (on PostgreSQL its pool opens them side by side).
+        gatherCalls(t, app.repositories.sessions, 'open', 6)
+        const responses = await together([app], Array.from({ length: 6 }, () =>
+          ({ method: 'POST' as const, url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })))
+        t.same(statuses(responses), Array(6).fill(200), `round ${round}: every sign-in answered`)
+        const live = await app.database.db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
+        t.equal(live.length, 3, `round ${round}: the oldest sessions ended, three live`)
+        const working = await Promise.all(responses.map(async (response) => (await apps[1].inject(refresh(response.json().data.refresh_token))).statusCode))
+        t.equal(working.filter((status) => status === 200).length, 3, `round ${round}: the three live sessions' refresh tokens work, the ended ones' do not`)
       }
     })
 
@@ -319,7 +354,7 @@ for (const backend of backends()) {
       t.equal(errorCode(grant), 'NOT_FOUND')
 
       const signingIn = await createAccount(app)
-      aroundNextCall(t, repositories.sessions, 'create', async (call) => { await deleteUser(signingIn.id); return await call() })
+      aroundNextCall(t, repositories.sessions, 'open', async (call) => { await deleteUser(signingIn.id); return await call() })
       const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: signingIn.email, password: signingIn.password } })
       t.equal(login.statusCode, 401, 'a sign-in whose account is deleted before its session is stored')
       t.equal(errorCode(login), 'INVALID_CREDENTIALS')

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
 import t from 'tap'
 import { type Account, backends, build, claimsOf, createAccount, untilReplayWouldShow, withToken } from '../helper.js'
 
@@ -108,6 +109,30 @@ for (const backend of backends()) {
       t.same(list.json().data.map((session: { device: { id: string } }) => session.device.id), ['phone', 'laptop'])
       t.equal(list.json().meta.total, 2)
       t.equal((await refresh(app, second.refresh_token)).statusCode, 200)
+    })
+
+    t.test('a sign-in reads the live sessions from the index of live sessions, not past the ended ones', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url, env: { SESSION_MAX_CONCURRENT: '1' } })
+      const account = await createAccount(app)
+      for (let n = 0; n < 3; n++) await login(app, account)
+      const { db } = app.database
+      const cutoff = new Date(0).toISOString()
+      const query = sql`select id from sessions where user_id = ${account.id} and revoked_at is null
+        and last_used_at >= ${cutoff} and created_at >= ${cutoff} order by created_at, id`
+      let plan: string
+      if (backend.name === 'postgres') {
+        await sql`analyze sessions`.execute(db)
+        // A tiny table: forbidding the sequential scan shows which index serves the query.
+        plan = await db.transaction().execute(async (trx) => {
+          await sql`set local enable_seqscan = off`.execute(trx)
+          return (await sql<{ 'QUERY PLAN': string }>`explain ${query}`.execute(trx)).rows.map((row) => row['QUERY PLAN']).join('\n')
+        })
+      } else {
+        plan = (await sql<{ detail: string }>`explain query plan ${query}`.execute(db)).rows.map((row) => row.detail).join('\n')
+      }
+      t.match(plan, /sessions_user_id_live/, plan)
+      const live = await db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
+      t.equal(live.length, 1, 'the limit held')
     })
 
     t.test('GET and DELETE /auth/sessions', async (t) => {
