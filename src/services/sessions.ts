@@ -2,7 +2,6 @@ import type { Device, TokenPair } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
-import { isForeignKeyViolation } from '../store/errors.js'
 import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
 
@@ -13,15 +12,6 @@ export interface SessionServiceDependencies {
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   now?: () => number
-}
-
-/** Runs `work`, which stores rows of an account; if the account was deleted meanwhile, fails with `failure`. */
-async function unlessAccountDeleted<T> (work: () => Promise<T>, failure: () => Error): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    throw isForeignKeyViolation(error) ? failure() : error
-  }
 }
 
 /** The answer to a refresh token of an ended session: reuse says so (CONTRACT section 2), anything else is just invalid. */
@@ -63,8 +53,9 @@ export class SessionService {
   }
 
   /**
-   * Opens a session and answers its first pair; beyond the concurrency limit the oldest
-   * sessions end, and their access tokens are revoked before the pair is answered. An account
+   * Opens a session and answers its first pair; beyond the concurrency limit the oldest other
+   * sessions end, and their access tokens are revoked before the pair is answered (this
+   * session, in turn, is ended by whichever later sign-in finds it the oldest). An account
    * deleted as it signs in fails like an unknown one.
    */
   async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
@@ -109,10 +100,7 @@ export class SessionService {
     if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      // The session may end meanwhile (a logout): then no pair.
-      const invalid = () => new Errors.INVALID_TOKEN()
-      return await unlessAccountDeleted(async () =>
-        ({ pair: await this.#issue(principal, presented.sessionId, claims.device, now, invalid), userId: principal.id }), invalid)
+      return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
     }
     if (presented.spentAt === null) {
       // Read unspent, yet not spent here: a concurrent refresh spent it (the race below), or a
@@ -173,15 +161,15 @@ export class SessionService {
     }))
   }
 
-  /** A new pair in the session, unless it has ended by now: then `ended()` is thrown. */
-  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string, ended: () => Error): Promise<TokenPair> {
+  /** A new pair in the session; INVALID_TOKEN when the session has ended meanwhile (a logout), or the account gone. */
+  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {
     const { tokens, sessions } = this.#deps
     // Issued as of `now`, the instant they are recorded under: #endSessions revokes an access
     // token until that instant + 15 minutes, which must not come before the token expires.
     const issuedAtMs = Date.parse(now)
     const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs)
     const refresh = tokens.issueRefreshToken(user.id, device, issuedAtMs)
-    if (!await sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw ended()
+    if (!await sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw new Errors.INVALID_TOKEN()
     return tokenPair(access.token, refresh.token)
   }
 }

@@ -74,10 +74,10 @@ export class SessionsRepository {
   }
 
   /**
-   * Opens a session with its first token pair and ends the user's oldest live sessions beyond
-   * `maxConcurrent`: one transaction holding the account's row, so that simultaneous sign-ins
-   * of one account count each other's sessions and end no more and no fewer than the limit
-   * says. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
+   * Opens a session with its first token pair and ends the user's oldest other live sessions
+   * beyond `maxConcurrent`: one transaction holding the account's row, so that simultaneous
+   * sign-ins of one account run one after another and each counts the sessions the others
+   * opened. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
    * the caller to revoke; undefined when the account is gone.
    */
   async open (opening: SessionOpening): Promise<IssuedAccessToken[] | undefined> {
@@ -97,14 +97,17 @@ export class SessionsRepository {
   }
 
   /**
-   * Records a session's new token pair and marks the session used, only while it lives: one
-   * transaction whose first statement locks the session's row. A concurrent revoke either
+   * Records a session's new token pair and marks the session used, only while it lives and its
+   * account exists: one transaction that locks the session's row. A concurrent revoke either
    * commits first (nothing is recorded: false) or waits for this one and then finds, and
    * revokes, the new access token. Without the lock, a refresh racing a logout could answer a
-   * pair whose access token no revocation lists.
+   * pair whose access token no revocation lists. The account's row is held first, as opening
+   * a session holds it, so that deleting the account (which locks that row, then its
+   * sessions) cannot deadlock with this on PostgreSQL.
    */
   async addTokenIfLive (sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
+      if (!await holdUserRow(trx, userId)) return false
       const touched = await trx.updateTable('sessions').set({ last_used_at: now })
         .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
       if (touched.numUpdatedRows === 0n) return false

@@ -36,7 +36,7 @@ export class SignInFailuresRepository {
   async recordFailure (userId: string, address: string, times: FailureTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
       const exists = await holdUserRow(trx, userId)
-      const lock = await lockedUntilQuery(trx, userId, address, times.now).executeTakeFirst()
+      const lock = await lockedUntilQuery(trx, userId, times.now, address).executeTakeFirst()
       if (lock?.until !== undefined && lock.until !== null) return true
       if (!exists) return false
       await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
@@ -71,7 +71,6 @@ export class SignInFailuresRepository {
 
   /** The end of the lockout that applies to this address now, if any. */
   async lockedUntil (userId: string, address: string, now: string): Promise<string | undefined> {
-    // The parameters in the order the query's placeholders take them.
     const [row] = await this.#selectLockedUntil(userId, now, address)
     return row?.until ?? undefined
   }
@@ -91,7 +90,8 @@ async function countFailures (db: Db, userId: string, address: string, since: st
   }
 }
 
-function lockedUntilQuery (db: Db, userId: string, address: string, now: string) {
+/** The lock that covers the address now; its parameters in the order of its placeholders, for prepare(). */
+function lockedUntilQuery (db: Db, userId: string, now: string, address: string) {
   return db.selectFrom('lockouts')
     .select((eb) => eb.fn.max('locked_until').as('until'))
     .where('user_id', '=', userId)

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, backends, build, claimsOf, clockPast, createAccount, freshDatabaseUrl, TEST_PASSWORD, uniqueEmail, withToken } from '../helper.js'
+import { type Account, backends, build, claimsOf, clockPast, createAccount, freshDatabaseUrl, TEST_PASSWORD, uniqueEmail, withToken, within } from '../helper.js'
 
 /** Sends every request at once, alternating between the instances, as a load balancer would. */
 async function together (apps: FastifyInstance[], requests: InjectOptions[]): Promise<LightMyRequestResponse[]> {
@@ -50,7 +50,7 @@ function gatherCalls<T extends object, K extends keyof T> (t: Test, object: T, m
   const original = object[method] as (...args: unknown[]) => Promise<unknown>
   object[method] = (async (...args: unknown[]) => {
     if (++arrived >= count) release()
-    await everyone
+    await within(`${count} calls of ${String(method)} gathered`, 10_000, everyone)
     return await original.apply(object, args)
   }) as T[K]
   t.teardown(() => { object[method] = original as T[K] })
@@ -210,9 +210,19 @@ for (const backend of backends()) {
 
     t.test('an access token\'s revocation lasts until the token expires, however late in its second it was signed', async (t) => {
       const account = await createAccount(app)
-      // The session is stored only once the clock has passed into the next second: a token
-      // signed with the clock of that moment would outlive a revocation counted from the start.
-      aroundNextCall(t, app.repositories.sessions, 'open', async (call) => { await clockPast(Math.ceil((Date.now() + 1) / 1000) * 1000); return await call() })
+      // The access token is signed only once the clock has passed into the next second: signed
+      // with the clock of that moment, it would outlive a revocation counted from the instant
+      // the session is recorded under.
+      const { tokens } = app
+      const issue = tokens.issueAccessToken
+      const restore = () => { tokens.issueAccessToken = issue }
+      t.teardown(restore)
+      tokens.issueAccessToken = (...args) => {
+        restore()
+        const nextSecond = Math.ceil((Date.now() + 1) / 1000) * 1000
+        while (Date.now() < nextSecond); // synchronous, as signing is
+        return issue.apply(tokens, args)
+      }
       const pair = await signIn(app, account)
       const out = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: pair.refresh_token } }))
       t.equal(out.statusCode, 204)
@@ -238,7 +248,9 @@ for (const backend of backends()) {
       for (let round = 1; round <= 3; round++) {
         // Each sign-in's password check takes its own time: the sessions are opened all at once.
         // One instance: two in one process on one SQLite file would wait on each other's locks
-        // with the thread both run on (on PostgreSQL its pool opens them side by side).
+        // with the thread both run on. On PostgreSQL its pool opens them side by side, and only
+        // the account's row held by each open keeps the count (SQLite's one connection runs
+        // one transaction at a time anyway).
         gatherCalls(t, app.repositories.sessions, 'open', 6)
         const responses = await together([app], Array.from({ length: 6 }, () =>
           ({ method: 'POST' as const, url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })))
