@@ -59,12 +59,11 @@ export class SessionService {
    * deleted as it signs in fails like an unknown one.
    */
   async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
-    const { tokens, sessions, policy } = this.#deps
+    const { sessions, policy } = this.#deps
     const nowMs = this.#now()
     const now = new Date(nowMs).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
-    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, nowMs)
-    const refresh = tokens.issueRefreshToken(user.id, deviceInfo, nowMs)
+    const { access, refresh } = this.#sign(user, deviceInfo, nowMs)
     const ended = await sessions.open({
       userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
     })
@@ -161,15 +160,23 @@ export class SessionService {
     }))
   }
 
+  /**
+   * Signs a pair as of `issuedAtMs`, which must be the instant it is recorded under: an ended
+   * session's access tokens are revoked until that instant + 15 minutes, which must not come
+   * before they expire.
+   */
+  #sign (user: { id: string, roles: string[] }, device: Record<string, unknown>, issuedAtMs: number) {
+    const { tokens } = this.#deps
+    return {
+      access: tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs),
+      refresh: tokens.issueRefreshToken(user.id, device, issuedAtMs)
+    }
+  }
+
   /** A new pair in the session; INVALID_TOKEN when the session has ended meanwhile (a logout), or the account gone. */
   async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {
-    const { tokens, sessions } = this.#deps
-    // Issued as of `now`, the instant they are recorded under: #endSessions revokes an access
-    // token until that instant + 15 minutes, which must not come before the token expires.
-    const issuedAtMs = Date.parse(now)
-    const access = tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs)
-    const refresh = tokens.issueRefreshToken(user.id, device, issuedAtMs)
-    if (!await sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw new Errors.INVALID_TOKEN()
+    const { access, refresh } = this.#sign(user, device, Date.parse(now))
+    if (!await this.#deps.sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw new Errors.INVALID_TOKEN()
     return tokenPair(access.token, refresh.token)
   }
 }

@@ -37,7 +37,7 @@ export class SignInFailuresRepository {
     return await this.db.transaction().execute(async (trx) => {
       const exists = await holdUserRow(trx, userId)
       const lock = await lockedUntilQuery(trx, userId, times.now, address).executeTakeFirst()
-      if (lock?.until !== undefined && lock.until !== null) return true
+      if ((lock?.until ?? null) !== null) return true
       if (!exists) return false
       await trx.insertInto('sign_in_failures').values({ id: uuidv7(), user_id: userId, ip: address, created_at: times.now, cleared_at: null }).execute()
       await trx.deleteFrom('sign_in_failures').where('user_id', '=', userId).where('created_at', '<', times.keepSince).execute()
