@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
+import { type Compilable, CompiledQuery, sql } from 'kysely'
 import pg from 'pg'
 import { loadConfig } from '../src/config.js'
 import { createInstance } from '../src/instance.js'
+import type { Database } from '../src/store/database.js'
 
 /** Anything with tap's teardown, so helpers work in any (sub)test. */
 export interface TestContext {
@@ -111,6 +113,24 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
   t.teardown(async () => await app.close())
   await app.ready()
   return app
+}
+
+/**
+ * How the database would run `query`, as the query compiles in the service. PostgreSQL's test
+ * tables are tiny, so `table` is analyzed and sequential scans forbidden: the plan then shows
+ * which index serves the query.
+ */
+export async function queryPlan ({ db, dialect }: Database, table: string, query: Compilable<unknown>): Promise<string> {
+  const { sql: text, parameters } = query.compile()
+  if (dialect === 'sqlite') {
+    return (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${text}`, [...parameters]))).rows.map((row) => row.detail).join('\n')
+  }
+  await sql`analyze ${sql.table(table)}`.execute(db)
+  return await db.transaction().execute(async (trx) => {
+    await sql`set local enable_seqscan = off`.execute(trx)
+    const explained = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${text}`, [...parameters]))
+    return explained.rows.map((row) => row['QUERY PLAN']).join('\n')
+  })
 }
 
 let emailCounter = 0

@@ -32,8 +32,10 @@ export default fp(async (fastify) => {
 
   async function sync (): Promise<void> {
     const now = Date.now()
-    const rows = await repository.since(syncedFrom, new Date(now).toISOString())
-    for (const row of rows) list.add(row.jti, Date.parse(row.expires_at))
+    for (const row of await repository.since(syncedFrom)) {
+      const expiresAt = Date.parse(row.expires_at)
+      if (expiresAt > now) list.add(row.jti, expiresAt)
+    }
     syncedFrom = new Date(now - OVERLAP_MS).toISOString()
     list.prune(now)
   }

@@ -26,14 +26,23 @@ export class RevocationsRepository {
     return inserted !== undefined
   }
 
-  /** Entries revoked at or after `since` that have not expired by `now`. */
-  async since (since: string, now: string): Promise<RevokedToken[]> {
-    return await this.db.selectFrom('revoked_tokens').select(['jti', 'expires_at'])
-      .where('created_at', '>=', since).where('expires_at', '>', now).execute()
+  /** Entries revoked at or after `since`, expired ones included (see recentRevocations). */
+  async since (since: string): Promise<RevokedToken[]> {
+    return await recentRevocations(this.db, since).execute()
   }
 
   /** Entries outlive their token by nothing: an expired token fails verification anyway. */
   async purgeExpired (now: string): Promise<void> {
     await this.db.deleteFrom('revoked_tokens').where('expires_at', '<=', now).execute()
   }
+}
+
+/**
+ * The poll's read, on the created_at index: only what was revoked since the last poll. With
+ * `expires_at > now` added, both databases chose the expires_at index and read every unexpired
+ * entry on each poll (thousands under a stream of sign-ins, milliseconds of the event loop
+ * twice a second), so the caller skips expired entries instead. Exported for the test of its plan.
+ */
+export function recentRevocations (db: Db, since: string) {
+  return db.selectFrom('revoked_tokens').select(['jti', 'expires_at']).where('created_at', '>=', since)
 }

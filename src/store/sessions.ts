@@ -89,7 +89,7 @@ export class SessionsRepository {
         id: sessionId, user_id: userId, device: JSON.stringify(device), created_at: now, last_used_at: now, revoked_at: null, revoked_reason: null
       }).execute()
       await insertRefreshToken(trx, sessionId, userId, opening.refresh, opening.accessJti, device, now)
-      const others = (await liveSessions(trx, userId, cutoffs).select('id').orderBy('created_at').orderBy('id').execute())
+      const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
         .map((row) => row.id).filter((id) => id !== sessionId)
       const excess = others.slice(0, Math.max(0, others.length + 1 - maxConcurrent))
       return await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter)
@@ -198,6 +198,15 @@ function liveSessions (db: Db, userId: string, { idleBefore, createdBefore }: Li
     .where('revoked_at', 'is', null)
     .where('last_used_at', '>=', idleBefore)
     .where('created_at', '>=', createdBefore)
+}
+
+/**
+ * The identifiers of a user's live sessions, oldest first: what a sign-in reads to end those
+ * beyond the limit. Served by the partial index of live sessions (migration 0008), so it does
+ * not read past the user's ended ones; exported for the test that checks that plan.
+ */
+export function liveSessionsOldestFirst (db: Db, userId: string, cutoffs: LivenessCutoffs) {
+  return liveSessions(db, userId, cutoffs).select('id').orderBy('created_at').orderBy('id')
 }
 
 async function insertRefreshToken (trx: Db, sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<void> {

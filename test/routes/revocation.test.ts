@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+import { recentRevocations } from '../../src/store/revocations.js'
+import { backends, build, createAccount, freshDatabaseUrl, queryPlan, withToken } from '../helper.js'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
@@ -30,6 +31,14 @@ for (const backend of backends()) {
       t.equal((await first.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))).statusCode, 204)
       const elapsed = await msUntilRefused(second, account.token, 2000)
       t.ok(elapsed <= 1000, `refused by the other instance after ${elapsed} ms`)
+    })
+
+    t.test('each poll reads the revocations made since the last one, not every unexpired one', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      t.equal((await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))).statusCode, 204)
+      const plan = await queryPlan(app.database, 'revoked_tokens', recentRevocations(app.database.db, new Date().toISOString()))
+      t.match(plan, /revoked_tokens_created_at/, plan)
     })
 
     t.test('a revoked token stays refused after a restart', async (t) => {

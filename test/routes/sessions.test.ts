@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
 import t from 'tap'
-import { type Account, backends, build, claimsOf, createAccount, untilReplayWouldShow, withToken } from '../helper.js'
+import { liveSessionsOldestFirst } from '../../src/store/sessions.js'
+import { type Account, backends, build, claimsOf, createAccount, queryPlan, untilReplayWouldShow, withToken } from '../helper.js'
 
 async function login (app: FastifyInstance, account: Account, device?: { id: string, name?: string }) {
   const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password, device } })
@@ -115,23 +115,10 @@ for (const backend of backends()) {
       const app = await build(t, { postgresUrl: backend.url, env: { SESSION_MAX_CONCURRENT: '1' } })
       const account = await createAccount(app)
       for (let n = 0; n < 3; n++) await login(app, account)
-      const { db } = app.database
       const cutoff = new Date(0).toISOString()
-      const query = sql`select id from sessions where user_id = ${account.id} and revoked_at is null
-        and last_used_at >= ${cutoff} and created_at >= ${cutoff} order by created_at, id`
-      let plan: string
-      if (backend.name === 'postgres') {
-        await sql`analyze sessions`.execute(db)
-        // A tiny table: forbidding the sequential scan shows which index serves the query.
-        plan = await db.transaction().execute(async (trx) => {
-          await sql`set local enable_seqscan = off`.execute(trx)
-          return (await sql<{ 'QUERY PLAN': string }>`explain ${query}`.execute(trx)).rows.map((row) => row['QUERY PLAN']).join('\n')
-        })
-      } else {
-        plan = (await sql<{ detail: string }>`explain query plan ${query}`.execute(db)).rows.map((row) => row.detail).join('\n')
-      }
+      const plan = await queryPlan(app.database, 'sessions', liveSessionsOldestFirst(app.database.db, account.id, { idleBefore: cutoff, createdBefore: cutoff }))
       t.match(plan, /sessions_user_id_live/, plan)
-      const live = await db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
+      const live = await app.database.db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
       t.equal(live.length, 1, 'the limit held')
     })
 
