@@ -18,6 +18,11 @@ const POLL_MS = 500
 /** Each poll re-reads this far back: covers clock skew between instances and late commits. */
 const OVERLAP_MS = 5000
 const PURGE_MS = 10 * 60 * 1000
+/**
+ * Expired entries leave memory this often, not on every poll: pruning walks the whole list,
+ * and an expired entry costs only its memory (its token fails verification anyway).
+ */
+const PRUNE_MS = 60 * 1000
 
 /**
  * Revocations are written to the database (so they survive restarts of the service and of
@@ -37,7 +42,6 @@ export default fp(async (fastify) => {
       if (expiresAt > now) list.add(row.jti, expiresAt)
     }
     syncedFrom = new Date(now - OVERLAP_MS).toISOString()
-    list.prune(now)
   }
   const poll = () => {
     sync().then(() => {
@@ -50,6 +54,7 @@ export default fp(async (fastify) => {
   }
   await sync()
   const pollTimer = setInterval(poll, POLL_MS).unref()
+  const pruneTimer = setInterval(() => { list.prune(Date.now()) }, PRUNE_MS).unref()
   const purgeTimer = setInterval(() => {
     repository.purgeExpired(new Date().toISOString()).catch(() => {})
   }, PURGE_MS).unref()
@@ -82,6 +87,7 @@ export default fp(async (fastify) => {
 
   fastify.addHook('onClose', async () => {
     clearInterval(pollTimer)
+    clearInterval(pruneTimer)
     clearInterval(purgeTimer)
     subscriber?.disconnect()
   })

@@ -18,8 +18,4 @@ export class RevocationList {
       if (expiresAt <= nowMs) this.#expiries.delete(jti)
     }
   }
-
-  get size (): number {
-    return this.#expiries.size
-  }
 }
