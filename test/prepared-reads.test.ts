@@ -21,6 +21,11 @@ t.test('SQLite prepared reads answer at once, without a promise, when no transac
   const rows = database.readRows(read)
   t.notOk(rows instanceof Promise, 'synchronous')
   t.same(rows, [{ id: 'a' }])
+  // The statement is shared with Kysely's driver: it must still give objects there.
+  t.same((await database.db.executeQuery(read)).rows, [{ id: 'a' }], 'the same SQL through Kysely')
+  const failing = sql<{ id: string }>`select id from items where id = ${'a'}`.compile(database.db)
+  t.throws(() => database.readRows({ ...failing, parameters: [] }), /parameter/i, 'a read that fails throws')
+  t.same((await database.db.executeQuery({ ...failing })).rows, [{ id: 'a' }], 'and leaves its statement giving objects')
 })
 
 t.test('a read during an open transaction never sees its uncommitted writes', async (t) => {

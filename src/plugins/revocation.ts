@@ -52,6 +52,8 @@ export default fp(async (fastify) => {
       failing = true
     })
   }
+  // The first sync reads every row not yet purged, expired ones included: purged first.
+  await repository.purgeExpired(new Date().toISOString())
   await sync()
   const pollTimer = setInterval(poll, POLL_MS).unref()
   const pruneTimer = setInterval(() => { list.prune(Date.now()) }, PRUNE_MS).unref()
@@ -66,7 +68,7 @@ export default fp(async (fastify) => {
     subscriber.on('message', (_channel: string, message: string) => {
       try {
         const { jti, exp } = JSON.parse(message) as { jti: unknown, exp: unknown }
-        if (typeof jti === 'string' && typeof exp === 'number') list.add(jti, exp)
+        if (typeof jti === 'string' && typeof exp === 'number' && exp > Date.now()) list.add(jti, exp)
       } catch {
         // Not ours: ignore.
       }

@@ -1,6 +1,6 @@
 /**
  * Revoked access-token identifiers held in memory, so checking one costs a map lookup
- * rather than a round trip. Each entry is dropped once its token has expired anyway.
+ * rather than a round trip. Pruning drops the entries whose tokens have expired anyway.
  */
 export class RevocationList {
   readonly #expiries = new Map<string, number>()
