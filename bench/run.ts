@@ -12,7 +12,8 @@ import { freePort } from './free-port.js'
  * protection on) and, interleaved in the same run, against a bare-Fastify ceiling. Prints
  * each target with its ratio and appends the table to bench/RESULTS.md.
  * BENCH_SECONDS (default 4) sets each measurement's length, BENCH_ROUNDS (default 5) how many
- * interleaved rounds each comparison takes, BENCH_SOAK_SECONDS (default 60) the soak.
+ * interleaved rounds each comparison with the ceiling takes (the cluster's takes 3),
+ * BENCH_SOAK_SECONDS (default 60) the soak.
  *
  * The machine's speed drifts by tens of percent within a minute (shared host), so each
  * comparison alternates its sides over several short rounds and compares medians: a drift
@@ -61,6 +62,7 @@ async function start (command: string[], env: Record<string, string>, logFile: s
 }
 
 async function stop (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGTERM')
   await exited
@@ -234,14 +236,18 @@ async function main () {
       for (const workers of [1, 2]) {
         const logFile = join(dir, `cluster-${workers}-${round}.log`)
         const cluster = await start([...START_FLAGS, 'dist/src/cluster.js'], { ...env, WORKERS: String(workers) }, logFile)
-        while ((readFileSync(logFile, 'utf8').match(/"worker listening"/g) ?? []).length < workers) {
-          await new Promise((resolve) => setTimeout(resolve, 100))
+        try {
+          while ((readFileSync(logFile, 'utf8').match(/"worker listening"/g) ?? []).length < workers) {
+            if (cluster.child.exitCode !== null) throw new Error(`the cluster of ${workers} exited with ${cluster.child.exitCode}`)
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          await autocannon({ url: `${cluster.base}/api/v1/users/${id}`, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+          const { rps } = await load({ url: `${cluster.base}/api/v1/users/${id}`, headers })
+          if (workers === 1) oneWorker.push(rps)
+          else twoWorkers.push(rps)
+        } finally {
+          await stop(cluster.child)
         }
-        await autocannon({ url: `${cluster.base}/api/v1/users/${id}`, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-        const { rps } = await load({ url: `${cluster.base}/api/v1/users/${id}`, headers })
-        if (workers === 1) oneWorker.push(rps)
-        else twoWorkers.push(rps)
-        await stop(cluster.child)
       }
     }
     const one = median(oneWorker)

@@ -52,14 +52,17 @@ export default fp(async (fastify) => {
       failing = true
     })
   }
-  // The first sync reads every row not yet purged, expired ones included: purged first.
-  await repository.purgeExpired(new Date().toISOString())
+  const purge = async () => {
+    await repository.purgeExpired(new Date().toISOString())
+      .catch((error: unknown) => { fastify.log.warn({ err: error }, 'revocation purge failed') })
+  }
+  // The first sync reads every row not yet purged, expired ones included: purged first. A
+  // failed purge only leaves more to read (expired rows are skipped), so it does not stop start-up.
+  await purge()
   await sync()
   const pollTimer = setInterval(poll, POLL_MS).unref()
   const pruneTimer = setInterval(() => { list.prune(Date.now()) }, PRUNE_MS).unref()
-  const purgeTimer = setInterval(() => {
-    repository.purgeExpired(new Date().toISOString()).catch(() => {})
-  }, PURGE_MS).unref()
+  const purgeTimer = setInterval(() => { void purge() }, PURGE_MS).unref()
 
   const { redis } = fastify
   const subscriber = redis?.duplicate() ?? null

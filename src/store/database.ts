@@ -47,8 +47,9 @@ const columnNames = new WeakMap<SQLite.Statement, string[]>()
 
 /**
  * Below Node 22 (module ABI 127) better-sqlite3 makes each row object through V8's generic
- * property calls, one per column: about a third of the time a 20-row page takes to read on
- * Node 20. From Node 22 on it builds each row in one call, and rows are taken as it gives them.
+ * property calls, one per column; building them here instead cut a 20-row page's read by about
+ * a fifth on Node 20. From Node 22 on it builds each row in one call, and rows are taken as it
+ * gives them.
  */
 const ROWS_BUILT_PER_COLUMN = Number(process.versions.modules) < 127
 

@@ -31,7 +31,7 @@ export class RevocationsRepository {
     return await recentRevocations(this.db, since).execute()
   }
 
-  /** Entries outlive their token by nothing: an expired token fails verification anyway. */
+  /** Entries whose token has expired: the token fails verification anyway. */
   async purgeExpired (now: string): Promise<void> {
     await this.db.deleteFrom('revoked_tokens').where('expires_at', '<=', now).execute()
   }
