@@ -37,10 +37,7 @@ export default fp(async (fastify) => {
 
   async function sync (): Promise<void> {
     const now = Date.now()
-    for (const row of await repository.since(syncedFrom)) {
-      const expiresAt = Date.parse(row.expires_at)
-      if (expiresAt > now) list.add(row.jti, expiresAt)
-    }
+    for (const row of await repository.since(syncedFrom)) list.add(row.jti, Date.parse(row.expires_at), now)
     syncedFrom = new Date(now - OVERLAP_MS).toISOString()
   }
   const poll = () => {
@@ -71,7 +68,7 @@ export default fp(async (fastify) => {
     subscriber.on('message', (_channel: string, message: string) => {
       try {
         const { jti, exp } = JSON.parse(message) as { jti: unknown, exp: unknown }
-        if (typeof jti === 'string' && typeof exp === 'number' && exp > Date.now()) list.add(jti, exp)
+        if (typeof jti === 'string' && typeof exp === 'number') list.add(jti, exp)
       } catch {
         // Not ours: ignore.
       }

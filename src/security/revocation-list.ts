@@ -5,8 +5,9 @@
 export class RevocationList {
   readonly #expiries = new Map<string, number>()
 
-  add (jti: string, expiresAtMs: number): void {
-    this.#expiries.set(jti, expiresAtMs)
+  /** Holds the entry until pruned; one whose token has already expired is not held. */
+  add (jti: string, expiresAtMs: number, nowMs = Date.now()): void {
+    if (expiresAtMs > nowMs) this.#expiries.set(jti, expiresAtMs)
   }
 
   has (jti: string): boolean {
