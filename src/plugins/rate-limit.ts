@@ -57,7 +57,8 @@ export default fp(async (fastify) => {
     reply.header('x-ratelimit-reset', resetSeconds)
     if (state.current <= max) return undefined
     reply.header('retry-after', resetSeconds)
-    request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: redactUrl(request.url), limit: max } })
+    // Once per client, tier and window: a flood of refusals must not become a flood of writes.
+    if (state.firstRefusal) request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: redactUrl(request.url), limit: max } })
     return new Errors.RATE_LIMITED()
   }
 
@@ -80,7 +81,7 @@ export default fp(async (fastify) => {
       }, (error: unknown) => {
         failOpen(error)
         // Not counted: the headers show the whole limit left.
-        done(apply(request, reply, tier.max, { current: 0, ttl: limits.windowMs }))
+        done(apply(request, reply, tier.max, { current: 0, ttl: limits.windowMs, firstRefusal: false }))
       })
     } else {
       done(apply(request, reply, tier.max, state))

@@ -4,10 +4,11 @@ import type { Clock, RateLimitStore, WindowState } from './sliding-window.js'
 
 /**
  * The same sliding-window log in a Redis sorted set per key, in one atomic script, so every
- * instance shares the counters. Returns { current, ttl } as the memory store does.
+ * instance shares the counters. Returns { current, ttl, firstRefusal } as the memory store
+ * does; when the key's last refusal was reported is kept beside it (KEYS[2]).
  */
 const SLIDING_WINDOW = `
-local key, now, window, max, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local key, reported, now, window, max, member = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
 local count = redis.call('ZCARD', key)
 local current = count + 1
@@ -17,13 +18,21 @@ if count < max then
   count = count + 1
   current = count
 end
+local first = 0
+if current > max then
+  local last = tonumber(redis.call('GET', reported))
+  if not last or last <= now - window then
+    redis.call('SET', reported, now, 'PX', window)
+    first = 1
+  end
+end
 local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
 local ttl = window
 if oldest[2] then ttl = tonumber(oldest[2]) + window - now end
-return { current, ttl }
+return { current, ttl, first }
 `
 
-type SlidingWindowCommand = (key: string, now: number, windowMs: number, max: number, member: string) => Promise<[number, number]>
+type SlidingWindowCommand = (key: string, reportedKey: string, now: number, windowMs: number, max: number, member: string) => Promise<[number, number, number]>
 
 export class SlidingWindowRedisStore implements RateLimitStore {
   readonly #command: SlidingWindowCommand
@@ -34,7 +43,7 @@ export class SlidingWindowRedisStore implements RateLimitStore {
     private readonly prefix = 'users-api:rate:'
   ) {
     // A defined command runs by EVALSHA: the script is sent once, not with every request.
-    if (!('usersApiSlidingWindow' in redis)) redis.defineCommand('usersApiSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW })
+    if (!('usersApiSlidingWindow' in redis)) redis.defineCommand('usersApiSlidingWindow', { numberOfKeys: 2, lua: SLIDING_WINDOW })
     const command = (redis as unknown as { usersApiSlidingWindow: SlidingWindowCommand }).usersApiSlidingWindow
     this.#command = command.bind(redis)
   }
@@ -42,7 +51,7 @@ export class SlidingWindowRedisStore implements RateLimitStore {
   async hit (key: string, windowMs: number, max: number): Promise<WindowState> {
     const now = this.now()
     const member = `${now}:${randomBytes(6).toString('base64url')}`
-    const [current, ttl] = await this.#command(this.prefix + key, now, windowMs, max, member)
-    return { current, ttl }
+    const [current, ttl, first] = await this.#command(this.prefix + key, `${this.prefix}reported:${key}`, now, windowMs, max, member)
+    return { current, ttl, firstRefusal: first === 1 }
   }
 }

@@ -1,8 +1,10 @@
 /**
  * A store's answer for one hit: the count in the window including this hit (one over `max`
- * when refused) and the milliseconds until the oldest entry slides out.
+ * when refused) and the milliseconds until the oldest entry slides out. `firstRefusal` marks
+ * the refusal to report: the key's first in a window's span (at most one per window), so
+ * that a flood of refused requests is reported once, not request by request.
  */
-export interface WindowState { current: number, ttl: number }
+export interface WindowState { current: number, ttl: number, firstRefusal: boolean }
 
 /** A sliding-window counter: the memory store answers at once, the shared one later. */
 export interface RateLimitStore {
@@ -17,8 +19,11 @@ export type Clock = () => number
  * refused request is not logged: a client over the limit regains one slot as each old entry
  * slides out, and a flood costs no memory beyond `max` entries per key.
  */
-/** One key's admitted request times, oldest first; `head` skips the ones that slid out. */
-interface HitLog { times: number[], head: number }
+/**
+ * One key's admitted request times, oldest first; `head` skips the ones that slid out.
+ * `reportedAt`: when its last reported refusal was.
+ */
+interface HitLog { times: number[], head: number, reportedAt: number }
 
 export class SlidingWindowMemoryStore implements RateLimitStore {
   readonly #logs = new Map<string, HitLog>()
@@ -32,7 +37,7 @@ export class SlidingWindowMemoryStore implements RateLimitStore {
     this.#sweep(now, windowMs)
     let log = this.#logs.get(key)
     if (log === undefined) {
-      log = { times: [], head: 0 }
+      log = { times: [], head: 0, reportedAt: Number.NEGATIVE_INFINITY }
       this.#logs.set(key, log)
     }
     const { times } = log
@@ -45,17 +50,19 @@ export class SlidingWindowMemoryStore implements RateLimitStore {
     const count = times.length - log.head
     const admitted = count < max
     if (admitted) times.push(now)
+    const firstRefusal = !admitted && log.reportedAt <= now - windowMs
+    if (firstRefusal) log.reportedAt = now
     const oldest = times[log.head]
     // Admitted: the new count. Refused (not logged): one over.
-    return { current: count + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now }
+    return { current: count + 1, ttl: oldest === undefined ? windowMs : oldest + windowMs - now, firstRefusal }
   }
 
-  /** Drops keys idle for a whole window, at most once per window. */
+  /** Drops keys idle for a whole window (no admitted hit, no reported refusal), at most once per window. */
   #sweep (now: number, windowMs: number): void {
     if (now - this.#lastSweep < windowMs) return
     this.#lastSweep = now
     for (const [key, log] of this.#logs) {
-      if ((log.times.at(-1) ?? 0) <= now - windowMs) this.#logs.delete(key)
+      if (Math.max(log.times.at(-1) ?? 0, log.reportedAt) <= now - windowMs) this.#logs.delete(key)
     }
   }
 }

@@ -29,13 +29,16 @@ t.test('general tier: exactly RATE_LIMIT_MAX per window, then 429 with headers',
   t.equal((await get(app, '/api/v1/users', freshAddress())).statusCode, 401, 'other clients are unaffected')
 })
 
-t.test('the rate_limit.exceeded audit entry redacts sensitive query parameters', async (t) => {
+t.test('rate_limit.exceeded is recorded once per client and window, its URL redacted', async (t) => {
   const app = await build(t, { env: limits })
   const address = freshAddress()
-  for (let n = 0; n < 4; n++) await get(app, '/api/v1/users?access_token=s3cret-value&page=1', address)
+  for (let n = 0; n < 3; n++) await get(app, '/api/v1/users?access_token=s3cret-value&page=1', address)
+  for (let n = 0; n < 5; n++) t.equal((await get(app, '/api/v1/users?access_token=s3cret-value&page=1', address)).statusCode, 429)
+  const other = freshAddress()
+  for (let n = 0; n < 4; n++) await get(app, '/api/v1/users', other)
   await app.auditTrail.flush()
-  const rows = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'rate_limit.exceeded').execute()
-  t.equal(rows.length, 1)
+  const rows = await app.database.db.selectFrom('audit_logs').select(['details', 'ip']).where('event', '=', 'rate_limit.exceeded').execute()
+  t.same(rows.map((row) => row.ip).sort(), [address, other].sort(), 'five refusals of one client, one entry; another client over the limit has its own')
   t.notMatch(JSON.stringify(rows), /s3cret-value/)
   t.match(JSON.stringify(rows), /access_token=\[REDACTED\]&page=1/)
 })
@@ -126,6 +129,13 @@ if (redisUrl !== undefined && redisUrl !== '') {
     t.equal((await get(second, '/api/v1/users', address)).statusCode, 401)
     t.equal((await get(first, '/api/v1/users', address)).statusCode, 401)
     t.equal((await get(second, '/api/v1/users', address)).statusCode, 429, 'the fourth, on either instance')
+    t.equal((await get(first, '/api/v1/users', address)).statusCode, 429)
+    let recorded = 0
+    for (const app of [first, second]) {
+      await app.auditTrail.flush()
+      recorded += (await app.database.db.selectFrom('audit_logs').select('id').where('event', '=', 'rate_limit.exceeded').execute()).length
+    }
+    t.equal(recorded, 1, 'the refusals on both instances are recorded once')
   })
 }
 
