@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
-import { IdSchema, TimestampSchema } from './common.js'
+import { CANONICAL_UUID, IdSchema, TimestampSchema } from './common.js'
 
 /** CONTRACT section 6: the security events written to the audit log. */
 export const AUDIT_EVENTS = [
@@ -33,7 +33,8 @@ export const AuditListItemSchema = ListItem(AuditEntrySchema, 'AuditListItem')
 
 export const AuditFiltersSchema = {
   event: Type.Optional(Type.Unsafe<AuditEvent>(Type.String({ enum: [...AUDIT_EVENTS] }))),
-  actor_id: Type.Optional(Type.String({ maxLength: 64 }))
+  // A user's id in any spelling finds their entries; other text is compared as it is.
+  actor_id: Type.Optional(Type.String({ maxLength: 64, [CANONICAL_UUID]: true }))
 }
 
 /** Named response envelopes (components of the OpenAPI document). */

@@ -1,9 +1,27 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { component } from './components.js'
 
+/**
+ * Marks a request's UUID for rewriting to its canonical spelling as it is validated
+ * (src/validation.ts): UUIDs are case-insensitive (RFC 9562 section 4) and the `uuid` format
+ * takes the `urn:uuid:` form, while the service stores and compares them in lower case.
+ */
+export const CANONICAL_UUID = 'x-canonical-uuid'
+
+/**
+ * The value without CANONICAL_UUID marks: they instruct this service's validator, and the
+ * published documents leave them out (clients' validators would refuse an unknown keyword).
+ */
+export function withoutCanonicalMarks (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCanonicalMarks)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== CANONICAL_UUID).map(([key, item]) => [key, withoutCanonicalMarks(item)]))
+}
+
 export const IdSchema = Type.String({
   format: 'uuid',
-  description: 'Resource identifier (UUID, time-ordered)'
+  [CANONICAL_UUID]: true,
+  description: 'Resource identifier (UUID, time-ordered, in lower case; requests may spell it in any case or as urn:uuid:…)'
 })
 
 export const TimestampSchema = Type.String({

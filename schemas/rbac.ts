@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { DataEnvelope } from './common.js'
+import { DataEnvelope, IdSchema } from './common.js'
 
 /** Spec 2.9. */
 export const ROLES = ['anonymous', 'user', 'moderator', 'admin', 'super_admin'] as const
@@ -17,7 +17,7 @@ export const PermissionSchema = Type.Unsafe<Permission>(Type.String({ enum: [...
 export const ASSIGNABLE_ROLES = ROLES.filter((role) => role !== 'anonymous')
 
 export const RoleParamsSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
+  id: IdSchema,
   role: Type.Unsafe<Role>(Type.String({ enum: [...ASSIGNABLE_ROLES] }))
 }, { additionalProperties: false })
 

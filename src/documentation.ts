@@ -1,5 +1,5 @@
-import type { TSchema } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { withoutCanonicalMarks } from '../schemas/common.js'
 import { components } from '../schemas/components.js'
 import { loadConfig } from './config.js'
 import { createInstance } from './instance.js'
@@ -53,11 +53,12 @@ export function standaloneSchemas (): Record<string, Record<string, unknown>> {
       needed.add(next)
       pending.push(...referencesIn(byId.get(next), new Set()))
     }
-    const defs = Object.fromEntries([...needed].map((name) => [name, rewriteReferences(byId.get(name) as TSchema)]))
+    const published = (named: unknown) => rewriteReferences(withoutCanonicalMarks(named))
+    const defs = Object.fromEntries([...needed].map((name) => [name, published(byId.get(name))]))
     result[id] = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       $id: id,
-      ...(rewriteReferences(schema) as Record<string, unknown>),
+      ...(published(schema) as Record<string, unknown>),
       ...(needed.size > 0 && { $defs: defs })
     }
   }

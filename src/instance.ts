@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from './plugins/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
+import { canonicalIds } from './validation.js'
 
 /**
  * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
@@ -40,8 +41,8 @@ type RouteDefinition = AjvCompiler.RouteDefinition
 
 function buildValidator (externalSchemas: ExternalSchemas) {
   const strict = { removeAdditional: false, useDefaults: true, allErrors: true } as const
-  const body = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: false } })
-  const text = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: 'array' } })
+  const body = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: false }, plugins: [canonicalIds] })
+  const text = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: 'array' }, plugins: [canonicalIds] })
   // The pool's compilers take the whole route definition (their typings say schema).
   return (route: RouteDefinition) => (route.httpPart === 'body' ? body : text)(route as object)
 }

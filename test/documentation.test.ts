@@ -4,6 +4,7 @@ import { createConfig, lintFromString } from '@redocly/openapi-core'
 import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import ts from 'typescript'
+import { CANONICAL_UUID, IdSchema } from '../schemas/common.js'
 import { buildOpenApiDocument, standaloneSchemas } from '../src/documentation.js'
 import { build } from './helper.js'
 
@@ -98,6 +99,15 @@ t.test('each named schema exports as a standalone JSON Schema', async (t) => {
   t.same(userResponse.properties.data, { $ref: '#/$defs/User' })
   t.same(Object.keys(userResponse.$defs), ['User'])
   t.notMatch(JSON.stringify(schemas), /"\$ref":"(?!#\/\$defs\/)/, 'every reference is internal')
+})
+
+t.test('the published documents leave out the validator\'s mark on ids, which clients\' validators would refuse', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const userParameter = (document.paths['/api/v1/users/{id}'].get.parameters as Json[]).find((parameter) => parameter.name === 'id')
+  t.same(userParameter?.schema, { type: 'string', format: 'uuid' }, 'the id parameter, as a client sees it')
+  t.notMatch(JSON.stringify(document), CANONICAL_UUID)
+  t.notMatch(JSON.stringify(standaloneSchemas()), CANONICAL_UUID)
+  t.ok(JSON.stringify(IdSchema).includes(CANONICAL_UUID), 'the schema the validator gets keeps it')
 })
 
 t.test('a client generated from the document type-checks and talks to the service', async (t) => {

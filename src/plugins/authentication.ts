@@ -5,6 +5,7 @@ import { Errors } from '../errors.js'
 import { hasPermission } from '../security/permissions.js'
 import { TokenVerificationError } from '../security/tokens.js'
 import type { UserPrincipal } from '../store/users.js'
+import { canonicalUuid } from '../store/ids.js'
 
 /** The caller of a protected route, as established from the bearer token. */
 export interface AuthenticatedUser {
@@ -50,6 +51,14 @@ declare module 'fastify' {
 export type AuthenticationHook = (request: FastifyRequest, reply: unknown, done: HookHandlerDoneFunction) => void
 
 const BEARER = 'Bearer '
+
+/**
+ * The `id` path parameter as validation will spell it: guards run onRequest, before the
+ * validation that makes ids canonical (src/validation.ts), and compare it with the caller's.
+ */
+export function idParam (request: FastifyRequest): string {
+  return canonicalUuid((request.params as { id: string }).id)
+}
 
 /** A failed token verification as the HTTP error: expired tokens tell the client to refresh. */
 export function tokenFailure (error: unknown): Error {
@@ -135,7 +144,7 @@ export default fp(async (fastify) => {
 
   fastify.decorate('requireSelfOr', (otherPermission: Permission, selfPermission: Permission = 'read') =>
     guard('requireSelfOr', (request) => {
-      const { id } = request.params as { id: string }
+      const id = idParam(request)
       if (request.user?.id === id) authorize(request, selfPermission, id)
       else authorize(request, otherPermission)
     }))

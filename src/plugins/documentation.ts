@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { withoutCanonicalMarks } from '../../schemas/common.js'
 import { components } from '../../schemas/components.js'
 
 const require = createRequire(import.meta.url)
@@ -56,6 +57,7 @@ export default fp(async (fastify) => {
         { name: 'security', description: 'Zero-trust access check' }
       ]
     },
+    transformObject: (document) => withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as object,
     // Shared schemas keep their names: `$ref: 'User'` becomes `#/components/schemas/User`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })

@@ -51,7 +51,10 @@ export class SlidingWindowRedisStore implements RateLimitStore {
   async hit (key: string, windowMs: number, max: number): Promise<WindowState> {
     const now = this.now()
     const member = `${now}:${randomBytes(6).toString('base64url')}`
-    const [current, ttl, first] = await this.#command(this.prefix + key, `${this.prefix}reported:${key}`, now, windowMs, max, member)
+    // Both keys carry the client's key as their hash tag, so they share a cluster slot, and
+    // no client's key can name another client's counter or mark.
+    const tag = `${this.prefix}{${key}}`
+    const [current, ttl, first] = await this.#command(tag, `${tag}:reported`, now, windowMs, max, member)
     return { current, ttl, firstRefusal: first === 1 }
   }
 }

@@ -2,7 +2,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
-import { uuidv7 } from './ids.js'
+import { canonicalUuid, uuidv7 } from './ids.js'
 import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { Db, TrustedDevicesTable } from './types.js'
@@ -47,11 +47,14 @@ export class DevicesRepository {
     return device
   }
 
-  /** Removes by record id or device_id; false when there was none. */
+  /**
+   * Removes by record id (a UUID, in any spelling) or device_id (the client's own text, as
+   * given); false when there was none.
+   */
   async remove (userId: string, idOrDeviceId: string): Promise<boolean> {
     const result = await this.db.deleteFrom('trusted_devices')
       .where('user_id', '=', userId)
-      .where((eb) => eb.or([eb('id', '=', idOrDeviceId), eb('device_id', '=', idOrDeviceId)]))
+      .where((eb) => eb.or([eb('id', '=', canonicalUuid(idOrDeviceId)), eb('device_id', '=', idOrDeviceId)]))
       .executeTakeFirst()
     return result.numDeletedRows > 0n
   }

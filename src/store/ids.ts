@@ -12,3 +12,15 @@ export function uuidv7 (now = Date.now()): string {
   const hex = bytes.toString('hex')
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
+
+/** What Ajv's `uuid` format accepts: any letter case, optionally as a URN. */
+const UUID = /^(?:urn:uuid:)?([0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12})$/i
+
+/**
+ * A UUID as the service writes it, lower case and bare; anything else as it is. UUIDs are
+ * case-insensitive (RFC 9562 section 4), ids are stored and compared as text.
+ */
+export function canonicalUuid (text: string): string {
+  const bare = UUID.exec(text)?.[1]
+  return bare === undefined ? text : bare.toLowerCase()
+}

@@ -85,7 +85,7 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
   t.teardown(() => probe.disconnect())
   await load.until('reads counted in Redis again', RECOVERY_WITHIN_MS, (all) => all.some((e) => e.sentAt >= upAt && counted(e)))
   const countingAgain = (load.between(upAt).find(counted)?.answeredAt ?? Infinity) - upAt
-  t.ok(await probe.exists('users-api:rate:127.0.0.1'), 'the restarted Redis holds the rate-limit counters')
+  t.ok(await probe.exists('users-api:rate:{127.0.0.1}'), 'the restarted Redis holds the rate-limit counters')
   const resubscribed = await waitFor('both instances subscribe again', RECOVERY_WITHIN_MS, async () => {
     const [, subscribers] = await probe.pubsub('NUMSUB', CHANNEL) as [string, number]
     return subscribers === 2 ? Date.now() - upAt : undefined

@@ -75,6 +75,8 @@ for (const backend of backends()) {
       const mine = await auditLog(app, admin, `actor_id=${user.id}`)
       t.ok(mine.data.length > 0)
       t.ok(mine.data.every((entry) => entry.actor_id === user.id))
+      const spelledInUpperCase = await auditLog(app, admin, `actor_id=${user.id.toUpperCase()}`)
+      t.same(spelledInUpperCase.data, mine.data, 'the actor id in upper case finds the same entries')
       const all = (await auditLog(app, admin)).data
       const times = all.map((entry) => entry.created_at)
       t.same(times, [...times].sort().reverse(), 'newest first')

@@ -97,6 +97,20 @@ for (const backend of backends()) {
       t.same(anonymous.json(), { error: { code: 'MISSING_TOKEN', message: 'Missing token' } })
     })
 
+    t.test('a user id in upper case or as a URN names the same user, oneself included', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const caller = await createAccount(app)
+      for (const spelling of [caller.id.toUpperCase(), `urn:uuid:${caller.id}`, `URN:UUID:${caller.id.toUpperCase()}`]) {
+        const found = await app.inject(withToken(caller.token, { method: 'GET', url: `/api/v1/users/${spelling}` }))
+        t.equal(found.statusCode, 200, `${spelling}: found`)
+        t.equal(found.json().data.id, caller.id, `${spelling}: answered in lower case`)
+      }
+      // The owner check compares ids: a plain user may change only their own account.
+      const renamed = await patchUser(app, caller, caller.id.toUpperCase(), { name: 'Renamed' })
+      t.equal(renamed.statusCode, 200, 'recognized as oneself')
+      t.equal(renamed.json().data.name, 'Renamed')
+    })
+
     t.test('PATCH and PUT: oneself, others, managers', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const self = await createAccount(app)

@@ -53,6 +53,7 @@ for (const backend of backends()) {
       const admin = await createAccount(app, { roles: ['admin'] })
       t.equal((await accessCheck(app, user, { user_id: other.id })).statusCode, 403)
       t.equal((await accessCheck(app, admin, { user_id: other.id })).statusCode, 200)
+      t.equal((await accessCheck(app, user, { user_id: user.id.toUpperCase() })).statusCode, 200, 'one\'s own id in upper case is still one\'s own')
       t.equal((await accessCheck(app, user, { client_ip: '1.1.1.1', extra: 1 })).statusCode, 400)
     })
 
@@ -77,7 +78,8 @@ for (const backend of backends()) {
       const byDeviceId = await app.inject(withToken(user.token, { method: 'DELETE', url: `/api/v1/users/${user.id}/devices/device-1` }))
       t.equal(byDeviceId.statusCode, 204)
       const recordId = list.json().data[1].id as string
-      t.equal((await app.inject(withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${user.id}/devices/${recordId}` }))).statusCode, 204)
+      t.equal((await app.inject(withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${user.id}/devices/${recordId.toUpperCase()}` }))).statusCode, 204,
+        'by record id, in upper case')
       t.equal((await app.inject(withToken(user.token, { method: 'DELETE', url: `/api/v1/users/${user.id}/devices/device-1` }))).statusCode, 404)
       t.equal((await addDevice(app, user, user.id, 'device-3')).statusCode, 409, 'the same device twice')
       t.equal((await addDevice(app, user, user.id, 'device-6')).statusCode, 201, 'room again after removals')

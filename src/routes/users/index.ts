@@ -7,6 +7,7 @@ import { USER_FIELDS, type UserChanges, UserCollectionSchema, UserCreateBodySche
 import { collectionEnvelope } from '../../collection/envelope.js'
 import { parseCollectionQuery } from '../../collection/query.js'
 import { Errors, validationFailed } from '../../errors.js'
+import { idParam } from '../../plugins/authentication.js'
 import { permissionLacked } from '../../security/permissions.js'
 import { assertPasswordPolicy, createAccount } from '../../services/accounts.js'
 import type { UserUpdate } from '../../store/users.js'
@@ -19,7 +20,6 @@ import roles from './roles.js'
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { repositories, passwords, config } = fastify
   const accountDeps = { users: repositories.users, passwords, passwordPolicy: config.passwordPolicy }
-  const byId = (request: FastifyRequest) => (request.params as { id: string }).id
   await fastify.register(roles)
   await fastify.register(devices)
   await fastify.register(userPosts)
@@ -109,7 +109,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/:id', {
-    onRequest: [fastify.authenticate, fastify.requirePermission('read', byId)],
+    onRequest: [fastify.authenticate, fastify.requirePermission('read', idParam)],
     schema: {
       tags: ['users'],
       summary: 'Get a user',
