@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DataEnvelope } from './common.js'
+import { DataEnvelope, IdSchema } from './common.js'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { EmailSchema } from './user.js'
 
@@ -39,7 +39,7 @@ export const LogoutBodySchema = Type.Union([
 
 /** CONTRACT section 3: one of the caller's live sessions. */
 export const SessionSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
+  id: IdSchema,
   device: Type.Record(Type.String(), Type.Unknown(), { description: 'Device information given at sign-in' }),
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.String({ format: 'date-time' })

@@ -8,16 +8,6 @@ import { component } from './components.js'
  */
 export const CANONICAL_UUID = 'x-canonical-uuid'
 
-/**
- * The value without CANONICAL_UUID marks: they instruct this service's validator, and the
- * published documents leave them out (clients' validators would refuse an unknown keyword).
- */
-export function withoutCanonicalMarks (value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutCanonicalMarks)
-  if (typeof value !== 'object' || value === null) return value
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== CANONICAL_UUID).map(([key, item]) => [key, withoutCanonicalMarks(item)]))
-}
-
 export const IdSchema = Type.String({
   format: 'uuid',
   [CANONICAL_UUID]: true,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { withoutCanonicalMarks } from '../schemas/common.js'
+import { CANONICAL_UUID } from '../schemas/common.js'
 import { components } from '../schemas/components.js'
 import { loadConfig } from './config.js'
 import { createInstance } from './instance.js'
@@ -33,7 +33,8 @@ function rewriteReferences (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteReferences)
   if (typeof value !== 'object' || value === null) return value
   return Object.fromEntries(Object.entries(value)
-    .filter(([key]) => key !== '$id')
+    // CANONICAL_UUID instructs this service's validator; clients' strict validators would refuse it.
+    .filter(([key]) => key !== '$id' && key !== CANONICAL_UUID)
     .map(([key, item]) => [key, key === '$ref' && typeof item === 'string' ? `#/$defs/${item}` : rewriteReferences(item)]))
 }
 
@@ -53,12 +54,11 @@ export function standaloneSchemas (): Record<string, Record<string, unknown>> {
       needed.add(next)
       pending.push(...referencesIn(byId.get(next), new Set()))
     }
-    const published = (named: unknown) => rewriteReferences(withoutCanonicalMarks(named))
-    const defs = Object.fromEntries([...needed].map((name) => [name, published(byId.get(name))]))
+    const defs = Object.fromEntries([...needed].map((name) => [name, rewriteReferences(byId.get(name))]))
     result[id] = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       $id: id,
-      ...(published(schema) as Record<string, unknown>),
+      ...(rewriteReferences(schema) as Record<string, unknown>),
       ...(needed.size > 0 && { $defs: defs })
     }
   }

@@ -31,14 +31,15 @@ const MAX_PATH_PARAMETER_LENGTH = 256
 
 const ajvFactory = AjvCompiler()
 
-/**
- * Query strings and path parameters arrive as text, so they are coerced to the schema's
- * types; JSON bodies are not ("8" is not a number). Unknown keys are refused, never
- * silently dropped, and every problem is reported.
- */
 type ExternalSchemas = Parameters<typeof ajvFactory>[0]
 type RouteDefinition = AjvCompiler.RouteDefinition
 
+/**
+ * Query strings and path parameters arrive as text, so they are coerced to the schema's
+ * types; JSON bodies are not ("8" is not a number). Unknown keys are refused, never
+ * silently dropped, and every problem is reported. Ids marked CANONICAL_UUID are rewritten
+ * in lower case and bare (src/validation.ts).
+ */
 function buildValidator (externalSchemas: ExternalSchemas) {
   const strict = { removeAdditional: false, useDefaults: true, allErrors: true } as const
   const body = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: false }, plugins: [canonicalIds] })

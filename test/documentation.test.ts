@@ -107,7 +107,7 @@ t.test('the published documents leave out the validator\'s mark on ids, which cl
   t.same(userParameter?.schema, { type: 'string', format: 'uuid' }, 'the id parameter, as a client sees it')
   t.notMatch(JSON.stringify(document), CANONICAL_UUID)
   t.notMatch(JSON.stringify(standaloneSchemas()), CANONICAL_UUID)
-  t.ok(JSON.stringify(IdSchema).includes(CANONICAL_UUID), 'the schema the validator gets keeps it')
+  t.ok(JSON.stringify(IdSchema).includes(CANONICAL_UUID), 'stripping does not change the shared IdSchema the validators compile')
 })
 
 t.test('a client generated from the document type-checks and talks to the service', async (t) => {

@@ -88,7 +88,8 @@ const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/user
 
 /**
  * What the contract has a refused request write; anything else it changes is a bug.
- * - Any request: a 429 is recorded as `rate_limit.exceeded` (section 6).
+ * - Any request: a 429 may be recorded as `rate_limit.exceeded` (section 6; the first per
+ *   client, tier and window).
  * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` (section 6), and
  *   the failure count and lockout of section 3's brute-force rule (wrong passwords and codes);
  *   so do the other checks of a secret held to that rule: the current password of a password

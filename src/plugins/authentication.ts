@@ -4,8 +4,8 @@ import type { Permission, Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
 import { hasPermission } from '../security/permissions.js'
 import { TokenVerificationError } from '../security/tokens.js'
-import type { UserPrincipal } from '../store/users.js'
 import { canonicalUuid } from '../store/ids.js'
+import type { UserPrincipal } from '../store/users.js'
 
 /** The caller of a protected route, as established from the bearer token. */
 export interface AuthenticatedUser {

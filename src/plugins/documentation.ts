@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { withoutCanonicalMarks } from '../../schemas/common.js'
+import { CANONICAL_UUID } from '../../schemas/common.js'
 import { components } from '../../schemas/components.js'
 
 const require = createRequire(import.meta.url)
@@ -22,6 +22,16 @@ const REDOC_PAGE = `<!doctype html>
 </body>
 </html>
 `
+
+/**
+ * The document without CANONICAL_UUID marks: an instruction to this service's validator, not
+ * part of the API (JSON Schema validators in strict mode would refuse the unknown keyword).
+ */
+function withoutCanonicalMarks (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCanonicalMarks)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== CANONICAL_UUID).map(([key, item]) => [key, withoutCanonicalMarks(item)]))
+}
 
 /**
  * Spec 4.4 / section 9: the OpenAPI 3.1 document built from the route schemas (shared
@@ -57,6 +67,7 @@ export default fp(async (fastify) => {
         { name: 'security', description: 'Zero-trust access check' }
       ]
     },
+    // Only an OpenAPI 3 document is built; the other branch is for the typings.
     transformObject: (document) => withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as object,
     // Shared schemas keep their names: `$ref: 'User'` becomes `#/components/schemas/User`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }

@@ -1,12 +1,15 @@
 /**
  * A store's answer for one hit: the count in the window including this hit (one over `max`
- * when refused) and the milliseconds until the oldest entry slides out. `firstRefusal` marks
- * the refusal to report: the key's first in a window's span (at most one per window), so
- * that a flood of refused requests is reported once, not request by request.
+ * when refused) and the milliseconds until the oldest entry slides out. `firstRefusal` is true
+ * on a refusal when no refusal of this key was reported in the preceding window: the one to
+ * report, so that a flood of refused requests is reported once a window, not request by request.
  */
 export interface WindowState { current: number, ttl: number, firstRefusal: boolean }
 
-/** A sliding-window counter: the memory store answers at once, the shared one later. */
+/**
+ * A sliding-window counter that also picks the refusals to report (`firstRefusal`): the
+ * memory store answers at once, the shared one later.
+ */
 export interface RateLimitStore {
   hit: (key: string, windowMs: number, max: number) => WindowState | Promise<WindowState>
 }
@@ -14,17 +17,18 @@ export interface RateLimitStore {
 export type Clock = () => number
 
 /**
- * Spec section 8's sliding window, as a log of request times per key: entries older than the
- * window are discarded, so at most `max` requests are admitted in any window-long span. A
- * refused request is not logged: a client over the limit regains one slot as each old entry
- * slides out, and a flood costs no memory beyond `max` entries per key.
- */
-/**
  * One key's admitted request times, oldest first; `head` skips the ones that slid out.
  * `reportedAt`: when its last reported refusal was.
  */
 interface HitLog { times: number[], head: number, reportedAt: number }
 
+/**
+ * Spec section 8's sliding window, as a log of request times per key: entries older than the
+ * window are discarded, so at most `max` requests are admitted in any window-long span. A
+ * refused request is not logged: a client over the limit regains one slot as each old entry
+ * slides out, and a flood costs no memory beyond `max` entries per key (and when its last
+ * refusal was reported; a key is kept until a window after that).
+ */
 export class SlidingWindowMemoryStore implements RateLimitStore {
   readonly #logs = new Map<string, HitLog>()
   #lastSweep = 0

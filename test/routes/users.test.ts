@@ -103,7 +103,7 @@ for (const backend of backends()) {
       for (const spelling of [caller.id.toUpperCase(), `urn:uuid:${caller.id}`, `URN:UUID:${caller.id.toUpperCase()}`]) {
         const found = await app.inject(withToken(caller.token, { method: 'GET', url: `/api/v1/users/${spelling}` }))
         t.equal(found.statusCode, 200, `${spelling}: found`)
-        t.equal(found.json().data.id, caller.id, `${spelling}: answered in lower case`)
+        t.equal(found.json().data.id, caller.id, `${spelling}: the same user`)
       }
       // The owner check compares ids: a plain user may change only their own account.
       const renamed = await patchUser(app, caller, caller.id.toUpperCase(), { name: 'Renamed' })
