@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import { CANONICAL_UUID } from '../schemas/common.js'
 import { components } from '../schemas/components.js'
 import { loadConfig } from './config.js'
 import { createInstance } from './instance.js'
+import { withoutCanonicalMarks } from './validation.js'
 
 /**
  * The OpenAPI document, built from a ready app that never listens (in-memory SQLite,
@@ -33,8 +33,7 @@ function rewriteReferences (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteReferences)
   if (typeof value !== 'object' || value === null) return value
   return Object.fromEntries(Object.entries(value)
-    // CANONICAL_UUID instructs this service's validator; clients' strict validators would refuse it.
-    .filter(([key]) => key !== '$id' && key !== CANONICAL_UUID)
+    .filter(([key]) => key !== '$id')
     .map(([key, item]) => [key, key === '$ref' && typeof item === 'string' ? `#/$defs/${item}` : rewriteReferences(item)]))
 }
 
@@ -54,11 +53,12 @@ export function standaloneSchemas (): Record<string, Record<string, unknown>> {
       needed.add(next)
       pending.push(...referencesIn(byId.get(next), new Set()))
     }
-    const defs = Object.fromEntries([...needed].map((name) => [name, rewriteReferences(byId.get(name))]))
+    const published = (named: unknown) => rewriteReferences(withoutCanonicalMarks(named))
+    const defs = Object.fromEntries([...needed].map((name) => [name, published(byId.get(name))]))
     result[id] = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       $id: id,
-      ...(rewriteReferences(schema) as Record<string, unknown>),
+      ...(published(schema) as Record<string, unknown>),
       ...(needed.size > 0 && { $defs: defs })
     }
   }

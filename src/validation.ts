@@ -6,6 +6,17 @@ import { canonicalUuid } from './store/ids.js'
 interface ValueContext { parentData?: Record<string | number, unknown>, parentDataProperty: string | number }
 
 /**
+ * A schema or document as published, without CANONICAL_UUID marks: they instruct this
+ * service's validators and are not part of the API (JSON Schema validators in strict mode
+ * would refuse the unknown keyword).
+ */
+export function withoutCanonicalMarks (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCanonicalMarks)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== CANONICAL_UUID).map(([key, item]) => [key, withoutCanonicalMarks(item)]))
+}
+
+/**
  * The validators' keyword for CANONICAL_UUID: rewrites the value in place, so handlers, the
  * database and permission checks (is this id the caller's?) see one spelling of each id.
  */

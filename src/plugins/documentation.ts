@@ -3,8 +3,8 @@ import { createRequire } from 'node:module'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { CANONICAL_UUID } from '../../schemas/common.js'
 import { components } from '../../schemas/components.js'
+import { withoutCanonicalMarks } from '../validation.js'
 
 const require = createRequire(import.meta.url)
 
@@ -22,16 +22,6 @@ const REDOC_PAGE = `<!doctype html>
 </body>
 </html>
 `
-
-/**
- * The document without CANONICAL_UUID marks: an instruction to this service's validator, not
- * part of the API (JSON Schema validators in strict mode would refuse the unknown keyword).
- */
-function withoutCanonicalMarks (value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutCanonicalMarks)
-  if (typeof value !== 'object' || value === null) return value
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== CANONICAL_UUID).map(([key, item]) => [key, withoutCanonicalMarks(item)]))
-}
 
 /**
  * Spec 4.4 / section 9: the OpenAPI 3.1 document built from the route schemas (shared

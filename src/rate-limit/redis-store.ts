@@ -53,8 +53,8 @@ export class SlidingWindowRedisStore implements RateLimitStore {
     const member = `${now}:${randomBytes(6).toString('base64url')}`
     // Both keys carry the client's key as their hash tag, so they share a cluster slot, and
     // no client's key can name another client's counter or mark.
-    const tag = `${this.prefix}{${key}}`
-    const [current, ttl, first] = await this.#command(tag, `${tag}:reported`, now, windowMs, max, member)
+    const counter = `${this.prefix}{${key}}`
+    const [current, ttl, first] = await this.#command(counter, `${counter}:reported`, now, windowMs, max, member)
     return { current, ttl, firstRefusal: first === 1 }
   }
 }

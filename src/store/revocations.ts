@@ -41,7 +41,8 @@ export class RevocationsRepository {
  * The poll's read, on the created_at index: only what was revoked since the last poll. With
  * `expires_at > now` added, both databases chose the expires_at index and read every unexpired
  * entry on each poll (thousands under a stream of sign-ins, milliseconds of the event loop
- * twice a second), so expired entries are skipped in memory instead (RevocationList.add). Exported for the test of its plan.
+ * twice a second), so expired entries are skipped in memory instead (RevocationList.add).
+ * Exported for the test of its plan.
  */
 export function recentRevocations (db: Db, since: string) {
   return db.selectFrom('revoked_tokens').select(['jti', 'expires_at']).where('created_at', '>=', since)
