@@ -68,11 +68,15 @@ export function createInstance (config: Config): FastifyInstance {
   // In buffer mode sonic-boom takes Buffers; its typings know only its text mode.
   const lines = new LineBatcher(destination as unknown as LogDestination)
   const logger = pino({ level: config.logLevel, serializers: logSerializers }, lines)
+  const logController = new ExchangeLogController(logger, lines)
   const instance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
-    frameworkErrors: answerFrameworkError,
+    frameworkErrors: (error, request, reply) => {
+      logController.logWhenAnswered(request, reply)
+      answerFrameworkError(error, request, reply)
+    },
     clientErrorHandler: answerClientError,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
@@ -80,7 +84,7 @@ export function createInstance (config: Config): FastifyInstance {
     // closes only after the last connection) and its connection closed after the answer,
     // rather than refused with Fastify's own 503 body, which is not the error envelope.
     return503OnClosing: false,
-    logController: new ExchangeLogController(logger, lines),
+    logController,
     schemaController
   })
   // Added before the application, so it runs after the application's own onClose hooks

@@ -55,8 +55,24 @@ export class ExchangeLogController extends LogController {
       reply.log.error({ req: request, res: reply, responseTime: reply.elapsedTime, err: error }, 'request errored')
       return
     }
+    this.#completed(request, reply.statusCode, reply.elapsedTime)
+  }
+
+  /**
+   * Fastify answers a URL its router cannot take (`frameworkErrors`) without the response
+   * listeners that report a completed request, so that exchange would go unlogged. Called
+   * from that handler before it answers: the line is written once the answer is sent (an
+   * answer that fails to send leaves none). Fastify builds that request without its proxy
+   * handling, so `ip` is the connection's address even behind a TRUST_PROXY proxy.
+   */
+  logWhenAnswered (request: FastifyRequest, reply: FastifyReply): void {
+    const started = performance.now()
+    reply.raw.once('finish', () => { this.#completed(request, reply.statusCode, performance.now() - started) })
+  }
+
+  #completed (request: FastifyRequest, statusCode: number, responseTime: number): void {
     if (!this.#logger.isLevelEnabled('info')) return
     const req = JSON.stringify(logSerializers.req(request))
-    this.#sink.write(`${this.#level}${Date.now()}${this.#bindings}${JSON.stringify(request.id)},"req":${req},"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime},"msg":"request completed"}\n`)
+    this.#sink.write(`${this.#level}${Date.now()}${this.#bindings}${JSON.stringify(request.id)},"req":${req},"res":{"statusCode":${statusCode}},"responseTime":${responseTime},"msg":"request completed"}\n`)
   }
 }

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
 import t from 'tap'
 import { ExchangeLogController, logSerializers } from '../src/request-log.js'
+import { within } from './helper.js'
 import { startService } from './service.js'
 
 const request = {
@@ -75,6 +76,18 @@ t.test('a running service logs each exchange once, redacted', async (t) => {
     reqId: String,
     req: { method: 'GET', url: '/health?token=[REDACTED]', headers: { authorization: '[REDACTED]' }, ip: '127.0.0.1' },
     res: { statusCode: 200 },
+    responseTime: Number
+  })
+})
+
+t.test('a URL the router cannot decode, answered before any hook, is logged too', async (t) => {
+  const service = await startService(t, { DATABASE_URL: 'sqlite://:memory:' })
+  const logged = service.nextLog((entry) => entry.msg === 'request completed')
+  const response = await fetch(`${service.base}/api/v1/users/%E0%A4%A?token=t`)
+  t.equal(response.status, 400)
+  t.match(await within('the line', 5000, logged), {
+    req: { method: 'GET', url: '/api/v1/users/%E0%A4%A?token=[REDACTED]', ip: '127.0.0.1' },
+    res: { statusCode: 400 },
     responseTime: Number
   })
 })
