@@ -1,4 +1,5 @@
-import type AjvCompiler from '@fastify/ajv-compiler'
+import AjvCompiler from '@fastify/ajv-compiler'
+import type { TSchema } from '@sinclair/typebox'
 import { CANONICAL_UUID } from '../schemas/common.js'
 import { canonicalUuid } from './store/ids.js'
 
@@ -32,4 +33,15 @@ export function canonicalIds (ajv: AjvCompiler.Ajv): AjvCompiler.Ajv {
       return true
     }
   })
+}
+
+/**
+ * A check of one value against a schema, with the request validators' formats, for values
+ * that reach the service other than in a request (an identity provider's profile).
+ */
+export function schemaCheck (schema: TSchema): (value: unknown) => boolean {
+  const compile = AjvCompiler()({}, { customOptions: { coerceTypes: false, removeAdditional: false } })
+  // The compiler takes a route definition; only its schema matters here.
+  const validate = compile({ schema, method: 'POST', url: '/', httpPart: 'body' })
+  return (value) => validate(value) === true
 }

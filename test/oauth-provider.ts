@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 /** How the provider behaves for the next calls. */
-export type ProviderMode = 'ok' | 'token-4xx' | 'token-5xx' | 'token-timeout' | 'userinfo-5xx' | 'token-error-200'
+export type ProviderMode = 'ok' | 'token-4xx' | 'token-5xx' | 'token-timeout' | 'userinfo-5xx' | 'token-error-200' |
+  /** The profile, padded past `oversizedBytes`: with its length declared, or streamed without. */
+  'userinfo-oversized' | 'userinfo-oversized-streamed'
 
 interface Grant { challenge: string, profile: Record<string, unknown>, emails?: unknown[] }
 
@@ -18,6 +20,7 @@ export class TestProvider {
   readonly #tokens = new Map<string, Grant>()
   readonly requests: Array<{ method: string, path: string, headers: IncomingMessage['headers'], body: string }> = []
   mode: ProviderMode = 'ok'
+  oversizedBytes = 0
   base = ''
 
   constructor (private readonly client: { id: string, secret: string, redirectUri: string, githubStyle?: boolean }) {
@@ -36,6 +39,9 @@ export class TestProvider {
           if (this.mode === 'userinfo-5xx') return send(503, { error: 'unavailable' })
           const grant = this.#tokens.get((request.headers.authorization ?? '').replace(/^Bearer /, ''))
           if (grant === undefined) return send(401, { error: 'invalid_token' })
+          if (this.mode === 'userinfo-oversized' || this.mode === 'userinfo-oversized-streamed') {
+            return this.#padded(response, grant.profile, this.mode === 'userinfo-oversized')
+          }
           return send(200, path === '/userinfo' ? grant.profile : grant.emails ?? [])
         }
         send(404, { error: 'not_found' })
@@ -59,6 +65,17 @@ export class TestProvider {
     const code = randomBytes(12).toString('base64url')
     this.#grants.set(code, { challenge, profile, ...(emails !== undefined && { emails }) })
     return code
+  }
+
+  /** A valid profile answer, padded to just past `oversizedBytes` and written in 64 KiB pieces. */
+  #padded (response: ServerResponse, profile: Record<string, unknown>, declared: boolean): void {
+    const bare = JSON.stringify({ ...profile, padding: '' })
+    const body = Buffer.from(JSON.stringify({ ...profile, padding: 'x'.repeat(this.oversizedBytes + 1 - bare.length) }))
+    // The service stops reading and resets the connection: later writes may fail.
+    response.on('error', () => {})
+    response.writeHead(200, { 'content-type': 'application/json', ...(declared && { 'content-length': body.length }) })
+    for (let offset = 0; offset < body.length; offset += 65_536) response.write(body.subarray(offset, offset + 65_536))
+    response.end()
   }
 
   #token (request: IncomingMessage, body: string, send: (status: number, payload: unknown, type?: string) => void): void {

@@ -1,11 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { OAuthProviderConfig } from '../config.js'
 import { Errors } from '../errors.js'
-import type { OAuthProvider, OAuthProfile, ProviderGet } from './providers.js'
+import { type OAuthProvider, type OAuthProfile, type ProviderGet, usableProfile } from './providers.js'
 
 /** CONTRACT section 5: provider calls that take longer fail (502), never hang a request. */
 export const PROVIDER_TIMEOUT_MS = 5000
 const USER_AGENT = 'users-api'
+/**
+ * The most of a provider's answer that is read. Token and profile answers are a few KiB; a
+ * provider (a self-hosted one, through the URL overrides) that sends more is refused before
+ * its answer can fill the heap.
+ */
+export const MAX_PROVIDER_ANSWER_BYTES = 1024 * 1024
 
 /** PKCE (RFC 7636) S256: a random verifier kept server-side, its hash sent to the provider. */
 export function pkcePair (): { verifier: string, challenge: string } {
@@ -25,11 +31,36 @@ async function call (url: string, init: RequestInit, timeoutMs: number): Promise
     throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable')
   }
   if (!response.ok) throw providerError(`HTTP ${response.status}`)
+  const text = await boundedText(response)
   try {
-    return await response.json()
+    return JSON.parse(text)
   } catch {
     throw providerError('answered something other than JSON')
   }
+}
+
+/** The answer's body, read until MAX_PROVIDER_ANSWER_BYTES: beyond that the provider's error. */
+async function boundedText (response: Response): Promise<string> {
+  const tooLarge = () => providerError(`answered more than ${MAX_PROVIDER_ANSWER_BYTES} bytes`)
+  if (Number(response.headers.get('content-length') ?? 0) > MAX_PROVIDER_ANSWER_BYTES) {
+    await response.body?.cancel()
+    throw tooLarge()
+  }
+  const chunks: Uint8Array[] = []
+  let length = 0
+  try {
+    for await (const chunk of response.body ?? []) {
+      length += chunk.byteLength
+      // Leaving the loop cancels the rest of the answer.
+      if (length > MAX_PROVIDER_ANSWER_BYTES) throw tooLarge()
+      chunks.push(chunk)
+    }
+  } catch (error) {
+    if (error instanceof Errors.OAUTH_PROVIDER_ERROR) throw error
+    throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'answer cut short')
+  }
+  // As response.json() reads it: UTF-8, a leading byte-order mark dropped.
+  return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
 /** An authenticated GET, for the profile endpoints. */
@@ -69,7 +100,7 @@ export async function exchangeCode (
 /** The normalized profile; any failure reading it is the provider's. */
 export async function fetchProfile (provider: OAuthProvider, config: OAuthProviderConfig, accessToken: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<OAuthProfile> {
   try {
-    return await provider.readProfile(config, providerGet(timeoutMs), accessToken)
+    return usableProfile(await provider.readProfile(config, providerGet(timeoutMs), accessToken))
   } catch (error) {
     if (error instanceof Errors.OAUTH_PROVIDER_ERROR) throw error
     throw providerError(error instanceof Error ? error.message : 'unreadable profile')

@@ -4,7 +4,7 @@ import { Errors } from '../errors.js'
 import type { IdentitiesRepository } from '../store/identities.js'
 import type { UsersRepository } from '../store/users.js'
 import { exchangeCode, fetchProfile, pkcePair, PROVIDER_TIMEOUT_MS } from './client.js'
-import { type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from './providers.js'
+import { isUserEmail, type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from './providers.js'
 import type { OAuthStateStore } from './state-store.js'
 
 /** CONTRACT section 5: state is single use and expires after 10 minutes. */
@@ -24,9 +24,10 @@ export interface OAuthSignIn { userId: string, provider: string, created: boolea
 
 /** A display name within the user rules (2–100 characters). */
 function displayName (profile: OAuthProfile, email: string): string {
-  const candidates = [profile.name?.trim(), email.split('@')[0]]
-  const name = candidates.find((candidate) => candidate !== undefined && candidate.length >= 2) ?? 'User'
-  return name.slice(0, 100)
+  const candidates = [profile.name, email.split('@')[0]]
+  const name = candidates.find((candidate) => candidate !== null && candidate !== undefined && [...candidate].length >= 2) ?? 'User'
+  // By code point, as the name rules count: a cut must not split a surrogate pair.
+  return [...name].slice(0, 100).join('')
 }
 
 /** Sign-in through external providers with state and PKCE (spec 5.6). */
@@ -85,6 +86,7 @@ export class OAuthService {
     const linkedUser = await identities.userOf(provider, profile.subject)
     if (linkedUser !== undefined) return { userId: linkedUser, provider, created: false, linked: false }
     if (profile.email === null) throw new Errors.OAUTH_PROVIDER_ERROR('the profile has no e-mail address')
+    if (!isUserEmail(profile.email)) throw new Errors.OAUTH_PROVIDER_ERROR('the profile\'s e-mail address is not one a user may have')
     const existing = await users.findByEmail(profile.email)
     if (existing !== undefined) {
       // Linking on an unverified address would hand the account to whoever typed it in.

@@ -1,4 +1,6 @@
+import { EmailSchema } from '../../schemas/user.js'
 import type { OAuthProviderConfig, OAuthProviderKey } from '../config.js'
+import { schemaCheck } from '../validation.js'
 
 /** What a provider says about the user, normalized. */
 export interface OAuthProfile {
@@ -22,6 +24,24 @@ export interface OAuthProvider {
   /** GitHub answers the token request with form encoding unless asked for JSON. */
   tokenRequestHeaders: Record<string, string>
   readProfile: (config: OAuthProviderConfig, get: ProviderGet, accessToken: string) => Promise<OAuthProfile>
+}
+
+/** OpenID Connect Core section 2: `sub` is at most 255 ASCII characters; GitHub's ids are numbers. */
+const SUBJECT = /^[\x21-\x7e]{1,255}$/
+/** Whether a provider's e-mail is one registration would accept (schemas/user.ts). */
+export const isUserEmail = schemaCheck(EmailSchema)
+/** Control characters (U+0000 included) and the white space around them. */
+const CONTROL_AND_SPACE = /[\p{Cc}\s]+/gu
+
+/**
+ * The profile as the service may keep it: a subject in any other shape is refused (it would
+ * reach the database), and control characters leave the name. The e-mail is checked where it
+ * is used (`isUserEmail`): an odd one must not stop a linked user's sign-in, which does not use it.
+ */
+export function usableProfile (profile: OAuthProfile): OAuthProfile {
+  if (!SUBJECT.test(profile.subject)) throw new Error('the profile\'s subject is not 1 to 255 visible ASCII characters')
+  const name = profile.name?.replace(CONTROL_AND_SPACE, ' ').trim() ?? ''
+  return { ...profile, name: name === '' ? null : name }
 }
 
 function text (value: unknown): string | null {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { generateSync } from 'otplib'
 import { type TestContext, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { MAX_PROVIDER_ANSWER_BYTES } from '../../src/oauth/client.js'
 import { TestProvider } from '../oauth-provider.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/callback'
@@ -147,6 +148,53 @@ for (const backend of backends()) {
       const denied = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?error=access_denied&state=${new URL(String((await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })).headers.location)).searchParams.get('state') ?? ''}` })
       t.equal(denied.statusCode, 502)
       t.equal(await userCount(app), before, 'no user was created')
+    })
+
+    t.test('a provider answer over 1 MiB is refused with 502, declared or streamed, and creates nothing', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const before = await userCount(app)
+      const profile = { sub: 'padded', email: uniqueEmail(), email_verified: true }
+      provider.oversizedBytes = MAX_PROVIDER_ANSWER_BYTES
+      for (const mode of ['userinfo-oversized', 'userinfo-oversized-streamed'] as const) {
+        provider.mode = mode
+        const { callback } = await signIn(app, provider, 'google', profile)
+        t.equal(callback.statusCode, 502, mode)
+        t.equal(callback.json().error.code, 'OAUTH_PROVIDER_ERROR', mode)
+        t.match(callback.json().error.message, /more than 1048576 bytes/, mode)
+      }
+      t.equal(await userCount(app), before, 'no user was created')
+      provider.oversizedBytes = MAX_PROVIDER_ANSWER_BYTES - 1
+      const { callback } = await signIn(app, provider, 'google', profile)
+      t.equal(callback.statusCode, 200, 'an answer of exactly the limit is read')
+    })
+
+    t.test('a profile is kept only in shapes a user may have: a bad subject or e-mail is 502, control characters leave the name', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const before = await userCount(app)
+      const refused: Array<[string, Record<string, unknown>]> = [
+        ['U+0000 in the subject', { sub: 'a\u0000b', email: uniqueEmail(), email_verified: true }],
+        ['a subject over 255 characters', { sub: 's'.repeat(256), email: uniqueEmail(), email_verified: true }],
+        ['an e-mail that is not an address', { sub: 'not-an-address', email: 'not-an-address', email_verified: true }],
+        ['U+0000 in the e-mail', { sub: 'nul-in-email', email: `a\u0000${uniqueEmail()}`, email_verified: true }]
+      ]
+      for (const [what, profile] of refused) {
+        const { callback } = await signIn(app, provider, 'google', profile)
+        t.equal(callback.statusCode, 502, what)
+        t.equal(callback.json().error.code, 'OAUTH_PROVIDER_ERROR', what)
+      }
+      t.equal(await userCount(app), before, 'no user was created')
+      const email = uniqueEmail()
+      const { callback } = await signIn(app, provider, 'google', { sub: 'control', email, email_verified: true, name: '\u0000Ada\u0007\nLovelace\u0000' })
+      t.equal(callback.statusCode, 200)
+      t.equal((await app.repositories.users.findByEmail(email))?.name, 'Ada Lovelace')
+      const linkedAgain = await signIn(app, provider, 'google', { sub: 'control', email: 'no longer an address', email_verified: true })
+      t.equal(linkedAgain.callback.statusCode, 200, 'a linked user signs in whatever e-mail the provider now reports')
+      const emoji = '\u{1F600}'
+      const long = uniqueEmail()
+      t.equal((await signIn(app, provider, 'google', { sub: 'emoji', email: long, email_verified: true, name: emoji.repeat(101) })).callback.statusCode, 200)
+      t.equal((await app.repositories.users.findByEmail(long))?.name, emoji.repeat(100), 'cut at 100 code points, never inside one')
     })
 
     t.test('a provider that does not answer times out after 5 s with 502', async (t) => {
