@@ -1,4 +1,3 @@
-import AjvCompiler from '@fastify/ajv-compiler'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import pino from 'pino'
@@ -7,7 +6,7 @@ import type { Config } from './config.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from './plugins/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
-import { canonicalIds } from './validation.js'
+import { buildValidator } from './validation.js'
 
 /**
  * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
@@ -28,25 +27,6 @@ export const BODY_LIMIT_BYTES = 10_240
 
 /** The longest path parameter, a device_id of 128 code points, is up to 256 UTF-16 units. */
 const MAX_PATH_PARAMETER_LENGTH = 256
-
-const ajvFactory = AjvCompiler()
-
-type ExternalSchemas = Parameters<typeof ajvFactory>[0]
-type RouteDefinition = AjvCompiler.RouteDefinition
-
-/**
- * Query strings and path parameters arrive as text, so they are coerced to the schema's
- * types; JSON bodies are not ("8" is not a number). Unknown keys are refused, never
- * silently dropped, and every problem is reported. Ids marked CANONICAL_UUID are rewritten
- * in lower case and bare (src/validation.ts).
- */
-function buildValidator (externalSchemas: ExternalSchemas) {
-  const strict = { removeAdditional: false, useDefaults: true, allErrors: true } as const
-  const body = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: false }, plugins: [canonicalIds] })
-  const text = ajvFactory(externalSchemas, { customOptions: { ...strict, coerceTypes: 'array' }, plugins: [canonicalIds] })
-  // The pool's compilers take the whole route definition (their typings say schema).
-  return (route: RouteDefinition) => (route.httpPart === 'body' ? body : text)(route as object)
-}
 
 const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 

@@ -35,13 +35,37 @@ export function canonicalIds (ajv: AjvCompiler.Ajv): AjvCompiler.Ajv {
   })
 }
 
+const ajvFactory = AjvCompiler()
+
+type ExternalSchemas = Parameters<typeof ajvFactory>[0]
+type RouteDefinition = AjvCompiler.RouteDefinition
+
+const STRICT = { removeAdditional: false, useDefaults: true, allErrors: true } as const
+/** JSON bodies are not coerced ("8" is not a number). */
+const BODY_OPTIONS = { customOptions: { ...STRICT, coerceTypes: false as const }, plugins: [canonicalIds] }
+
 /**
- * A check of one value against a schema, with the request validators' formats, for values
- * that reach the service other than in a request (an identity provider's profile).
+ * The service's validators. Query strings and path parameters arrive as text, so they are
+ * coerced to the schema's types; bodies are not. Unknown keys are refused, never silently
+ * dropped, and every problem is reported. Ids marked CANONICAL_UUID are rewritten in lower
+ * case and bare.
+ */
+export function buildValidator (externalSchemas: ExternalSchemas) {
+  const body = ajvFactory(externalSchemas, BODY_OPTIONS)
+  const text = ajvFactory(externalSchemas, { ...BODY_OPTIONS, customOptions: { ...STRICT, coerceTypes: 'array' as const } })
+  // The pool's compilers take the whole route definition (their typings say schema).
+  return (route: RouteDefinition) => (route.httpPart === 'body' ? body : text)(route as object)
+}
+
+/**
+ * A check of one value against a schema, as a request body's validator checks it, for values
+ * that reach the service other than in a request (an identity provider's profile). Compiled
+ * on first use: a service without OAuth sign-in never builds it.
  */
 export function schemaCheck (schema: TSchema): (value: unknown) => boolean {
-  const compile = AjvCompiler()({}, { customOptions: { coerceTypes: false, removeAdditional: false } })
-  // The compiler takes a route definition; only its schema matters here.
-  const validate = compile({ schema, method: 'POST', url: '/', httpPart: 'body' })
-  return (value) => validate(value) === true
+  let validate: ((value: unknown) => boolean) | undefined
+  return (value) => {
+    validate ??= ajvFactory({}, BODY_OPTIONS)({ schema, method: 'POST', url: '/', httpPart: 'body' })
+    return validate(value) === true
+  }
 }

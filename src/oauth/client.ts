@@ -41,18 +41,13 @@ async function call (url: string, init: RequestInit, timeoutMs: number): Promise
 
 /** The answer's body, read until MAX_PROVIDER_ANSWER_BYTES: beyond that the provider's error. */
 async function boundedText (response: Response): Promise<string> {
-  const tooLarge = () => providerError(`answered more than ${MAX_PROVIDER_ANSWER_BYTES} bytes`)
-  if (Number(response.headers.get('content-length') ?? 0) > MAX_PROVIDER_ANSWER_BYTES) {
-    await response.body?.cancel()
-    throw tooLarge()
-  }
   const chunks: Uint8Array[] = []
   let length = 0
   try {
     for await (const chunk of response.body ?? []) {
       length += chunk.byteLength
       // Leaving the loop cancels the rest of the answer.
-      if (length > MAX_PROVIDER_ANSWER_BYTES) throw tooLarge()
+      if (length > MAX_PROVIDER_ANSWER_BYTES) throw providerError(`answered more than ${MAX_PROVIDER_ANSWER_BYTES} bytes`)
       chunks.push(chunk)
     }
   } catch (error) {
