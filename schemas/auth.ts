@@ -68,6 +68,7 @@ export const OAuthCallbackQuerySchema = Type.Object({
   prompt: Type.Optional(Type.String({ maxLength: 64 })),
   session_state: Type.Optional(Type.String({ maxLength: 512 }))
 }, { additionalProperties: false })
+export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuerySchema>
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const SessionCollectionSchema = CollectionEnvelope(SessionListItemSchema)

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { DataEnvelope } from './common.js'
 import { TokenPairSchema } from './auth.js'
 import { component } from './components.js'
@@ -16,6 +16,7 @@ export const TotpSetupSchema = Type.Object({
   otpauth_url: Type.String({ description: 'otpauth:// provisioning URI' }),
   qr_code: Type.String({ pattern: '^data:image/png;base64,', description: 'The provisioning URI as a PNG QR code' })
 }, { title: 'TotpSetup' })
+export type TotpSetup = Static<typeof TotpSetupSchema>
 
 export const BackupCodesSchema = Type.Object({
   backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{6}$' }), { minItems: 10, maxItems: 10, description: 'Shown only now; each works once' })
@@ -27,13 +28,16 @@ export const MfaChallengeSchema = Type.Object({
   mfa_token: Type.String({ description: 'Good for 5 minutes, once, at /auth/mfa/verify' }),
   methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code')]))
 }, { title: 'MfaChallenge' })
+export type MfaChallenge = Static<typeof MfaChallengeSchema>
 
 export const SignInResultSchema = Type.Union([component('TokenPair', TokenPairSchema), component('MfaChallenge', MfaChallengeSchema)], { title: 'SignInResult' })
+export type SignInResult = Static<typeof SignInResultSchema>
 
 export const MfaVerifyBodySchema = Type.Object({
   mfa_token: Type.String({ minLength: 1, maxLength: 4096 }),
   code: CodeSchema
 }, { additionalProperties: false })
+export type MfaVerifyBody = Static<typeof MfaVerifyBodySchema>
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const BackupCodesResponseSchema = DataEnvelope(BackupCodesSchema)

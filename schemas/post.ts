@@ -26,6 +26,7 @@ export const PostCreateBodySchema = Type.Object({
   body: PostBodySchema,
   status: Type.Optional(PostStatusSchema)
 }, { additionalProperties: false, description: 'status defaults to draft' })
+export type PostCreateBody = Static<typeof PostCreateBodySchema>
 
 export const PostPatchBodySchema = Type.Object({
   title: Type.Optional(TitleSchema),

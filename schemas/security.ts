@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 
@@ -11,6 +11,7 @@ export const AccessCheckBodySchema = Type.Object({
   location: Type.Optional(Type.String({ maxLength: 200 })),
   timestamp: Type.Optional(Type.String({ format: 'date-time', description: 'Defaults to now; its UTC hour is what counts' }))
 }, { additionalProperties: false })
+export type AccessCheckBody = Static<typeof AccessCheckBodySchema>
 
 const RiskFactorSchema = Type.Object({ trusted: Type.Boolean(), risk: Type.Integer(), reason: Type.String() })
 
@@ -32,6 +33,7 @@ export const DeviceBodySchema = Type.Object({
   device_id: Type.String({ minLength: 1, maxLength: 128 }),
   name: Type.String({ minLength: 1, maxLength: 100 })
 }, { additionalProperties: false })
+export type DeviceBody = Static<typeof DeviceBodySchema>
 
 export const DEVICE_FIELDS = {
   sortable: ['device_id', 'name', 'created_at'],

@@ -7,15 +7,13 @@ import cors from './plugins/cors.js'
 import database from './plugins/database.js'
 import documentation from './plugins/documentation.js'
 import errorHandler from './plugins/error-handler.js'
-import mfa from './plugins/mfa.js'
-import oauth from './plugins/oauth.js'
 import rateLimit from './plugins/rate-limit.js'
 import redis from './plugins/redis.js'
 import repositories from './plugins/repositories.js'
 import revocation from './plugins/revocation.js'
 import security from './plugins/security.js'
 import securityHeaders from './plugins/security-headers.js'
-import sessions from './plugins/sessions.js'
+import services from './plugins/services.js'
 import textInput from './plugins/text-input.js'
 import zeroTrust from './plugins/zero-trust.js'
 import auditLogRoutes from './routes/audit-logs/index.js'
@@ -56,9 +54,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(errorHandler)
   await fastify.register(textInput)
   await fastify.register(revocation)
-  await fastify.register(sessions)
-  await fastify.register(mfa)
-  await fastify.register(oauth)
+  await fastify.register(services)
   await fastify.register(authentication)
   await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)

@@ -1,4 +1,5 @@
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
+import { TokenVerificationError } from './security/tokens.js'
 
 /**
  * The service's error table (CONTRACT section 2): every error a client can see is one of
@@ -48,4 +49,9 @@ const SERVICE_ERRORS = Object.values(Errors)
 /** True for errors raised from the table above (as opposed to library or programming errors). */
 export function isServiceError (error: unknown): error is Error & { code: string, statusCode: number, details?: ValidationIssue[] } {
   return SERVICE_ERRORS.some((ServiceError) => error instanceof ServiceError)
+}
+
+/** A failed token verification as the error to answer: an expired token tells the client to refresh. */
+export function tokenFailure (error: unknown): Error {
+  return error instanceof TokenVerificationError && error.reason === 'expired' ? new Errors.TOKEN_EXPIRED() : new Errors.INVALID_TOKEN()
 }

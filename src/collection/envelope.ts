@@ -1,4 +1,6 @@
 import type { CollectionResult } from '../store/paginate.js'
+import type { CursorCodec } from './cursor.js'
+import { type CollectionOptions, type CollectionQueryInput, type CollectionRequest, parseCollectionQuery } from './query.js'
 
 /** Keeps `id` and the requested fields; the response schema then serializes only those. */
 function project<Row extends { id: string }> (row: Row, fields: string[] | null): Partial<Row> & { id: string } {
@@ -14,4 +16,16 @@ export function collectionEnvelope<Row extends { id: string }> (result: Collecti
   if (result.kind === 'cursor') return { data, meta: { nextCursor: result.nextCursor, hasMore: result.hasMore } }
   const { page, limit, total, totalPages } = result
   return { data, meta: { page, limit, total, totalPages } }
+}
+
+/** Parses a collection's query (throwing 400 on a bad one), reads that page with `read`, and answers its envelope. */
+export async function collectionPage<Row extends { id: string }> (
+  query: CollectionQueryInput,
+  options: CollectionOptions,
+  cursors: CursorCodec,
+  read: (request: CollectionRequest) => Promise<CollectionResult<Row>>,
+  filters: Record<string, string> = {}
+) {
+  const request = parseCollectionQuery(query, options, cursors, filters)
+  return collectionEnvelope(await read(request), request.fields)
 }

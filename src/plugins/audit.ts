@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../schemas/audit.js'
-import { type AuditRecord, AuditTrail } from '../services/audit-trail.js'
+import { type AuditEntry, AuditTrail } from '../services/audit-trail.js'
+import type { RequestContext } from '../services/context.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -9,7 +10,9 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     /** Records a security event with this request's address, user agent and caller. */
-    audit: (event: AuditEvent, entry: Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>) => void
+    audit: (event: AuditEvent, entry: AuditEntry) => void
+    /** What a service is told of this request: its address, user agent and caller. */
+    readonly serviceContext: RequestContext
   }
 }
 
@@ -36,8 +39,13 @@ export default fp(async (fastify) => {
     }
   })
   fastify.decorate('auditTrail', trail)
-  fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>) {
-    trail.record({ actorId: this.user?.id ?? null, ...entry, event, ip: this.ip, userAgent: this.headers['user-agent'] ?? null })
+  fastify.decorateRequest('serviceContext', {
+    getter (this: FastifyRequest): RequestContext {
+      return { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
+    }
+  })
+  fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditEntry) {
+    trail.recordIn(this.serviceContext, event, entry)
   })
 
   const retentionMs = fastify.config.auditRetentionDays * DAY

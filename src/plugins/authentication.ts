@@ -1,22 +1,11 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Permission, Role } from '../../schemas/rbac.js'
-import { Errors } from '../errors.js'
-import { hasPermission } from '../security/permissions.js'
-import { TokenVerificationError } from '../security/tokens.js'
+import type { Permission } from '../../schemas/rbac.js'
+import { Errors, tokenFailure } from '../errors.js'
+import { authorize as authorizeCaller } from '../services/authorization.js'
+import type { Caller } from '../services/context.js'
 import { canonicalUuid } from '../store/ids.js'
 import type { UserPrincipal } from '../store/users.js'
-
-/** The caller of a protected route, as established from the bearer token. */
-export interface AuthenticatedUser {
-  id: string
-  /** Current roles from the database, not the token's claim, so a removal takes effect at once. */
-  roles: Role[]
-  mfaEnabled: boolean
-  /** The access token's identifier and expiry, for revocation. */
-  jti: string
-  tokenExpiresAt: Date
-}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -24,7 +13,7 @@ declare module 'fastify' {
     allowWithoutMfa?: boolean
   }
   interface FastifyRequest {
-    user: AuthenticatedUser | null
+    user: Caller | null
   }
   interface FastifyInstance {
     /** onRequest hook: spec 5.1 bearer authentication. */
@@ -39,7 +28,7 @@ declare module 'fastify' {
      */
     requireSelfOr: (otherPermission: Permission, selfPermission?: Permission) => AuthenticationHook
     /** Throws `Authentication required` or `Permission denied. Requires: <permission>`. */
-    authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => AuthenticatedUser
+    authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => Caller
   }
 }
 
@@ -56,13 +45,8 @@ const BEARER = 'Bearer '
  * The `id` path parameter as validation will spell it: guards run onRequest, before the
  * validation that makes ids canonical (src/validation.ts), and compare it with the caller's.
  */
-export function idParam (request: FastifyRequest): string {
+function idParam (request: FastifyRequest): string {
   return canonicalUuid((request.params as { id: string }).id)
-}
-
-/** A failed token verification as the HTTP error: expired tokens tell the client to refresh. */
-export function tokenFailure (error: unknown): Error {
-  return error instanceof TokenVerificationError && error.reason === 'expired' ? new Errors.TOKEN_EXPIRED() : new Errors.INVALID_TOKEN()
 }
 
 export default fp(async (fastify) => {
@@ -116,11 +100,8 @@ export default fp(async (fastify) => {
     else done()
   })
 
-  function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): AuthenticatedUser {
-    const { user } = request
-    if (user === null) throw new Errors.AUTHENTICATION_REQUIRED()
-    if (!hasPermission(user, permission, ownerId)) throw new Errors.FORBIDDEN(permission)
-    return user
+  function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): Caller {
+    return authorizeCaller(request.user, permission, ownerId)
   }
   fastify.decorate('authorize', authorize)
 

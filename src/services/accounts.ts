@@ -1,9 +1,18 @@
 import type { Role } from '../../schemas/rbac.js'
-import type { User } from '../../schemas/user.js'
+import { USER_FIELDS, type User, type UserChanges, type UserCreateBody } from '../../schemas/user.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import { collectionPage } from '../collection/envelope.js'
+import type { CollectionQueryInput } from '../collection/query.js'
 import { Errors, validationFailed } from '../errors.js'
 import { type PasswordPolicy, passwordPolicyProblems } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
-import type { UsersRepository } from '../store/users.js'
+import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
+import type { UserUpdate, UsersRepository } from '../store/users.js'
+import type { AuditTrail } from './audit-trail.js'
+import { authorize } from './authorization.js'
+import type { Caller, RequestContext } from './context.js'
+import type { SessionService } from './sessions.js'
+import type { SignInGuard } from './sign-in-guard.js'
 
 export interface AccountDependencies {
   users: UsersRepository
@@ -32,7 +41,7 @@ export async function createAccount (
 }
 
 /**
- * CONTRACT section 1 ADMIN_EMAIL/ADMIN_PASSWORD: make sure the account exists and holds
+ * ADMIN_EMAIL/ADMIN_PASSWORD at start-up: make sure the account exists and holds
  * `super_admin`. Idempotent, safe when several instances start at once, and an existing
  * account's password is left as it is.
  */
@@ -40,7 +49,7 @@ export async function ensureSuperAdmin (deps: AccountDependencies, email: string
   const existing = await deps.users.findByEmail(email)
   if (existing === undefined) {
     try {
-      // Bootstrap credentials are the operator's choice: length rules only (spec 4.1).
+      // Bootstrap credentials are the operator's choice: length rules only.
       await createAccount({ ...deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'] })
       return 'created'
     } catch (error) {
@@ -51,4 +60,101 @@ export async function ensureSuperAdmin (deps: AccountDependencies, email: string
   if (user === undefined) throw new Error('bootstrap admin vanished during start-up')
   await deps.users.addRole(user.id, 'super_admin')
   return 'existing'
+}
+
+export interface AccountServiceDependencies extends AccountDependencies {
+  guard: SignInGuard
+  sessions: SessionService
+  audit: AuditTrail
+  cursors: CursorCodec
+}
+
+/** Users' accounts (docs/api.md, "Users"): registration, reading, changes, deletion. */
+export class AccountService {
+  constructor (private readonly deps: AccountServiceDependencies) {}
+
+  async list (query: CollectionQueryInput) {
+    const { users, cursors } = this.deps
+    return await collectionPage(query, { ...USER_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, cursors, async (request) => await users.list(request))
+  }
+
+  async get (id: string): Promise<User> {
+    const user = await this.deps.users.findById(id)
+    if (user === undefined) throw new Errors.NOT_FOUND('User')
+    return user
+  }
+
+  /** Self-registration, with role `user`. */
+  async register (context: RequestContext, body: UserCreateBody): Promise<User> {
+    const user = await createAccount(this.deps, { ...body, roles: ['user'] })
+    this.deps.audit.recordIn(context, 'user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
+    return user
+  }
+
+  /** The caller's account with its roles, permissions and MFA state. */
+  async describe (caller: Caller) {
+    const user = await this.deps.users.findById(caller.id)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    return { ...user, roles: [...effectiveRoles(caller.roles)], permissions: permissionsOf(caller.roles), mfa_enabled: caller.mfaEnabled }
+  }
+
+  /** Changes an account; a new password ends every session, and with them their access tokens. */
+  async update (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<User> {
+    const { users, sessions, audit } = this.deps
+    if (!await this.#assertMayManage(caller, id)) throw new Errors.NOT_FOUND('User')
+    const update = await this.#toUpdate(context, caller, id, body)
+    const user = await users.update(id, update)
+    if (user === undefined) throw new Errors.NOT_FOUND('User')
+    if (update.passwordHash !== undefined) await sessions.endAll(id, 'password_changed')
+    audit.recordIn(context, 'user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
+    return user
+  }
+
+  /** Deletes an account; deleting one that does not exist succeeds too. */
+  async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
+    await this.#assertMayManage(caller, id)
+    const deleted = await this.deps.users.delete(id)
+    this.deps.audit.recordIn(context, 'user.deleted', { outcome: 'success', targetId: id, details: { existed: deleted } })
+  }
+
+  /**
+   * Changing or deleting another account needs every permission that account holds (the rule
+   * for granting roles): an admin may not reset a super_admin's password. True when there is
+   * such an account (false: it does not exist).
+   */
+  async #assertMayManage (caller: Caller, id: string): Promise<boolean> {
+    const target = await this.deps.users.findPrincipal(id)
+    if (target === undefined) return false
+    if (caller.id === id) return true
+    const missing = permissionLacked(authorize(caller, 'manage_users'), target.roles)
+    if (missing !== null) throw new Errors.FORBIDDEN(missing)
+    return true
+  }
+
+  /**
+   * Turns a validated body into repository changes. Changing one's own password needs
+   * the current one; a `manage_users` caller may reset someone else's without it.
+   */
+  async #toUpdate (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<UserUpdate> {
+    const { users, passwords, passwordPolicy, guard } = this.deps
+    const update: UserUpdate = {}
+    if (body.email !== undefined) update.email = body.email
+    if (body.name !== undefined) update.name = body.name
+    if (body.password === undefined) return update
+    assertPasswordPolicy(body.password, passwordPolicy)
+    if (caller.id === id) {
+      const current = body.current_password
+      if (current === undefined) {
+        throw validationFailed([{ path: '/current_password', message: 'is required to change the password' }])
+      }
+      const stored = await users.findPasswordHash(id)
+      // Held to the sign-in lockout, like a sign-in: a stolen access token must not guess the
+      // password here. An account without a password (provider sign-in only) has nothing to guess.
+      const matches = stored !== null && stored !== undefined &&
+        await guard.checkSecret(context, id, 'auth.login_failed', { reason: 'wrong_current_password' }, async () => await passwords.verify(current, stored))
+      if (!matches) throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
+    }
+    update.passwordHash = await passwords.hash(body.password)
+    return update
+  }
 }

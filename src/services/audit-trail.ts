@@ -2,6 +2,7 @@ import type { AuditEvent } from '../../schemas/audit.js'
 import { redact } from '../security/redaction.js'
 import { uuidv7 } from '../store/ids.js'
 import type { AuditLogsTable } from '../store/types.js'
+import type { RequestContext } from './context.js'
 
 export interface AuditRecord {
   event: AuditEvent
@@ -12,6 +13,9 @@ export interface AuditRecord {
   userAgent?: string | null
   details?: Record<string, unknown>
 }
+
+/** What a service says of an event; the request context adds where it came from. */
+export type AuditEntry = Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>
 
 export interface AuditTrailOptions {
   write: (rows: AuditLogsTable[]) => Promise<void>
@@ -59,6 +63,11 @@ export class AuditTrail {
       this.#options.onError(new Error(`audit backlog full: ${overflow} oldest entries dropped`), this.#pending.length)
     }
     if (this.#pending.length >= this.#options.batchSize) void this.flush()
+  }
+
+  /** Records `event` with the context's address and user agent; the actor is its caller unless the entry names one. */
+  recordIn (context: RequestContext, event: AuditEvent, entry: AuditEntry): void {
+    this.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
   }
 
   /**

@@ -1,13 +1,13 @@
 import { hkdfSync } from 'node:crypto'
 import QRCode from 'qrcode'
+import type { MfaChallenge, TotpSetup } from '../../schemas/mfa.js'
 import { Errors } from '../errors.js'
 import { SecretBox } from '../security/secret-box.js'
 import { hashBackupCode, matchBackupCode, newBackupCodes, newTotpSecret, provisioningUri, verifyTotp } from '../security/totp.js'
 import type { MfaRepository } from '../store/mfa.js'
 
-export type MfaMethod = 'totp' | 'backup_code'
-
-export interface TotpSetup { secret: string, otpauth_url: string, qr_code: string }
+/** How a sign-in code was proved: the methods a challenge offers. */
+export type MfaMethod = MfaChallenge['methods'][number]
 
 export interface MfaServiceOptions {
   mfa: MfaRepository

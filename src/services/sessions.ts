@@ -1,4 +1,7 @@
-import type { Device, TokenPair } from '../../schemas/auth.js'
+import { type Device, SESSION_FIELDS, type TokenPair } from '../../schemas/auth.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import { collectionPage } from '../collection/envelope.js'
+import type { CollectionQueryInput } from '../collection/query.js'
 import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
@@ -11,6 +14,7 @@ export interface SessionServiceDependencies {
   users: UsersRepository
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
+  cursors: CursorCodec
   now?: () => number
 }
 
@@ -131,12 +135,18 @@ export class SessionService {
     await this.#endSessions([...sessionIds], 'logout', new Date(this.#now()).toISOString(), caller.jti)
   }
 
-  /** Ends one of the caller's own sessions; false when it is not one of theirs or already over. */
-  async end (userId: string, sessionId: string): Promise<boolean> {
+  /** The user's live sessions, oldest first by default. */
+  async list (userId: string, query: CollectionQueryInput) {
+    const { sessions, cursors } = this.#deps
+    return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, cursors,
+      async (request) => await sessions.list(userId, this.cutoffs(), request))
+  }
+
+  /** Ends one of the caller's own sessions; 404 when it is not one of theirs or already over. */
+  async end (userId: string, sessionId: string): Promise<void> {
     const { sessions } = this.#deps
-    if (!await sessions.isLive(userId, sessionId, this.cutoffs())) return false
+    if (!await sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
     await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
-    return true
   }
 
   /** Ends every session of the user (a new password). */

@@ -2,15 +2,24 @@ import { Errors } from '../errors.js'
 import { FAILURE_WINDOW_MS, LOCKOUT_MS, lockoutScope } from '../security/lockout.js'
 import { addressKey } from '../security/network.js'
 import type { SignInFailuresRepository } from '../store/sign-in-failures.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { RequestContext } from './context.js'
 
 /** Failures are kept this long: longer than any rule looks back (the lockout 15 minutes, anomalies 15 minutes). */
 const FAILURE_RETENTION_MS = 24 * 60 * 60 * 1000
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** The audit events of a refused secret: a password's, or an MFA code's. */
+export type SecretFailureEvent = 'auth.login_failed' | 'auth.mfa_failed'
+
 /** Applies the brute-force rule (src/security/lockout.ts) to sign-in attempts. */
 export class SignInGuard {
-  constructor (private readonly failures: SignInFailuresRepository, private readonly now: () => number = Date.now) {}
+  constructor (
+    private readonly failures: SignInFailuresRepository,
+    private readonly audit: AuditTrail,
+    private readonly now: () => number = Date.now
+  ) {}
 
   /** Throws ACCOUNT_LOCKED while a lockout covers this account from this address. */
   async assertNotLocked (userId: string, ip: string): Promise<void> {
@@ -38,5 +47,48 @@ export class SignInGuard {
 
   async recordSuccess (userId: string, ip: string): Promise<void> {
     await this.failures.clear(userId, addressKey(ip), iso(this.now()))
+  }
+
+  /** A locked account answers 423 whichever way it signs in, a provider's sign-in included. */
+  async refuseIfLocked (context: RequestContext, userId: string, details: Record<string, unknown>): Promise<void> {
+    await this.#auditLockRefusal(context, userId, 'auth.login_failed', details, this.assertNotLocked(userId, context.ip))
+  }
+
+  /**
+   * A secret only the account holder knows (a password, an MFA code), held to the sign-in
+   * lockout: 423 while the account is locked for this address, and a wrong secret counts as a
+   * failed sign-in and is audited with `details`. The lockout is checked again when the
+   * attempt settles, so simultaneous guesses get no more answers than the rule allows. Used by
+   * sign-in and MFA verification, and where a signed-in caller proves the secret again (the
+   * current password of a password change, the code that turns MFA off or mints backup codes),
+   * so that a stolen access token cannot guess it faster than sign-in allows. `check` answers
+   * whether the secret was right and acts on nothing (spending a single-use code is part of
+   * checking it): the caller acts once this answers true, and answers false with its own error.
+   */
+  async checkSecret (
+    context: RequestContext,
+    userId: string,
+    event: SecretFailureEvent,
+    details: Record<string, unknown>,
+    check: () => Promise<boolean>
+  ): Promise<boolean> {
+    await this.#auditLockRefusal(context, userId, event, details, this.assertNotLocked(userId, context.ip))
+    const right = await check()
+    await this.#auditLockRefusal(context, userId, event, details, this.settle(userId, context.ip, right))
+    if (right) return true
+    this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details })
+    return false
+  }
+
+  /** Awaits a lock check, auditing its 423 with `details` (what was presented) and the reason. */
+  async #auditLockRefusal<T> (context: RequestContext, userId: string, event: SecretFailureEvent, details: Record<string, unknown>, check: Promise<T>): Promise<T> {
+    try {
+      return await check
+    } catch (error) {
+      if (error instanceof Errors.ACCOUNT_LOCKED) {
+        this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+      }
+      throw error
+    }
   }
 }

@@ -197,13 +197,13 @@ for (const backend of backends()) {
       const [first = '', second = ''] = backupCodes
       // While the right code is being checked, five failures from the caller's address lock the account.
       const lockMeanwhile = async () => {
-        for (let n = 0; n < 5; n++) await app.signInGuard.settle(account.id, '127.0.0.1', false).catch(() => {})
+        for (let n = 0; n < 5; n++) await app.services.signInGuard.settle(account.id, '127.0.0.1', false).catch(() => {})
       }
       const unlock = async () => {
         await app.database.db.deleteFrom('lockouts').where('user_id', '=', account.id).execute()
         await app.database.db.deleteFrom('sign_in_failures').where('user_id', '=', account.id).execute()
       }
-      const { mfa } = app
+      const { mfa } = app.services
       const verifyCode = mfa.verifyCode.bind(mfa)
       const acceptTotpCode = mfa.acceptTotpCode.bind(mfa)
       mfa.verifyCode = async (userId, code) => await verifyCode(userId, code).finally(lockMeanwhile)

@@ -5,17 +5,12 @@ import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
-import { collectionEnvelope } from '../../collection/envelope.js'
-import { parseCollectionQuery } from '../../collection/query.js'
-import { Errors } from '../../errors.js'
-import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
-import { checkSecret, completeSignIn } from './sign-in.js'
 
-/** CONTRACT section 3: sign-in, sessions and the caller's own account. */
+/** Sign-in, sessions and the caller's own account (docs/api.md, "Sign-in and sessions"). */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { repositories, passwords, sessions } = fastify
+  const { signIn, sessions, accounts } = fastify.services
   await fastify.register(mfa, { prefix: '/mfa' })
   await fastify.register(oauth, { prefix: '/oauth' })
 
@@ -26,23 +21,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       body: LoginBodySchema,
       response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 401, 423) }
     }
-  }, async (request) => {
-    const { email, password, device } = request.body
-    const account = await repositories.users.findByEmail(email)
-    // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
-    if (account === undefined) {
-      await passwords.verifyAgainstDummy(password)
-      request.audit('auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'unknown_email' } })
-      throw new Errors.INVALID_CREDENTIALS()
-    }
-    const stored = account.password_hash
-    const valid = await checkSecret(fastify, request, account.id, 'auth.login_failed', { email, reason: 'wrong_password' }, async () =>
-      stored !== null ? await passwords.verify(password, stored) : await passwords.verifyAgainstDummy(password))
-    if (!valid) throw new Errors.INVALID_CREDENTIALS()
-    const principal = await repositories.users.findPrincipal(account.id)
-    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    return { data: await completeSignIn(fastify, request, principal, device, 'password') }
-  })
+  }, async (request) => ({ data: await signIn.withPassword(request.serviceContext, request.body) }))
 
   fastify.post('/refresh', {
     schema: {
@@ -51,16 +30,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       body: RefreshBodySchema,
       response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401) }
     }
-  }, async (request, reply) => {
-    try {
-      const { pair, userId } = await sessions.refresh(request.body.refresh_token, Date.now() - reply.elapsedTime)
-      request.audit('auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
-      return { data: pair }
-    } catch (error) {
-      if (error instanceof Errors.TOKEN_REUSED) request.audit('auth.token_reused', { outcome: 'failure', details: {} })
-      throw error
-    }
-  })
+  }, async (request, reply) => ({ data: await signIn.refresh(request.serviceContext, request.body.refresh_token, Date.now() - reply.elapsedTime) }))
 
   fastify.post('/logout', {
     onRequest: [fastify.authenticate],
@@ -73,9 +43,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Signed out' }, ...errorResponses({ body: true }, 401) }
     }
   }, async (request, reply) => {
-    const caller = fastify.authorize(request, 'read')
-    await sessions.logout(caller, request.body?.refresh_token)
-    request.audit('auth.logout', { outcome: 'success', targetId: caller.id })
+    await signIn.signOut(request.serviceContext, fastify.authorize(request, 'read'), request.body?.refresh_token)
     return await reply.code(204).send()
   })
 
@@ -88,19 +56,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER,
       response: { 200: MeResponseSchema, ...errorResponses({}, 401) }
     }
-  }, async (request) => {
-    const caller = fastify.authorize(request, 'read')
-    const user = await repositories.users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return {
-      data: {
-        ...user,
-        roles: [...effectiveRoles(caller.roles)],
-        permissions: permissionsOf(caller.roles),
-        mfa_enabled: caller.mfaEnabled
-      }
-    }
-  })
+  }, async (request) => ({ data: await accounts.describe(fastify.authorize(request, 'read')) }))
 
   fastify.get('/sessions', {
     onRequest: [fastify.authenticate],
@@ -111,14 +67,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       querystring: CollectionQuerySchema(SESSION_FIELDS),
       response: { 200: SessionCollectionSchema, ...errorResponses({}, 401) }
     }
-  }, async (request) => {
-    const caller = fastify.authorize(request, 'read')
-    const collection = parseCollectionQuery(request.query, {
-      ...SESSION_FIELDS,
-      defaultSort: [{ field: 'created_at', descending: false }]
-    }, fastify.cursors)
-    return collectionEnvelope(await repositories.sessions.list(caller.id, sessions.cutoffs(), collection), collection.fields)
-  })
+  }, async (request) => await sessions.list(fastify.authorize(request, 'read').id, request.query))
 
   fastify.delete('/sessions/:id', {
     onRequest: [fastify.authenticate],
@@ -130,8 +79,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Ended' }, ...errorResponses({ body: true }, 401, 404) }
     }
   }, async (request, reply) => {
-    const caller = fastify.authorize(request, 'read')
-    if (!await sessions.end(caller.id, request.params.id)) throw new Errors.NOT_FOUND('Session')
+    await sessions.end(fastify.authorize(request, 'read').id, request.params.id)
     return await reply.code(204).send()
   })
 }

@@ -1,34 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
-import { type Device, TokenPairResponseSchema } from '../../../schemas/auth.js'
+import { TokenPairResponseSchema } from '../../../schemas/auth.js'
+import { BEARER } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
-import { Errors } from '../../errors.js'
-import { tokenFailure } from '../../plugins/authentication.js'
-import type { MfaMethod } from '../../services/mfa.js'
-import { checkSecret, startSession } from './sign-in.js'
-import { BEARER } from '../../../schemas/common.js'
 
-/** CONTRACT section 4: TOTP enrolment, backup codes, and completing an MFA sign-in. */
+/** TOTP enrolment, backup codes, and completing an MFA sign-in (docs/api.md, "Multi-factor authentication"). */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mfa: service, repositories, tokens, messageSender } = fastify
-
-  /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
-  async function notify (email: string, subject: string) {
-    await messageSender.send('email', email, subject, `${subject}. If this was not you, contact your administrator.`)
-      .catch((error: unknown) => fastify.log.warn({ err: error }, 'security notice not sent'))
-  }
-
-  /**
-   * A code of the caller's enabled factor, held to the sign-in lockout (checkSecret): the right
-   * code (TOTP, or a backup code to turn MFA off) turns MFA off or mints backup codes, so it
-   * must not be guessable with a stolen access token. (Enabling checks a code of the pending
-   * secret, which the caller was just shown: nothing to guess there.)
-   */
-  async function assertFactorCode (request: FastifyRequest, userId: string, action: string, check: () => Promise<boolean>): Promise<void> {
-    await service.assertEnabled(userId)
-    if (!await checkSecret(fastify, request, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
-  }
+  const { mfaSettings, signIn } = fastify.services
 
   fastify.post('/totp/setup', {
     onRequest: [fastify.authenticate],
@@ -39,12 +17,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER,
       response: { 200: TotpSetupResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
-  }, async (request) => {
-    const caller = fastify.authorize(request, 'read')
-    const user = await repositories.users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return { data: await service.setup(user) }
-  })
+  }, async (request) => ({ data: await mfaSettings.setup(fastify.authorize(request, 'read')) }))
 
   fastify.post('/totp/enable', {
     onRequest: [fastify.authenticate],
@@ -57,11 +30,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
-    const caller = fastify.authorize(request, 'read')
-    const backupCodes = await service.enable(caller.id, request.body.code)
-    request.audit('mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
-    const user = await repositories.users.findById(caller.id)
-    if (user !== undefined) await notify(user.email, 'Two-factor authentication was enabled on your account')
+    const backupCodes = await mfaSettings.enable(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
     return { data: { backup_codes: backupCodes } }
   })
 
@@ -75,9 +44,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409, 423) }
     }
   }, async (request) => {
-    const caller = fastify.authorize(request, 'read')
-    await assertFactorCode(request, caller.id, 'backup_codes', async () => await service.acceptTotpCode(caller.id, request.body.code))
-    return { data: { backup_codes: await service.replaceBackupCodes(caller.id) } }
+    const backupCodes = await mfaSettings.replaceBackupCodes(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
+    return { data: { backup_codes: backupCodes } }
   })
 
   fastify.delete('/totp', {
@@ -91,12 +59,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Disabled' }, ...errorResponses({ body: true }, 401, 409, 423) }
     }
   }, async (request, reply) => {
-    const caller = fastify.authorize(request, 'read')
-    await assertFactorCode(request, caller.id, 'disable', async () => await service.verifyCode(caller.id, request.body.code) !== null)
-    await service.disable(caller.id)
-    request.audit('mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
-    const user = await repositories.users.findById(caller.id)
-    if (user !== undefined) await notify(user.email, 'Two-factor authentication was disabled on your account')
+    await mfaSettings.disable(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
     return await reply.code(204).send()
   })
 
@@ -107,29 +70,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       body: MfaVerifyBodySchema,
       response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401, 423) }
     }
-  }, async (request) => {
-    let claims
-    try {
-      claims = tokens.verify(request.body.mfa_token, 'mfa')
-    } catch (error) {
-      throw tokenFailure(error)
-    }
-    const userId = claims.sub
-    // A challenge ends with its account.
-    const principal = await repositories.users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
-    // Wrong codes count toward the same lockout as wrong passwords.
-    let method = null as MfaMethod | null
-    const right = await checkSecret(fastify, request, userId, 'auth.mfa_failed', {}, async () => {
-      method = await service.verifyCode(userId, request.body.code)
-      return method !== null
-    })
-    if (!right) throw new Errors.INVALID_MFA_CODE()
-    const claimed = await repositories.revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
-    if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    request.audit('auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
-    return { data: await startSession(fastify, request, principal, claims.device as Device | undefined, `mfa:${method}`) }
-  })
+  }, async (request) => ({ data: await signIn.answerChallenge(request.serviceContext, request.body) }))
 }
 
 export default mfa

@@ -1,31 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { COMMENT_FIELDS, CommentBodySchema, CommentCollectionSchema, CommentParamsSchema, CommentResponseSchema, POST_FIELDS, PostCollectionSchema, PostCreateBodySchema, PostFiltersSchema, PostPatchBodySchema, PostResponseSchema } from '../../../schemas/post.js'
-import { collectionEnvelope } from '../../collection/envelope.js'
-import { parseCollectionQuery } from '../../collection/query.js'
-import { Errors } from '../../errors.js'
-import { canSee, postsPage, visibilityOf } from './visibility.js'
 
-/** Spec 4.2 and CONTRACT section 7: posts and their comments. */
+/** Posts and their comments (docs/api.md, "Posts and comments"). */
 const posts: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { posts: repository, comments } = fastify.repositories
-
-  /** The post if the caller may see it; a hidden post is as absent as a missing one. */
-  async function visiblePost (request: FastifyRequest, id: string) {
-    const post = await repository.findById(id)
-    if (post === undefined || !canSee(visibilityOf(request), post)) throw new Errors.NOT_FOUND('Post')
-    return post
-  }
-
-  async function visibleComment (request: FastifyRequest, postId: string, commentId: string) {
-    await visiblePost(request, postId)
-    const comment = await comments.find(postId, commentId)
-    if (comment === undefined) throw new Errors.NOT_FOUND('Comment')
-    return comment
-  }
+  const { posts: service } = fastify.services
 
   fastify.get('', {
     onRequest: [fastify.authenticateIfPresent],
@@ -35,7 +16,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       querystring: CollectionQuerySchema(POST_FIELDS, PostFiltersSchema),
       response: { 200: PostCollectionSchema, ...errorResponses({}, 401) }
     }
-  }, async (request) => await postsPage(fastify, request, request.query))
+  }, async (request) => await service.list(request.user, request.query))
 
   fastify.post('', {
     onRequest: [fastify.authenticate, fastify.requirePermission('create')],
@@ -47,8 +28,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: PostResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request, reply) => {
-    const { title, body, status = 'draft' } = request.body
-    const post = await repository.create(request.user?.id ?? '', { title, body, status })
+    const post = await service.create(fastify.authorize(request, 'create'), request.body)
     return await reply.code(201).header('location', `/api/v1/posts/${post.id}`).send({ data: post })
   })
 
@@ -60,7 +40,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       params: IdParamsSchema,
       response: { 200: PostResponseSchema, ...errorResponses({}, 401, 404) }
     }
-  }, async (request) => ({ data: await visiblePost(request, request.params.id) }))
+  }, async (request) => ({ data: await service.get(request.user, request.params.id) }))
 
   fastify.patch('/:id', {
     onRequest: [fastify.authenticate],
@@ -72,13 +52,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       body: PostPatchBodySchema,
       response: { 200: PostResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
-  }, async (request) => {
-    const post = await visiblePost(request, request.params.id)
-    fastify.authorize(request, 'write', post.author_id)
-    const updated = await repository.update(post.id, request.body)
-    if (updated === undefined) throw new Errors.NOT_FOUND('Post')
-    return { data: updated }
-  })
+  }, async (request) => ({ data: await service.update(fastify.authorize(request, 'read'), request.params.id, request.body) }))
 
   fastify.delete('/:id', {
     onRequest: [fastify.authenticate],
@@ -90,9 +64,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
-    const post = await visiblePost(request, request.params.id)
-    fastify.authorize(request, 'delete', post.author_id)
-    await repository.delete(post.id)
+    await service.remove(fastify.authorize(request, 'read'), request.params.id)
     return await reply.code(204).send()
   })
 
@@ -105,11 +77,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       querystring: CollectionQuerySchema(COMMENT_FIELDS),
       response: { 200: CommentCollectionSchema, ...errorResponses({}, 401, 404) }
     }
-  }, async (request) => {
-    const post = await visiblePost(request, request.params.id)
-    const collection = parseCollectionQuery(request.query, { ...COMMENT_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, fastify.cursors)
-    return collectionEnvelope(await comments.list(post.id, collection), collection.fields)
-  })
+  }, async (request) => await service.comments(request.user, request.params.id, request.query))
 
   fastify.post('/:id/comments', {
     onRequest: [fastify.authenticate, fastify.requirePermission('create')],
@@ -122,8 +90,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
-    const post = await visiblePost(request, request.params.id)
-    const comment = await comments.create(post.id, request.user?.id ?? '', request.body.body)
+    const comment = await service.comment(fastify.authorize(request, 'create'), request.params.id, request.body.body)
     return await reply.code(201).send({ data: comment })
   })
 
@@ -138,11 +105,8 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
-    const comment = await visibleComment(request, request.params.id, request.params.commentId)
-    fastify.authorize(request, 'write', comment.author_id)
-    const updated = await comments.update(comment.id, request.body.body)
-    if (updated === undefined) throw new Errors.NOT_FOUND('Comment')
-    return { data: updated }
+    const { id, commentId } = request.params
+    return { data: await service.updateComment(fastify.authorize(request, 'read'), id, commentId, request.body.body) }
   })
 
   fastify.delete('/:id/comments/:commentId', {
@@ -155,9 +119,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
-    const comment = await visibleComment(request, request.params.id, request.params.commentId)
-    fastify.authorize(request, 'delete', comment.author_id)
-    await comments.delete(comment.id)
+    await service.removeComment(fastify.authorize(request, 'read'), request.params.id, request.params.commentId)
     return await reply.code(204).send()
   })
 }

@@ -3,7 +3,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { AccessCheckBodySchema, AccessDecisionResponseSchema } from '../../../schemas/security.js'
 import { BEARER } from '../../../schemas/common.js'
 
-/** Spec 2.11 / 5.10: the zero-trust access check. */
+/** The zero-trust access check (docs/api.md, "Zero trust"). */
 const security: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/access-check', {
     onRequest: [fastify.authenticate],
@@ -14,19 +14,7 @@ const security: FastifyPluginAsyncTypebox = async (fastify) => {
       body: AccessCheckBodySchema,
       response: { 200: AccessDecisionResponseSchema, ...errorResponses({ body: true }, 401, 403) }
     }
-  }, async (request) => {
-    const input = request.body
-    // A user's devices and recent security events are theirs to probe, or a manager's.
-    if (input.user_id !== undefined && input.user_id !== request.user?.id) fastify.authorize(request, 'manage_users')
-    else fastify.authorize(request, 'read')
-    const decision = await fastify.evaluateAccess(input)
-    request.audit('access.evaluated', {
-      outcome: decision.allowed ? 'success' : 'failure',
-      targetId: input.user_id ?? null,
-      details: { source: 'access-check', ...decision }
-    })
-    return { data: decision }
-  })
+  }, async (request) => ({ data: await fastify.services.access.check(request.serviceContext, fastify.authorize(request, 'read'), request.body) }))
 }
 
 export default security

@@ -1,30 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { type Role, RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
-import { Errors } from '../../errors.js'
-import { effectiveRoles, permissionLacked, permissionsOf } from '../../security/permissions.js'
+import { RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
 
-/** CONTRACT section 6: a user's roles. Role changes apply to protected routes at once. */
+/** A user's roles (docs/api.md, "Roles and permissions"). */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { users } = fastify.repositories
-
-  async function assignment (userId: string) {
-    const principal = await users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.NOT_FOUND('User')
-    return { data: { roles: [...effectiveRoles(principal.roles)], permissions: permissionsOf(principal.roles) } }
-  }
-
-  /**
-   * Nobody grants or takes away a role whose permissions they do not hold themselves.
-   * A preHandler: it needs the validated role name.
-   */
-  async function mayGrant (request: FastifyRequest) {
-    const granter = fastify.authorize(request, 'manage_roles')
-    const missing = permissionLacked(granter, [(request.params as { role: Role }).role])
-    if (missing !== null) throw new Errors.FORBIDDEN(missing)
-  }
+  const { roles: assignments } = fastify.services
 
   fastify.get('/:id/roles', {
     onRequest: [fastify.authenticate, fastify.requireSelfOr('manage_roles')],
@@ -35,11 +16,10 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       params: IdParamsSchema,
       response: { 200: RoleAssignmentResponseSchema, ...errorResponses({}, 401, 403, 404) }
     }
-  }, async (request) => await assignment(request.params.id))
+  }, async (request) => ({ data: await assignments.assignment(request.params.id) }))
 
   fastify.put('/:id/roles/:role', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_roles')],
-    preHandler: mayGrant,
     config: { adminOperation: true },
     schema: {
       tags: ['roles'],
@@ -50,15 +30,11 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { id, role } = request.params
-    await assignment(id) // 404 before writing for a user that does not exist
-    await users.addRole(id, role)
-    request.audit('role.assigned', { outcome: 'success', targetId: id, details: { role } })
-    return await assignment(id)
+    return { data: await assignments.assign(request.serviceContext, fastify.authorize(request, 'manage_roles'), id, role) }
   })
 
   fastify.delete('/:id/roles/:role', {
     onRequest: [fastify.authenticate, fastify.requirePermission('manage_roles')],
-    preHandler: mayGrant,
     config: { adminOperation: true },
     schema: {
       tags: ['roles'],
@@ -69,10 +45,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { id, role } = request.params
-    await assignment(id) // 404 before writing (and auditing a removal) for a user that does not exist
-    await users.removeRole(id, role)
-    request.audit('role.removed', { outcome: 'success', targetId: id, details: { role } })
-    return await assignment(id)
+    return { data: await assignments.remove(request.serviceContext, fastify.authorize(request, 'manage_roles'), id, role) }
   })
 }
 

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
+import type { OAuthCallbackQuery } from '../../schemas/auth.js'
 import type { Config, OAuthProviderConfig } from '../config.js'
 import { Errors } from '../errors.js'
 import type { IdentitiesRepository } from '../store/identities.js'
 import type { UsersRepository } from '../store/users.js'
-import { exchangeCode, fetchProfile, pkcePair, PROVIDER_TIMEOUT_MS } from './client.js'
-import { isUserEmail, type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from './providers.js'
-import type { OAuthStateStore } from './state-store.js'
+import { exchangeCode, fetchProfile, pkcePair, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
+import { isUserEmail, type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from '../oauth/providers.js'
+import type { OAuthStateStore } from '../oauth/state-store.js'
 
 /** CONTRACT section 5: state is single use and expires after 10 minutes. */
 export const STATE_TTL_MS = 10 * 60 * 1000
@@ -18,7 +19,6 @@ export interface OAuthServiceOptions {
   timeoutMs?: number
 }
 
-export interface CallbackInput { code?: string, state?: string, error?: string }
 
 export interface OAuthSignIn { userId: string, provider: string, created: boolean, linked: boolean }
 
@@ -69,7 +69,7 @@ export class OAuthService {
    * links one by verified e-mail, or creates one with role `user`. Nothing is written
    * unless every provider call succeeded.
    */
-  async callback (key: string, input: CallbackInput): Promise<OAuthSignIn> {
+  async callback (key: string, input: OAuthCallbackQuery): Promise<OAuthSignIn> {
     const { provider, config } = this.provider(key)
     const pending = input.state === undefined || input.state === '' ? null : await this.options.states.take(input.state)
     if (pending === null || pending.provider !== provider.key) throw new Errors.INVALID_OAUTH_STATE()

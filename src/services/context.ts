@@ -1,0 +1,22 @@
+import type { Role } from '../../schemas/rbac.js'
+
+/** The caller of a protected route, as established from the bearer token. */
+export interface Caller {
+  id: string
+  /** Current roles from the database, not the token's claim, so a removal takes effect at once. */
+  roles: Role[]
+  mfaEnabled: boolean
+  /** The access token's identifier and expiry, for revocation. */
+  jti: string
+  tokenExpiresAt: Date
+}
+
+/**
+ * What a service needs to know of the request it serves: who asks (null before sign-in) and
+ * from where, for the lockout (by address) and the audit log.
+ */
+export interface RequestContext {
+  ip: string
+  userAgent: string | null
+  caller: Caller | null
+}

@@ -1,0 +1,139 @@
+import type { Device, LoginBody, OAuthCallbackQuery, TokenPair } from '../../schemas/auth.js'
+import type { MfaChallenge, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
+import { Errors, tokenFailure } from '../errors.js'
+import type { PasswordHasher } from '../security/passwords.js'
+import type { TokenService } from '../security/tokens.js'
+import type { RevocationsRepository } from '../store/revocations.js'
+import type { UserPrincipal, UsersRepository } from '../store/users.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { Caller, RequestContext } from './context.js'
+import type { MfaMethod, MfaService } from './mfa.js'
+import type { OAuthService } from './oauth.js'
+import type { SessionService } from './sessions.js'
+import type { SignInGuard } from './sign-in-guard.js'
+
+export interface SignInDependencies {
+  users: UsersRepository
+  revocations: RevocationsRepository
+  passwords: PasswordHasher
+  tokens: TokenService
+  guard: SignInGuard
+  sessions: SessionService
+  mfa: MfaService
+  oauth: OAuthService
+  audit: AuditTrail
+}
+
+/**
+ * Every way into a session (docs/api.md, "Sign-in and sessions"): a password, a provider's
+ * sign-in, the MFA challenge either of them may answer, a refresh; and out of one.
+ */
+export class SignInService {
+  constructor (private readonly deps: SignInDependencies) {}
+
+  /** E-mail and password: a session, or the MFA challenge when the account has MFA on. */
+  async withPassword (context: RequestContext, { email, password, device }: LoginBody): Promise<SignInResult> {
+    const { users, passwords, guard, audit } = this.deps
+    const account = await users.findByEmail(email)
+    // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
+    if (account === undefined) {
+      await passwords.verifyAgainstDummy(password)
+      audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'unknown_email' } })
+      throw new Errors.INVALID_CREDENTIALS()
+    }
+    const stored = account.password_hash
+    const valid = await guard.checkSecret(context, account.id, 'auth.login_failed', { email, reason: 'wrong_password' }, async () =>
+      stored !== null ? await passwords.verify(password, stored) : await passwords.verifyAgainstDummy(password))
+    if (!valid) throw new Errors.INVALID_CREDENTIALS()
+    const principal = await users.findPrincipal(account.id)
+    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    return await this.#complete(context, principal, device, 'password')
+  }
+
+  /** A provider's callback: the linked, linked-by-e-mail or new account signs in. */
+  async withProvider (context: RequestContext, provider: string, callback: OAuthCallbackQuery): Promise<SignInResult> {
+    const { oauth, users, guard, audit } = this.deps
+    const signIn = await oauth.callback(provider, callback)
+    const principal = await users.findPrincipal(signIn.userId)
+    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    await guard.refuseIfLocked(context, principal.id, { provider: signIn.provider })
+    if (signIn.created) {
+      audit.recordIn(context, 'user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
+    }
+    audit.recordIn(context, 'auth.oauth_login', {
+      outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
+    })
+    return await this.#complete(context, principal, {}, `oauth:${signIn.provider}`)
+  }
+
+  /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */
+  async answerChallenge (context: RequestContext, { mfa_token: mfaToken, code }: MfaVerifyBody): Promise<TokenPair> {
+    const { tokens, users, guard, mfa, revocations, audit } = this.deps
+    let claims
+    try {
+      claims = tokens.verify(mfaToken, 'mfa')
+    } catch (error) {
+      throw tokenFailure(error)
+    }
+    const userId = claims.sub
+    // A challenge ends with its account.
+    const principal = await users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    // Wrong codes count toward the same lockout as wrong passwords.
+    let method = null as MfaMethod | null
+    const right = await guard.checkSecret(context, userId, 'auth.mfa_failed', {}, async () => {
+      method = await mfa.verifyCode(userId, code)
+      return method !== null
+    })
+    if (!right) throw new Errors.INVALID_MFA_CODE()
+    const claimed = await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
+    if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
+    audit.recordIn(context, 'auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
+    return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`)
+  }
+
+  /** A new pair for a refresh token, which is spent; `receivedAt`: when the request arrived (ms). */
+  async refresh (context: RequestContext, refreshToken: string, receivedAt: number): Promise<TokenPair> {
+    const { sessions, audit } = this.deps
+    try {
+      const { pair, userId } = await sessions.refresh(refreshToken, receivedAt)
+      audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
+      return pair
+    } catch (error) {
+      if (error instanceof Errors.TOKEN_REUSED) audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })
+      throw error
+    }
+  }
+
+  /** Revokes the caller's access token and ends its session (and the given refresh token's). */
+  async signOut (context: RequestContext, caller: Caller, refreshToken: string | undefined): Promise<void> {
+    await this.deps.sessions.logout(caller, refreshToken)
+    this.deps.audit.recordIn(context, 'auth.logout', { outcome: 'success', targetId: caller.id })
+  }
+
+  /**
+   * The last step of every sign-in path (password, provider): a session, or, when the account
+   * has MFA on, the challenge that `answerChallenge` completes.
+   */
+  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<TokenPair | MfaChallenge> {
+    if (principal.mfaEnabled) {
+      const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
+      return { mfa_required: true, mfa_token: challenge.token, methods: ['totp', 'backup_code'] }
+    }
+    return await this.#startSession(context, principal, device as Device | undefined, method)
+  }
+
+  /**
+   * A completed sign-in: the address's failures stop counting toward the lockout (only here,
+   * so a password answered with a challenge does not wipe the wrong codes counted so far), and
+   * a session, audited as `auth.login` with the method that proved the caller (`mfa:totp`
+   * after a challenge).
+   */
+  async #startSession (context: RequestContext, principal: UserPrincipal, device: Device | undefined, method: string): Promise<TokenPair> {
+    const { guard, sessions, audit } = this.deps
+    await guard.recordSuccess(principal.id, context.ip)
+    const pair = await sessions.start(principal, device)
+    audit.recordIn(context, 'auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
+    return pair
+  }
+}
