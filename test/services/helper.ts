@@ -1,0 +1,90 @@
+import { CursorCodec } from '../../src/collection/cursor.js'
+import { loadConfig } from '../../src/config.js'
+import { DatabaseOAuthStateStore } from '../../src/oauth/state-store.js'
+import { PasswordHasher } from '../../src/security/passwords.js'
+import { TokenService } from '../../src/security/tokens.js'
+import { AuditTrail } from '../../src/services/audit-trail.js'
+import type { Caller, RequestContext } from '../../src/services/context.js'
+import { createServices, type Services } from '../../src/services/index.js'
+import type { MessageChannel, MessageSender } from '../../src/services/message-sender.js'
+import { type Database, openDatabase } from '../../src/store/database.js'
+import { migrateToLatest } from '../../src/store/migrations.js'
+import { createRepositories, type Repositories } from '../../src/store/repositories.js'
+import type { UserPrincipal } from '../../src/store/users.js'
+import { freshDatabaseUrl, TEST_PASSWORD, TEST_SECRET, type TestContext, uniqueEmail } from '../helper.js'
+
+/** A message the services sent, as a deployment's sender would receive it. */
+export interface SentMessage { channel: MessageChannel, to: string, subject: string, body: string }
+
+export interface ServiceFixture {
+  services: Services
+  repositories: Repositories
+  database: Database
+  audit: AuditTrail
+  sent: SentMessage[]
+  /** The audit log's rows for one event, oldest first, once everything recorded is written. */
+  audited: (event: string) => Promise<Array<{ actor_id: string | null, target_id: string | null, ip: string | null, user_agent: string | null, outcome: string, details: Record<string, unknown> }>>
+}
+
+/**
+ * The service layer over a fresh database (SQLite in memory, or a new PostgreSQL schema), with
+ * no HTTP in front: what the route handlers call, called directly. Hashing uses few rounds:
+ * these tests are about the rules, not the hash's cost.
+ */
+export async function buildServices (t: TestContext, postgresUrl: string | null): Promise<ServiceFixture> {
+  const config = loadConfig({ DATABASE_URL: await freshDatabaseUrl(t, postgresUrl), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MFA_REQUIRED_ROLES: 'none' })
+  const database = openDatabase(config.database)
+  await migrateToLatest(database.db, database.dialect)
+  const cursors = new CursorCodec(config.jwtSecret)
+  const repositories = createRepositories(database, cursors)
+  const audit = new AuditTrail({
+    write: async (rows) => { await repositories.auditLogs.insertMany(rows) },
+    onError: (error) => { throw error }
+  })
+  t.teardown(async () => {
+    await audit.close()
+    await database.close()
+  })
+  const sent: SentMessage[] = []
+  const messages: MessageSender = {
+    async send (channel, to, subject, body) { sent.push({ channel, to, subject, body }) }
+  }
+  const services = createServices({
+    config,
+    repositories,
+    cursors,
+    passwords: new PasswordHasher({ rounds: 1000, concurrency: 2, queueLimit: 16 }),
+    tokens: new TokenService({ secret: config.jwtSecret }),
+    audit,
+    revokeAccessToken: async (jti, expiresAt) => { await repositories.revocations.add(jti, expiresAt.toISOString(), new Date().toISOString()) },
+    oauthStates: new DatabaseOAuthStateStore(database.db),
+    messages,
+    warn: () => {}
+  })
+  async function audited (event: string) {
+    await audit.flush()
+    const rows = await database.db.selectFrom('audit_logs').selectAll().where('event', '=', event).orderBy('created_at').orderBy('id').execute()
+    return rows.map((row) => ({ ...row, details: JSON.parse(row.details) as Record<string, unknown> }))
+  }
+  return { services, repositories, database, audit, sent, audited }
+}
+
+/** A request from `ip`, by `caller` when signed in. */
+export function contextFrom (ip: string, caller: Caller | null = null): RequestContext {
+  return { ip, userAgent: 'service-test', caller }
+}
+
+/** A caller as authentication establishes one from a token. */
+export function callerOf (principal: UserPrincipal): Caller {
+  return { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: 'jti-of-' + principal.id, tokenExpiresAt: new Date(Date.now() + 60_000) }
+}
+
+/** Registers an account through the service and grants `roles` directly in the store; answers it as a caller. */
+export async function registered ({ services, repositories }: ServiceFixture, roles: Array<'moderator' | 'admin' | 'super_admin'> = []): Promise<Caller & { email: string }> {
+  const email = uniqueEmail('service')
+  const user = await services.accounts.register(contextFrom('192.0.2.1'), { email, name: 'Service Test', password: TEST_PASSWORD })
+  for (const role of roles) await repositories.users.addRole(user.id, role)
+  const principal = await repositories.users.findPrincipal(user.id)
+  if (principal === undefined) throw new Error('registered account not found')
+  return { ...callerOf(principal), email }
+}
