@@ -203,7 +203,11 @@ async function main () {
 
     let registrations = 0
     const register = await autocannon({
-      url: `${service.base}/api/v1/users`, method: 'POST', connections: 8, duration: SECONDS, headers: { 'content-type': 'application/json' },
+      url: `${service.base}/api/v1/users`,
+      method: 'POST',
+      connections: 8,
+      duration: SECONDS,
+      headers: { 'content-type': 'application/json' },
       requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ email: `load-${process.pid}-${registrations++}@example.com`, name: 'Load', password }) }) }]
     })
     report('POST /api/v1/users', register.requests.average / capacity, 'reported (hash-bound)', register.non2xx === 0,

@@ -140,8 +140,12 @@ export async function run (baseUrl: string, email: string) {
   writeFileSync(join(generated, 'wrong.ts'), client.replace("{ email, name: 'Typed Client', password: 'typed-password' }", "{ emial: email, name: 'Typed Client', password: 'typed-password' }"))
 
   const typeCheck = (file: string) => ts.getPreEmitDiagnostics(ts.createProgram([join(generated, file)], {
-    strict: true, noEmit: true, skipLibCheck: true, target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext
   })).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
   t.same(typeCheck('client.ts'), [], 'the typed client compiles')
   t.ok(typeCheck('wrong.ts').length > 0, 'and a wrong body does not: the types are real')

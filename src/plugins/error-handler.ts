@@ -140,4 +140,4 @@ export default fp(async (fastify) => {
     const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
     return await reply.code(status).send(envelope)
   })
-}, { name: 'error-handler' })
+}, { name: 'error-handler', dependencies: ['repositories'] })

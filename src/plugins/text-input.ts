@@ -1,7 +1,7 @@
 import type { preHandlerHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { type ValidationIssue, validationFailed } from '../errors.js'
-import { prependPreHandler } from './route-hooks.js'
+import { prependPreHandler } from '../route-options.js'
 
 /** JSON pointers to the strings under `value` that contain U+0000. */
 function nulCharacters (value: unknown, path: string, found: ValidationIssue[]): ValidationIssue[] {

@@ -52,7 +52,6 @@ export function hasPermission (principal: Principal, permission: Permission, own
   return false
 }
 
-
 /**
  * The first permission `roles` carry that `principal` lacks, or null. CONTRACT section 6: a
  * role may be granted (or taken away) only by someone holding every permission it carries.

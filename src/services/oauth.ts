@@ -19,7 +19,6 @@ export interface OAuthServiceOptions {
   timeoutMs?: number
 }
 
-
 export interface OAuthSignIn { userId: string, provider: string, created: boolean, linked: boolean }
 
 /** A display name within the user rules (2–100 characters). */

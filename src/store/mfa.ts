@@ -50,7 +50,7 @@ export class MfaRepository {
         .where('id', '=', userId).execute()
       await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
       await trx.insertInto('mfa_backup_codes')
-        .values(codeHashes.map((code_hash) => ({ id: uuidv7(), user_id: userId, code_hash, created_at: now })))
+        .values(codeHashes.map((codeHash) => ({ id: uuidv7(), user_id: userId, code_hash: codeHash, created_at: now })))
         .execute()
     })
     this.changed(userId)
@@ -71,7 +71,7 @@ export class MfaRepository {
     await this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
       await trx.insertInto('mfa_backup_codes')
-        .values(codeHashes.map((code_hash) => ({ id: uuidv7(), user_id: userId, code_hash, created_at: now })))
+        .values(codeHashes.map((codeHash) => ({ id: uuidv7(), user_id: userId, code_hash: codeHash, created_at: now })))
         .execute()
     })
   }

@@ -87,7 +87,8 @@ function migrations (dialect: Dialect): Record<string, Migration> {
           .addColumn('locked_until', timestamp, (column) => column.notNull())
           .execute()
         await db.schema.createIndex('lockouts_user_id_locked_until').on('lockouts').columns(['user_id', 'locked_until']).execute()
-      }    },
+      }
+    },
     '0003_audit_logs_trusted_devices': {
       async up (db: Kysely<any>) {
         await db.schema.createTable('audit_logs')
@@ -114,7 +115,8 @@ function migrations (dialect: Dialect): Record<string, Migration> {
           .addUniqueConstraint('trusted_devices_user_device', ['user_id', 'device_id'])
           .execute()
         await db.schema.createIndex('trusted_devices_user_id_created_at').on('trusted_devices').columns(['user_id', 'created_at', 'id']).execute()
-      }    },
+      }
+    },
     '0004_mfa': {
       async up (db: Kysely<any>) {
         // Sealed (encrypted) TOTP secrets: the enabled one and one awaiting its first code.
@@ -130,7 +132,8 @@ function migrations (dialect: Dialect): Record<string, Migration> {
           .addColumn('created_at', timestamp, (column) => column.notNull())
           .execute()
         await db.schema.createIndex('mfa_backup_codes_user_id').on('mfa_backup_codes').column('user_id').execute()
-      }    },
+      }
+    },
     '0005_oauth': {
       async up (db: Kysely<any>) {
         await db.schema.createTable('user_identities')
@@ -152,7 +155,8 @@ function migrations (dialect: Dialect): Record<string, Migration> {
           .addColumn('expires_at', timestamp, (column) => column.notNull())
           .execute()
         await db.schema.createIndex('oauth_states_expires_at').on('oauth_states').column('expires_at').execute()
-      }    },
+      }
+    },
     '0006_posts_comments': {
       async up (db: Kysely<any>) {
         // A deleted user's posts and comments go with them (and comments with their post).

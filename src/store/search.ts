@@ -15,4 +15,3 @@ export function containsPattern (text: string | undefined): string | undefined {
 export function matchesIgnoringCase (column: string, pattern: string): RawBuilder<boolean> {
   return sql<boolean>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`
 }
-

@@ -156,7 +156,6 @@ export function byStatus (exchanges: Answer[]): Record<string, number> {
   return counts
 }
 
-
 /** Registers an account over HTTP and signs it in. */
 export async function signUp (base: string, email: string): Promise<{ id: string, token: string }> {
   const created = await send(`${base}/api/v1/users`, json('POST', { email, name: 'Fault Test', password: TEST_PASSWORD }))

@@ -5,6 +5,7 @@ import { type JsonSchema, type SchemaArbitraryOptions, anyCodePoint, boundaryVal
 const SPECIAL_STRINGS = [
   '', ' ', '\t\n', '\u0000', 'a\u0000b', '\uD800', 'a\uDC00b', '\uDBFF\uDFFF', '\u202Eevil\u202C', 'a\u200Bb', '\uFEFF', 'e\u0301',
   '\u{1D49C}', '\u{1F9D1}\u200D\u{1F4BB}', '\u05E9\u05DC\u05D5\u05DD', '%00', '%', '%zz', '%c0%ae', '../../etc/passwd', '..\\..\\windows',
+  // eslint-disable-next-line no-template-curly-in-string -- a log-injection payload, as an attacker sends it
   "' OR '1'='1", '"; DROP TABLE users; --', '${jndi:ldap://127.0.0.1/a}', '{{7*7}}', '<script>alert(1)</script>',
   '__proto__', 'constructor', 'prototype', 'null', 'undefined', 'NaN', 'Infinity', '-1', '0', '1e309', 'true', '[]', '{}'
 ]

@@ -95,9 +95,16 @@ for (const backend of backends()) {
       const first = await build(t, { databaseUrl, env: { AUDIT_RETENTION_DAYS: '30' } })
       const old = new Date(Date.now() - 31 * 24 * 3600 * 1000).toISOString()
       const recent = new Date(Date.now() - 29 * 24 * 3600 * 1000).toISOString()
-      await first.repositories.auditLogs.insertMany([old, recent].map((created_at, index) => ({
-        id: `01800000-0000-7000-8000-00000000000${index}`, event: 'auth.login', actor_id: null, target_id: null, ip: null,
-        user_agent: null, outcome: 'success', details: '{}', created_at
+      await first.repositories.auditLogs.insertMany([old, recent].map((createdAt, index) => ({
+        id: `01800000-0000-7000-8000-00000000000${index}`,
+        event: 'auth.login',
+        actor_id: null,
+        target_id: null,
+        ip: null,
+        user_agent: null,
+        outcome: 'success',
+        details: '{}',
+        created_at: createdAt
       })))
       first.auditTrail.record({ event: 'auth.logout', outcome: 'success', details: { note: 'queued at close' } })
       await first.close()

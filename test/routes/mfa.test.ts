@@ -59,7 +59,7 @@ for (const backend of backends()) {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)
       const setup = (await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))).json().data
-      const wrong = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: '000000' === totp(setup.secret) ? '111111' : '000000' } }))
+      const wrong = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: totp(setup.secret) === '000000' ? '111111' : '000000' } }))
       t.equal(wrong.statusCode, 401)
       t.equal(wrong.json().error.code, 'INVALID_MFA_CODE')
       const code = totp(setup.secret)

@@ -46,8 +46,13 @@ for (const backend of backends()) {
       t.equal(`${location.origin}${location.pathname}`, `${provider.base}/authorize`)
       const params = Object.fromEntries(location.searchParams)
       t.match(params, {
-        client_id: 'google-client', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid email profile',
-        code_challenge_method: 'S256', access_type: 'offline', prompt: 'consent'
+        client_id: 'google-client',
+        redirect_uri: REDIRECT,
+        response_type: 'code',
+        scope: 'openid email profile',
+        code_challenge_method: 'S256',
+        access_type: 'offline',
+        prompt: 'consent'
       })
       t.match(params.state, /^[A-Za-z0-9_-]{43}$/)
       t.match(params.code_challenge, /^[A-Za-z0-9_-]{43}$/)
