@@ -6,7 +6,8 @@ import { CANONICAL_UUID, IdSchema, TimestampSchema } from './common.js'
 export const AUDIT_EVENTS = [
   'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
-  'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded'
+  'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
+  'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

@@ -26,7 +26,9 @@ export const BackupCodesSchema = Type.Object({
 export const MfaChallengeSchema = Type.Object({
   mfa_required: Type.Literal(true),
   mfa_token: Type.String({ description: 'Good for 5 minutes, once, at /auth/mfa/verify' }),
-  methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code')]))
+  methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code'), Type.Literal('email'), Type.Literal('sms')]), {
+    description: 'What /auth/mfa/verify accepts: TOTP and backup codes, and codes sent by e-mail or SMS (ask for one at /auth/mfa/challenge)'
+  })
 }, { title: 'MfaChallenge' })
 export type MfaChallenge = Static<typeof MfaChallengeSchema>
 
@@ -38,6 +40,14 @@ export const MfaVerifyBodySchema = Type.Object({
   code: CodeSchema
 }, { additionalProperties: false })
 export type MfaVerifyBody = Static<typeof MfaVerifyBodySchema>
+
+/** The second factors sent by message, and the challenge asking for a code by one of them. */
+export const MessageFactorSchema = Type.Union([Type.Literal('email'), Type.Literal('sms')])
+export const MfaCodeRequestBodySchema = Type.Object({
+  mfa_token: Type.String({ minLength: 1, maxLength: 4096 }),
+  method: MessageFactorSchema
+}, { additionalProperties: false })
+export type MfaCodeRequestBody = Static<typeof MfaCodeRequestBodySchema>
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const BackupCodesResponseSchema = DataEnvelope(BackupCodesSchema)

@@ -4,7 +4,14 @@ import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 import { PermissionSchema, RoleSchema } from './rbac.js'
 
 export const EmailSchema = Type.String({ format: 'email', maxLength: 254 })
-export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '\\S' })
+/**
+ * Shown in messages and lists: printable text on one line, not only spaces (U+0000 is refused
+ * for every string, with its own message). Spaces, then a visible character, then the rest: the
+ * first two classes are disjoint, so matching takes linear time whatever the input.
+ */
+export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '^[^\\S\\u0001-\\u001F\\u007F]*[^\\s\\u0001-\\u001F\\u007F][^\\u0001-\\u001F\\u007F]*$', description: 'No control characters (line breaks included), not only spaces' })
+/** E.164: the number SMS codes go to. */
+export const PhoneSchema = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'E.164 phone number, for SMS sign-in codes' })
 /** Spec 4.1 length rule; PASSWORD_POLICY=strong adds its checks in code. */
 export const PasswordSchema = Type.String({ minLength: 8, maxLength: 128 })
 
@@ -12,6 +19,7 @@ export const PasswordSchema = Type.String({ minLength: 8, maxLength: 128 })
 export const UserSchema = Type.Object({
   id: IdSchema,
   email: EmailSchema,
+  email_verified: Type.Boolean({ description: 'True once a message sent to the address was answered (its verification or reset link)' }),
   name: Type.String(),
   created_at: TimestampSchema
 }, { title: 'User' })
@@ -19,7 +27,7 @@ export type User = Static<typeof UserSchema>
 
 export const USER_FIELDS = {
   sortable: ['email', 'name', 'created_at'],
-  selectable: ['email', 'name', 'created_at'],
+  selectable: ['email', 'email_verified', 'name', 'created_at'],
   searchIn: 'the name'
 } as const
 
@@ -41,15 +49,20 @@ const passwordChange = {
 }
 
 /** PUT: full replacement of the writable fields. */
+/** Setting another number (or null) turns SMS codes off until they are enabled again. */
+const phone = { phone: Type.Optional(Type.Union([PhoneSchema, Type.Null()])) }
+
 export const UserReplaceBodySchema = Type.Object({
   email: EmailSchema,
   name: NameSchema,
+  ...phone,
   ...passwordChange
 }, { additionalProperties: false })
 
 export const UserPatchBodySchema = Type.Object({
   email: Type.Optional(EmailSchema),
   name: Type.Optional(NameSchema),
+  ...phone,
   ...passwordChange
 }, { additionalProperties: false })
 export type UserChanges = Static<typeof UserPatchBodySchema>
@@ -60,7 +73,9 @@ export const MeSchema = Type.Composite([
   Type.Object({
     roles: Type.Array(RoleSchema),
     permissions: Type.Array(PermissionSchema),
-    mfa_enabled: Type.Boolean()
+    mfa_enabled: Type.Boolean({ description: 'A second factor is on' }),
+    mfa_methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('email'), Type.Literal('sms')]), { description: 'The second factors that are on' }),
+    phone: Type.Union([PhoneSchema, Type.Null()])
   })
 ], { title: 'Me' })
 

@@ -46,6 +46,12 @@ const EnvSchema = Type.Object({
   TRUSTED_NETWORKS: commaList('192.168.1.0/24,10.0.0.0/8,172.16.0.0/12'),
   ZERO_TRUST_MODE: oneOf(['off', 'monitor', 'enforce'], 'monitor'),
   AUDIT_RETENTION_DAYS: positiveInteger('90'),
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://\\S+$', description: 'an smtp:// or smtps:// URL' })),
+  MAIL_FROM: Type.String({ default: 'Users API <no-reply@localhost>', maxLength: 320, pattern: '^[^\\r\\n<>]*<?[^\\s@<>]+@[^\\s@<>]+>?$', description: 'a sender address, optionally with a name (Name <address>)' }),
+  APP_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
+  EMAIL_VERIFICATION: oneOf(['off', 'optional', 'required'], 'optional'),
+  SMS_WEBHOOK_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
+  MAIL_RETRY_MS: positiveInteger('5000'),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info')
 })
 type Env = Static<typeof EnvSchema>
@@ -111,6 +117,17 @@ export interface Config {
   trustedNetworks: string[]
   zeroTrustMode: 'off' | 'monitor' | 'enforce'
   auditRetentionDays: number
+  messages: {
+    /** null: messages are written to the log. */
+    smtpUrl: string | null
+    from: string
+    /** Front-end base URL for the links in messages; null: messages carry the bare token. */
+    appUrl: string | null
+    emailVerification: 'off' | 'optional' | 'required'
+    smsWebhookUrl: string | null
+    /** The first retry of a message that could not be delivered waits this long; each next one twice as long. */
+    retryMs: number
+  }
   logLevel: Env['LOG_LEVEL']
   /** Start-up notices to log once the logger exists (insecure but allowed settings). */
   warnings: string[]
@@ -244,6 +261,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const oauth = readOAuth(source, problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
+  if (env.SMTP_URL === undefined) warnings.push('SMTP_URL is unset: e-mail messages (verification, password reset, notices) are written to the log, not sent')
   if (env.JWT_SECRET === undefined) warnings.push('JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart')
 
   return {
@@ -276,6 +294,14 @@ export function loadConfig (source: Record<string, string | undefined> = process
     trustedNetworks,
     zeroTrustMode: env.ZERO_TRUST_MODE,
     auditRetentionDays: Number(env.AUDIT_RETENTION_DAYS),
+    messages: {
+      smtpUrl: env.SMTP_URL ?? null,
+      from: env.MAIL_FROM,
+      appUrl: env.APP_URL === undefined ? null : env.APP_URL.replace(/\/+$/, ''),
+      emailVerification: env.EMAIL_VERIFICATION,
+      smsWebhookUrl: env.SMS_WEBHOOK_URL ?? null,
+      retryMs: Number(env.MAIL_RETRY_MS)
+    },
     logLevel: env.LOG_LEVEL,
     warnings
   }

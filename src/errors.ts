@@ -8,6 +8,7 @@ import { TokenVerificationError } from './security/tokens.js'
 export const Errors = {
   VALIDATION_FAILED: createError('VALIDATION_FAILED', 'Validation failed', 400),
   INVALID_OAUTH_STATE: createError('INVALID_OAUTH_STATE', 'Invalid or expired OAuth state', 400),
+  INVALID_ONE_TIME_TOKEN: createError('INVALID_ONE_TIME_TOKEN', 'Invalid, used or expired token', 400),
   MISSING_TOKEN: createError('MISSING_TOKEN', 'Missing token', 401),
   AUTHENTICATION_REQUIRED: createError('MISSING_TOKEN', 'Authentication required', 401),
   INVALID_TOKEN: createError('INVALID_TOKEN', 'Invalid token', 401),
@@ -18,6 +19,7 @@ export const Errors = {
   SESSION_EXPIRED: createError('SESSION_EXPIRED', 'Session expired', 401),
   FORBIDDEN: createError('FORBIDDEN', 'Permission denied. Requires: %s', 403),
   MFA_ENROLLMENT_REQUIRED: createError('MFA_ENROLLMENT_REQUIRED', 'MFA enrollment required', 403),
+  EMAIL_NOT_VERIFIED: createError('EMAIL_NOT_VERIFIED', 'E-mail address not verified', 403),
   ACCESS_DENIED: createError('ACCESS_DENIED', 'Access denied by zero-trust evaluation', 403),
   NOT_FOUND: createError('NOT_FOUND', '%s not found', 404),
   UNSUPPORTED_PROVIDER: createError('UNSUPPORTED_PROVIDER', 'Unsupported OAuth2 provider: %s', 404),

@@ -37,7 +37,7 @@ async function main (): Promise<void> {
       users: new UsersRepository(database.db, new CursorCodec(config.jwtSecret), database.readRows),
       passwords: new PasswordHasher({ concurrency: availableParallelism(), queueLimit: 1 }),
       passwordPolicy: config.passwordPolicy
-    }, { email: values.email, name: values.name ?? values.email.split('@')[0] ?? 'User', password, roles: roles as Role[] })
+    }, { email: values.email, name: values.name ?? values.email.split('@')[0] ?? 'User', password, roles: roles as Role[], emailVerified: true })
     process.stdout.write(`Created ${user.email} (${user.id}) with roles ${roles.join(', ')}\n`)
     if (values.password === undefined) process.stdout.write(`Password: ${password}\n`)
   } finally {

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { DatabaseOAuthStateStore, RedisOAuthStateStore } from '../oauth/state-store.js'
+import { createDelivery } from '../delivery/index.js'
 import { createServices, type Services } from '../services/index.js'
-import { LoggingMessageSender } from '../services/message-sender.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,6 +10,9 @@ declare module 'fastify' {
   }
 }
 
+/** Every instance delivers what is due this often (and at once after storing a message). */
+const OUTBOX_POLL_MS = 2000
+
 /**
  * The service layer, wired to this app's repositories, token and password services, audit
  * trail and revocation list. OAuth state lives in Redis when configured, so any instance can
@@ -17,7 +20,12 @@ declare module 'fastify' {
  */
 export default fp(async (fastify) => {
   const { redis, repositories, config, database } = fastify
-  fastify.decorate('services', createServices({
+  const log = {
+    info: (entry: Record<string, unknown>, message: string) => { fastify.log.info(entry, message) },
+    warn: (entry: Record<string, unknown>, message: string) => { fastify.log.warn(entry, message) },
+    error: (entry: Record<string, unknown>, message: string) => { fastify.log.error(entry, message) }
+  }
+  const services = createServices({
     config,
     repositories,
     cursors: fastify.cursors,
@@ -26,7 +34,15 @@ export default fp(async (fastify) => {
     audit: fastify.auditTrail,
     revokeAccessToken: fastify.revocations.revoke,
     oauthStates: redis === null ? new DatabaseOAuthStateStore(database.db) : new RedisOAuthStateStore(redis),
-    messages: new LoggingMessageSender((entry, message) => { fastify.log.info(entry, message) }),
-    warn: (entry, message) => { fastify.log.warn(entry, message) }
-  }))
+    ...createDelivery(config.messages, log),
+    log
+  })
+  fastify.decorate('services', services)
+  services.outbox.start(OUTBOX_POLL_MS)
+  // Work taken in by the last requests finishes before the database closes; what is not
+  // delivered yet stays in the outbox for the next instance to start.
+  fastify.addHook('onClose', async () => {
+    await services.passwordReset.settled()
+    await services.outbox.stop()
+  })
 }, { name: 'services', dependencies: ['database', 'redis', 'security', 'repositories', 'audit', 'revocation'] })

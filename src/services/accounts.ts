@@ -7,10 +7,12 @@ import { Errors, validationFailed } from '../errors.js'
 import { type PasswordPolicy, passwordPolicyProblems } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
-import type { UserUpdate, UsersRepository } from '../store/users.js'
+import { normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
 import type { AuditTrail } from './audit-trail.js'
 import { authorize } from './authorization.js'
 import type { Caller, RequestContext } from './context.js'
+import type { EmailVerificationService } from './email-verification.js'
+import type { Notices } from './notices.js'
 import type { SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
@@ -32,25 +34,25 @@ export function assertPasswordPolicy (password: string, policy: PasswordPolicy, 
  */
 export async function createAccount (
   { users, passwords, passwordPolicy }: AccountDependencies,
-  input: { email: string, name: string, password: string, roles: Role[] }
+  input: { email: string, name: string, password: string, roles: Role[], emailVerified: boolean }
 ): Promise<User> {
   assertPasswordPolicy(input.password, passwordPolicy)
   if (await users.findByEmail(input.email) !== undefined) throw new Errors.EMAIL_ALREADY_REGISTERED()
   const passwordHash = await passwords.hash(input.password)
-  return await users.create({ email: input.email, name: input.name, passwordHash, roles: input.roles })
+  return await users.create({ email: input.email, name: input.name, passwordHash, roles: input.roles, emailVerified: input.emailVerified })
 }
 
 /**
  * ADMIN_EMAIL/ADMIN_PASSWORD at start-up: make sure the account exists and holds
  * `super_admin`. Idempotent, safe when several instances start at once, and an existing
- * account's password is left as it is.
+ * account's password is left as it is. The operator chose the address: it counts as verified.
  */
 export async function ensureSuperAdmin (deps: AccountDependencies, email: string, password: string): Promise<'created' | 'existing'> {
   const existing = await deps.users.findByEmail(email)
   if (existing === undefined) {
     try {
       // Bootstrap credentials are the operator's choice: length rules only.
-      await createAccount({ ...deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'] })
+      await createAccount({ ...deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'], emailVerified: true })
       return 'created'
     } catch (error) {
       if (!(error instanceof Errors.EMAIL_ALREADY_REGISTERED)) throw error
@@ -59,6 +61,7 @@ export async function ensureSuperAdmin (deps: AccountDependencies, email: string
   const user = existing ?? await deps.users.findByEmail(email)
   if (user === undefined) throw new Error('bootstrap admin vanished during start-up')
   await deps.users.addRole(user.id, 'super_admin')
+  await deps.users.markEmailVerified(user.id, user.email)
   return 'existing'
 }
 
@@ -67,6 +70,8 @@ export interface AccountServiceDependencies extends AccountDependencies {
   sessions: SessionService
   audit: AuditTrail
   cursors: CursorCodec
+  verification: EmailVerificationService
+  notices: Notices
 }
 
 /** Users' accounts (docs/api.md, "Users"): registration, reading, changes, deletion. */
@@ -84,29 +89,55 @@ export class AccountService {
     return user
   }
 
-  /** Self-registration, with role `user`. */
+  /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
-    const user = await createAccount(this.deps, { ...body, roles: ['user'] })
+    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false })
     this.deps.audit.recordIn(context, 'user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
+    await this.deps.verification.sendOnChange(context, user)
     return user
   }
 
-  /** The caller's account with its roles, permissions and MFA state. */
+  /** The caller's account with its roles, permissions and second factors. */
   async describe (caller: Caller) {
-    const user = await this.deps.users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return { ...user, roles: [...effectiveRoles(caller.roles)], permissions: permissionsOf(caller.roles), mfa_enabled: caller.mfaEnabled }
+    const { users } = this.deps
+    const [user, principal, phone] = await Promise.all([users.findById(caller.id), users.findPrincipal(caller.id), users.findPhone(caller.id)])
+    if (user === undefined || principal === undefined) throw new Errors.INVALID_TOKEN()
+    const methods = [...(principal.mfaEnabled ? ['totp' as const] : []), ...principal.messageFactors]
+    return {
+      ...user,
+      roles: [...effectiveRoles(caller.roles)],
+      permissions: permissionsOf(caller.roles),
+      mfa_enabled: methods.length > 0,
+      mfa_methods: methods,
+      phone: phone ?? null
+    }
   }
 
-  /** Changes an account; a new password ends every session, and with them their access tokens. */
+  /**
+   * Changes an account. A new password ends every session, and with them their access tokens,
+   * and a notice goes out; a new address is unverified until a message sent to it is answered,
+   * and the old address is told.
+   */
   async update (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<User> {
-    const { users, sessions, audit } = this.deps
+    const { users, sessions, audit, verification, notices } = this.deps
     if (!await this.#assertMayManage(caller, id)) throw new Errors.NOT_FOUND('User')
+    const [before, phone] = await Promise.all([users.findById(id), users.findPhone(id)])
     const update = await this.#toUpdate(context, caller, id, body)
-    const user = await users.update(id, update)
-    if (user === undefined) throw new Errors.NOT_FOUND('User')
-    if (update.passwordHash !== undefined) await sessions.endAll(id, 'password_changed')
+    // Giving the same address or number again changes nothing (and keeps it verified).
+    if (update.email !== undefined && normalizeEmail(update.email) === before?.email) delete update.email
+    if (update.phone !== undefined && update.phone === phone) delete update.phone
+    const user = before === undefined ? undefined : await users.update(id, update)
+    if (before === undefined || user === undefined) throw new Errors.NOT_FOUND('User')
+    if (update.passwordHash !== undefined) {
+      await sessions.endAll(id, 'password_changed')
+      await notices.send(user.email, 'password_changed')
+    }
     audit.recordIn(context, 'user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
+    if (user.email !== before.email) {
+      audit.recordIn(context, 'email.changed', { outcome: 'success', targetId: id, details: { previous: before.email, current: user.email } })
+      await notices.send(before.email, 'email_changed')
+      await verification.sendOnChange(context, user)
+    }
     return user
   }
 
@@ -140,6 +171,7 @@ export class AccountService {
     const update: UserUpdate = {}
     if (body.email !== undefined) update.email = body.email
     if (body.name !== undefined) update.name = body.name
+    if (body.phone !== undefined) update.phone = body.phone
     if (body.password === undefined) return update
     assertPasswordPolicy(body.password, passwordPolicy)
     if (caller.id === id) {

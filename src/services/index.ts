@@ -11,10 +11,16 @@ import { RecentSecurityEventsDetector } from './anomalies.js'
 import { AuditLogService } from './audit-log.js'
 import type { AuditTrail } from './audit-trail.js'
 import { DeviceService } from './devices.js'
-import type { MessageSender } from './message-sender.js'
+import type { DeliveryLog, Mailer, SmsSender } from './delivery.js'
+import { EmailVerificationService } from './email-verification.js'
+import { MessageCodes } from './message-codes.js'
+import { MessageTemplates } from './messages.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
+import { Notices } from './notices.js'
 import { OAuthService } from './oauth.js'
+import { MessageOutbox } from './outbox.js'
+import { PasswordResetService } from './password-reset.js'
 import { PostService } from './posts.js'
 import { RoleService } from './roles.js'
 import { SessionService } from './sessions.js'
@@ -31,9 +37,10 @@ export interface ServiceDependencies {
   /** Revokes an access token on every instance until it expires. */
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   oauthStates: OAuthStateStore
-  messages: MessageSender
-  /** Where a service reports what it could not do without failing the request (a notice not sent). */
-  warn: (entry: Record<string, unknown>, message: string) => void
+  mailer: Mailer
+  sms: SmsSender
+  /** Where message delivery, and work done after the answer, report what happened. */
+  log: DeliveryLog
 }
 
 export type Services = ReturnType<typeof createServices>
@@ -46,14 +53,43 @@ export function createServices (deps: ServiceDependencies) {
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
   const oauth = new OAuthService({ providers: config.oauth, states: deps.oauthStates, users, identities: repositories.identities })
+  const outbox = new MessageOutbox({ outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log })
+  const deliver = () => { outbox.kick() }
+  const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })
+  const notices = new Notices({ outbox: repositories.outbox, templates, deliver })
+  const emailVerification = new EmailVerificationService({
+    users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver
+  })
   return {
     sessions,
     signInGuard,
     mfa,
     oauth,
-    signIn: new SignInService({ users, revocations: repositories.revocations, passwords, tokens, guard: signInGuard, sessions, mfa, oauth, audit }),
-    accounts: new AccountService({ users, passwords, passwordPolicy: config.passwordPolicy, guard: signInGuard, sessions, audit, cursors }),
-    mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, messages: deps.messages, audit, warn: deps.warn }),
+    outbox,
+    emailVerification,
+    passwordReset: new PasswordResetService({
+      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, log: deps.log
+    }),
+    signIn: new SignInService({
+      users,
+      revocations: repositories.revocations,
+      passwords,
+      tokens,
+      guard: signInGuard,
+      sessions,
+      mfa,
+      oauth,
+      audit,
+      messageCodes: new MessageCodes(repositories.mfa, config.jwtSecret),
+      outbox: repositories.outbox,
+      templates,
+      deliver,
+      requireVerifiedEmail: config.messages.emailVerification === 'required'
+    }),
+    accounts: new AccountService({
+      users, passwords, passwordPolicy: config.passwordPolicy, guard: signInGuard, sessions, audit, cursors, verification: emailVerification, notices
+    }),
+    mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, notices, audit }),
     roles: new RoleService({ users, audit }),
     devices: new DeviceService({ devices: repositories.devices, users, audit, cursors }),
     posts: new PostService({ posts: repositories.posts, comments: repositories.comments, users, cursors }),

@@ -1,23 +1,22 @@
 import type { TotpSetup } from '../../schemas/mfa.js'
 import { Errors } from '../errors.js'
-import type { UsersRepository } from '../store/users.js'
+import type { MessageFactor, UsersRepository } from '../store/users.js'
 import type { AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
-import type { MessageSender } from './message-sender.js'
+import type { NoticeKind } from './messages.js'
 import type { MfaService } from './mfa.js'
+import type { Notices } from './notices.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
 export interface MfaSettingsDependencies {
   mfa: MfaService
   guard: SignInGuard
   users: UsersRepository
-  messages: MessageSender
+  notices: Notices
   audit: AuditTrail
-  /** Where a notice that could not be sent is reported. */
-  warn: (entry: Record<string, unknown>, message: string) => void
 }
 
-/** The caller's own second factor: TOTP enrolment, backup codes, turning it off (docs/api.md, "Multi-factor authentication"). */
+/** The caller's own second factors: TOTP enrolment, backup codes, codes by e-mail or SMS (docs/api.md, "Multi-factor authentication"). */
 export class MfaSettingsService {
   constructor (private readonly deps: MfaSettingsDependencies) {}
 
@@ -32,7 +31,7 @@ export class MfaSettingsService {
   async enable (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
     const backupCodes = await this.deps.mfa.enable(caller.id, code)
     this.deps.audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
-    await this.#notify(caller.id, 'Two-factor authentication was enabled on your account')
+    await this.#notify(caller.id, 'mfa_enabled')
     return backupCodes
   }
 
@@ -48,7 +47,28 @@ export class MfaSettingsService {
     await this.#assertFactorCode(context, caller.id, 'disable', async () => await mfa.verifyCode(caller.id, code) !== null)
     await mfa.disable(caller.id)
     audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
-    await this.#notify(caller.id, 'Two-factor authentication was disabled on your account')
+    await this.#notify(caller.id, 'mfa_disabled')
+  }
+
+  /**
+   * Turns sign-in codes by e-mail (to a verified address) or by SMS (to the account's phone
+   * number) on: a challenge then offers them.
+   */
+  async enableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
+    const { users, audit } = this.deps
+    const user = await users.findById(caller.id)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    if (factor === 'email' && !user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
+    if (factor === 'sms' && await users.findPhone(caller.id) === null) throw new Errors.CONFLICT('Set a phone number (PATCH /api/v1/users/{id}) before turning SMS codes on')
+    await users.setMessageFactor(caller.id, factor, new Date().toISOString())
+    audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await this.#notify(caller.id, 'mfa_enabled')
+  }
+
+  async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
+    await this.deps.users.setMessageFactor(caller.id, factor, null)
+    this.deps.audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await this.#notify(caller.id, 'mfa_disabled')
   }
 
   /**
@@ -63,10 +83,8 @@ export class MfaSettingsService {
   }
 
   /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
-  async #notify (userId: string, subject: string): Promise<void> {
+  async #notify (userId: string, kind: NoticeKind): Promise<void> {
     const user = await this.deps.users.findById(userId)
-    if (user === undefined) return
-    await this.deps.messages.send('email', user.email, subject, `${subject}. If this was not you, contact your administrator.`)
-      .catch((error: unknown) => { this.deps.warn({ err: error }, 'security notice not sent') })
+    if (user !== undefined) await this.deps.notices.send(user.email, kind)
   }
 }

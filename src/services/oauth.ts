@@ -88,12 +88,13 @@ export class OAuthService {
     if (!isUserEmail(profile.email)) throw new Errors.OAUTH_PROVIDER_ERROR('the profile\'s e-mail address is not one a user may have')
     const existing = await users.findByEmail(profile.email)
     if (existing !== undefined) {
-      // Linking on an unverified address would hand the account to whoever typed it in.
-      if (!profile.emailVerified) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      // Linking on an address either side has not verified would hand the account to whoever
+      // typed it in: at the provider, or here before its owner registered (pre-account takeover).
+      if (!profile.emailVerified || !existing.email_verified) throw new Errors.EMAIL_ALREADY_REGISTERED()
       await identities.link(provider, profile.subject, existing.id, profile.email)
       return { userId: existing.id, provider, created: false, linked: true }
     }
-    const user = await users.create({ email: profile.email, name: displayName(profile, profile.email), passwordHash: null, roles: ['user'] })
+    const user = await users.create({ email: profile.email, name: displayName(profile, profile.email), passwordHash: null, roles: ['user'], emailVerified: profile.emailVerified })
     await identities.link(provider, profile.subject, user.id, profile.email)
     return { userId: (await identities.userOf(provider, profile.subject)) ?? user.id, provider, created: true, linked: true }
   }

@@ -1,12 +1,15 @@
 import type { Device, LoginBody, OAuthCallbackQuery, TokenPair } from '../../schemas/auth.js'
-import type { MfaChallenge, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
+import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
 import { Errors, tokenFailure } from '../errors.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import type { TokenService } from '../security/tokens.js'
+import type { OutboxRepository } from '../store/outbox.js'
 import type { RevocationsRepository } from '../store/revocations.js'
 import type { UserPrincipal, UsersRepository } from '../store/users.js'
 import type { AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
+import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './message-codes.js'
+import type { MessageTemplates } from './messages.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { OAuthService } from './oauth.js'
 import type { SessionService } from './sessions.js'
@@ -22,6 +25,12 @@ export interface SignInDependencies {
   mfa: MfaService
   oauth: OAuthService
   audit: AuditTrail
+  messageCodes: MessageCodes
+  outbox: OutboxRepository
+  templates: MessageTemplates
+  deliver: () => void
+  /** EMAIL_VERIFICATION=required: an unverified account does not sign in. */
+  requireVerifiedEmail: boolean
 }
 
 /**
@@ -47,6 +56,7 @@ export class SignInService {
     if (!valid) throw new Errors.INVALID_CREDENTIALS()
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    this.#assertEmailVerified(context, principal, { email })
     return await this.#complete(context, principal, device, 'password')
   }
 
@@ -57,6 +67,7 @@ export class SignInService {
     const principal = await users.findPrincipal(signIn.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await guard.refuseIfLocked(context, principal.id, { provider: signIn.provider })
+    this.#assertEmailVerified(context, principal, { provider: signIn.provider })
     if (signIn.created) {
       audit.recordIn(context, 'user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
     }
@@ -82,7 +93,7 @@ export class SignInService {
     // Wrong codes count toward the same lockout as wrong passwords.
     let method = null as MfaMethod | null
     const right = await guard.checkSecret(context, userId, 'auth.mfa_failed', {}, async () => {
-      method = await mfa.verifyCode(userId, code)
+      method = await mfa.verifyCode(userId, code) ?? await this.deps.messageCodes.accept(userId, claims.jti, code)
       return method !== null
     })
     if (!right) throw new Errors.INVALID_MFA_CODE()
@@ -90,6 +101,30 @@ export class SignInService {
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
     audit.recordIn(context, 'auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
     return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`)
+  }
+
+  /**
+   * Sends a sign-in code for a challenge by e-mail or SMS, when that factor is on: good for
+   * 5 minutes, once, and counted by the lockout like a TOTP code when answered.
+   */
+  async sendChallengeCode (context: RequestContext, { mfa_token: mfaToken, method }: MfaCodeRequestBody): Promise<void> {
+    const { tokens, users, messageCodes, outbox, templates, audit } = this.deps
+    let claims
+    try {
+      claims = tokens.verify(mfaToken, 'mfa')
+    } catch (error) {
+      throw tokenFailure(error)
+    }
+    const principal = await users.findPrincipal(claims.sub)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    if (!principal.messageFactors.includes(method)) throw new Errors.CONFLICT(`Sign-in codes by ${method === 'email' ? 'e-mail' : 'SMS'} are not enabled for this account`)
+    const to = method === 'email' ? (await users.findById(principal.id))?.email : await users.findPhone(principal.id)
+    if (to === undefined || to === null) throw new Errors.CONFLICT('This account has no phone number for SMS codes')
+    const code = await messageCodes.issue(principal.id, claims.jti, method)
+    if (code === null) throw new Errors.CONFLICT('Enough codes were sent for this sign-in; sign in again for more')
+    await outbox.add(templates.signInCode(method, to, code, MESSAGE_CODE_TTL_MS / 60_000), new Date().toISOString())
+    this.deps.deliver()
+    audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
   }
 
   /** A new pair for a refresh token, which is spent; `receivedAt`: when the request arrived (ms). */
@@ -116,11 +151,19 @@ export class SignInService {
    * has MFA on, the challenge that `answerChallenge` completes.
    */
   async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<TokenPair | MfaChallenge> {
-    if (principal.mfaEnabled) {
+    const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
+    if (methods.length > 0) {
       const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
-      return { mfa_required: true, mfa_token: challenge.token, methods: ['totp', 'backup_code'] }
+      return { mfa_required: true, mfa_token: challenge.token, methods }
     }
     return await this.#startSession(context, principal, device as Device | undefined, method)
+  }
+
+  /** With EMAIL_VERIFICATION=required, an account whose address is unverified is refused once its secret is proved. */
+  #assertEmailVerified (context: RequestContext, principal: UserPrincipal, details: Record<string, unknown>): void {
+    if (!this.deps.requireVerifiedEmail || principal.emailVerified) return
+    this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
+    throw new Errors.EMAIL_NOT_VERIFIED()
   }
 
   /**

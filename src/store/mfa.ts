@@ -85,4 +85,32 @@ export class MfaRepository {
     const result = await this.db.deleteFrom('mfa_backup_codes').where('id', '=', id).executeTakeFirst()
     return result.numDeletedRows > 0n
   }
+
+  /** Records a code sent by message for one challenge (its token's jti). */
+  async addMessageCode (code: { userId: string, challengeJti: string, method: 'email' | 'sms', codeHash: string, expiresAt: string }, now: string): Promise<void> {
+    await this.db.insertInto('mfa_message_codes').values({
+      id: uuidv7(),
+      user_id: code.userId,
+      challenge_jti: code.challengeJti,
+      method: code.method,
+      code_hash: code.codeHash,
+      created_at: now,
+      expires_at: code.expiresAt,
+      used_at: null
+    }).execute()
+  }
+
+  /** The codes sent for a challenge, each with whether it may still be used at `now`. */
+  async messageCodes (userId: string, challengeJti: string, now: string): Promise<Array<{ id: string, method: 'email' | 'sms', codeHash: string, usable: boolean }>> {
+    const rows = await this.db.selectFrom('mfa_message_codes').select(['id', 'method', 'code_hash', 'expires_at', 'used_at'])
+      .where('user_id', '=', userId).where('challenge_jti', '=', challengeJti).orderBy('created_at').execute()
+    return rows.map((row) => ({ id: row.id, method: row.method, codeHash: row.code_hash, usable: row.used_at === null && row.expires_at > now }))
+  }
+
+  /** Spends a code sent by message; false when it was used or expired meanwhile. */
+  async spendMessageCode (id: string, now: string): Promise<boolean> {
+    const result = await this.db.updateTable('mfa_message_codes').set({ used_at: now })
+      .where('id', '=', id).where('used_at', 'is', null).where('expires_at', '>', now).executeTakeFirst()
+    return result.numUpdatedRows > 0n
+  }
 }

@@ -12,8 +12,51 @@ export interface UsersTable {
   totp_pending_secret: string | null
   /** bigint: PostgreSQL hands it back as a string. */
   totp_last_step: number | string | null
+  /** 1 once the address was proved by a message sent to it, else 0. */
+  email_verified: number
+  /** E.164, for SMS codes. */
+  phone: string | null
+  mfa_email_enabled_at: string | null
+  mfa_sms_enabled_at: string | null
   created_at: string
   updated_at: string
+}
+
+export type OneTimeTokenPurpose = 'email_verification' | 'password_reset'
+
+export interface OneTimeTokensTable {
+  token_hash: string
+  user_id: string
+  purpose: OneTimeTokenPurpose
+  email: string
+  created_at: string
+  expires_at: string
+  used_at: string | null
+}
+
+export interface OutboxTable {
+  id: string
+  channel: 'email' | 'sms'
+  recipient: string
+  subject: string
+  text_body: string
+  html_body: string | null
+  created_at: string
+  attempts: number
+  next_attempt_at: string
+  claimed_until: string | null
+  last_error: string | null
+}
+
+export interface MfaMessageCodesTable {
+  id: string
+  user_id: string
+  challenge_jti: string
+  method: 'email' | 'sms'
+  code_hash: string
+  created_at: string
+  expires_at: string
+  used_at: string | null
 }
 
 export interface MfaBackupCodesTable {
@@ -149,6 +192,9 @@ export interface DatabaseSchema {
   oauth_states: OAuthStatesTable
   posts: PostsTable
   comments: CommentsTable
+  one_time_tokens: OneTimeTokensTable
+  outbox: OutboxTable
+  mfa_message_codes: MfaMessageCodesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

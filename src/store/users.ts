@@ -9,26 +9,40 @@ import { type CollectionResult, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
 import type { Db } from './types.js'
 
-const PUBLIC_COLUMNS = ['id', 'email', 'name', 'created_at'] as const
+const PUBLIC_COLUMNS = ['id', 'email', 'email_verified', 'name', 'created_at'] as const
 
 /** The caller as protected routes see it: current roles, read fresh on every request. */
 export interface UserPrincipal {
   id: string
   roles: Role[]
+  /** TOTP is on: the factor that meets MFA_REQUIRED_ROLES. */
   mfaEnabled: boolean
+  /** Second factors sent by message that are on. */
+  messageFactors: MessageFactor[]
+  emailVerified: boolean
 }
+
+export type MessageFactor = 'email' | 'sms'
 
 export interface NewUser {
   email: string
   name: string
   passwordHash: string | null
   roles: Role[]
+  /** Known to be the holder's (given by a provider that verified it, or by the operator). */
+  emailVerified: boolean
 }
 
 export interface UserUpdate {
   email?: string
   name?: string
   passwordHash?: string
+  phone?: string | null
+}
+
+/** A row's 0 or 1 as the boolean a User carries. */
+function toUser<Row extends { email_verified: number | boolean }> (row: Row): Omit<Row, 'email_verified'> & { email_verified: boolean } {
+  return { ...row, email_verified: Boolean(row.email_verified) }
 }
 
 /** E-mail addresses are unique case-insensitively: stored and looked up in lower case. */
@@ -68,7 +82,7 @@ export class UsersRepository {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
-      .select(['users.id', 'users.totp_enabled_at', 'user_roles.role'])
+      .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'user_roles.role'])
       .where('users.id', '=', ''))
     this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
     this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, cursors, readRows, ['name'])
@@ -106,6 +120,7 @@ export class UsersRepository {
       name: user.name,
       password_hash: user.passwordHash,
       totp_enabled_at: null,
+      email_verified: user.emailVerified ? 1 : 0,
       created_at: now,
       updated_at: now
     }
@@ -122,15 +137,23 @@ export class UsersRepository {
       if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
       throw error
     }
-    return { id: row.id, email: row.email, name: row.name, created_at: row.created_at }
+    return { id: row.id, email: row.email, email_verified: user.emailVerified, name: row.name, created_at: row.created_at }
   }
 
   async findById (id: string): Promise<User | undefined> {
-    return (await this.#selectById(id))[0]
+    const row = (await this.#selectById(id))[0]
+    return row === undefined ? undefined : toUser(row)
   }
 
   async findByEmail (email: string): Promise<(User & { password_hash: string | null }) | undefined> {
-    return (await this.#selectCredentials(normalizeEmail(email)))[0]
+    const row = (await this.#selectCredentials(normalizeEmail(email)))[0]
+    return row === undefined ? undefined : toUser(row)
+  }
+
+  /** The number for SMS codes, null when none is set; undefined when the user does not exist. */
+  async findPhone (id: string): Promise<string | null | undefined> {
+    const row = await this.db.selectFrom('users').select('phone').where('id', '=', id).executeTakeFirst()
+    return row?.phone
   }
 
   async findPasswordHash (id: string): Promise<string | null | undefined> {
@@ -143,23 +166,50 @@ export class UsersRepository {
     const rows = await this.#selectPrincipal(id)
     const first = rows[0]
     if (first === undefined) return undefined
-    return { id: first.id, roles: toRoles(rows.map((row) => row.role)), mfaEnabled: first.totp_enabled_at !== null }
+    return {
+      id: first.id,
+      roles: toRoles(rows.map((row) => row.role)),
+      mfaEnabled: first.totp_enabled_at !== null,
+      messageFactors: [...(first.mfa_email_enabled_at !== null ? ['email' as const] : []), ...(first.mfa_sms_enabled_at !== null ? ['sms' as const] : [])],
+      emailVerified: Boolean(first.email_verified)
+    }
   }
 
-  /** Applies the changes; undefined when the user does not exist. */
-  async update (id: string, changes: UserUpdate): Promise<User | undefined> {
+  /**
+   * Applies the changes; undefined when the user does not exist. A new e-mail address is
+   * unverified; a new phone number turns SMS codes off (they were proved to go to the old one).
+   */
+  async update (id: string, changes: UserUpdate, db: Db = this.db): Promise<User | undefined> {
     const values = {
-      ...(changes.email !== undefined && { email: normalizeEmail(changes.email) }),
+      ...(changes.email !== undefined && { email: normalizeEmail(changes.email), email_verified: 0, mfa_email_enabled_at: null }),
       ...(changes.name !== undefined && { name: changes.name }),
       ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash }),
+      ...(changes.phone !== undefined && { phone: changes.phone, mfa_sms_enabled_at: null }),
       updated_at: new Date().toISOString()
     }
     try {
-      return await this.db.updateTable('users').set(values).where('id', '=', id).returning(PUBLIC_COLUMNS).executeTakeFirst()
+      const row = await db.updateTable('users').set(values).where('id', '=', id).returning(PUBLIC_COLUMNS).executeTakeFirst()
+      this.invalidate(id)
+      return row === undefined ? undefined : toUser(row)
     } catch (error) {
       if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
       throw error
     }
+  }
+
+  /** Marks `email` verified, when it is still the user's address; the user, or undefined when it is not. */
+  async markEmailVerified (id: string, email: string, db: Db = this.db): Promise<User | undefined> {
+    const row = await db.updateTable('users').set({ email_verified: 1, updated_at: new Date().toISOString() })
+      .where('id', '=', id).where('email', '=', normalizeEmail(email)).returning(PUBLIC_COLUMNS).executeTakeFirst()
+    this.invalidate(id)
+    return row === undefined ? undefined : toUser(row)
+  }
+
+  /** Turns a second factor sent by message on (an instant) or off (null). */
+  async setMessageFactor (id: string, factor: MessageFactor, enabledAt: string | null): Promise<void> {
+    await this.db.updateTable('users').set(factor === 'email' ? { mfa_email_enabled_at: enabledAt } : { mfa_sms_enabled_at: enabledAt })
+      .where('id', '=', id).execute()
+    this.invalidate(id)
   }
 
   /** Removes the user with its roles and refresh tokens (foreign keys cascade). */

@@ -43,7 +43,7 @@ for (const backend of backends()) {
         t.equal(response.statusCode, 401)
         t.same(response.json(), { error: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password' } })
       }
-      const noPassword = await app.repositories.users.create({ email: 'oauth-only@example.com', name: 'OAuth', passwordHash: null, roles: ['user'] })
+      const noPassword = await app.repositories.users.create({ email: 'oauth-only@example.com', name: 'OAuth', passwordHash: null, roles: ['user'], emailVerified: false })
       const passwordless = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: noPassword.email, password: 'anything' } })
       t.equal(passwordless.statusCode, 401, 'an account without a password cannot sign in with one')
     })
@@ -54,7 +54,7 @@ for (const backend of backends()) {
       const response = await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/me' }))
       t.equal(response.statusCode, 200)
       const { data } = response.json()
-      t.same(Object.keys(data).sort(), ['created_at', 'email', 'id', 'mfa_enabled', 'name', 'permissions', 'roles'])
+      t.same(Object.keys(data).sort(), ['created_at', 'email', 'email_verified', 'id', 'mfa_enabled', 'mfa_methods', 'name', 'permissions', 'phone', 'roles'])
       t.same(data.roles.sort(), ['moderator', 'user'])
       t.same(data.permissions.sort(), ['create', 'delete', 'manage_roles', 'read', 'update', 'write'])
       t.equal(data.mfa_enabled, false)

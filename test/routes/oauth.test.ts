@@ -89,10 +89,15 @@ for (const backend of backends()) {
       })
     }
 
-    t.test('a verified e-mail links to the existing account; an unverified one does not', async (t) => {
+    t.test('an e-mail verified on both sides links to the existing account; unverified on either side it does not', async (t) => {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })
       const account = await createAccount(app)
+      const localUnverified = await signIn(app, provider, 'google', { sub: 'g-1', email: account.email, email_verified: true, name: 'X' })
+      t.equal(localUnverified.callback.statusCode, 409, 'the local account\'s address is not verified: someone else may have registered it')
+      t.equal(localUnverified.callback.json().error.code, 'EMAIL_ALREADY_REGISTERED')
+      t.equal(await app.database.db.selectFrom('user_identities').selectAll().execute().then((rows) => rows.length), 0, 'nothing linked')
+      await app.repositories.users.markEmailVerified(account.id, account.email)
       const unverified = await signIn(app, provider, 'google', { sub: 'g-1', email: account.email, email_verified: false, name: 'X' })
       t.equal(unverified.callback.statusCode, 409)
       t.equal(unverified.callback.json().error.code, 'EMAIL_ALREADY_REGISTERED')
@@ -229,6 +234,7 @@ for (const backend of backends()) {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })
       const account = await createAccount(app)
+      await app.repositories.users.markEmailVerified(account.id, account.email)
       t.equal((await signIn(app, provider, 'google', { sub: 'g-locked', email: account.email, email_verified: true })).callback.statusCode, 200, 'linked')
       for (let n = 0; n < 5; n++) {
         await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: 'wrong-password' } })
@@ -242,6 +248,7 @@ for (const backend of backends()) {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })
       const account = await createAccount(app)
+      await app.repositories.users.markEmailVerified(account.id, account.email)
       const setup = (await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))).json().data
       await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: generateSync({ secret: setup.secret }) } }))
       const { callback } = await signIn(app, provider, 'google', { sub: 'g-mfa', email: account.email, email_verified: true })

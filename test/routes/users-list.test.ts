@@ -6,7 +6,7 @@ import { backends, build, createAccount, uniqueEmail, withToken } from '../helpe
 async function seed (app: FastifyInstance, names: string[]): Promise<string[]> {
   const ids: string[] = []
   for (const name of names) {
-    ids.push((await app.repositories.users.create({ email: uniqueEmail(name.replace(/\W/g, '')), name, passwordHash: null, roles: ['user'] })).id)
+    ids.push((await app.repositories.users.create({ email: uniqueEmail(name.replace(/\W/g, '')), name, passwordHash: null, roles: ['user'], emailVerified: false })).id)
   }
   return ids
 }

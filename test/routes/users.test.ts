@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { type Account, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
 
-const PUBLIC_KEYS = ['created_at', 'email', 'id', 'name']
+const PUBLIC_KEYS = ['created_at', 'email', 'email_verified', 'id', 'name']
 
 function patchUser (app: FastifyInstance, caller: Account, id: string, payload: Record<string, unknown>) {
   return app.inject(withToken(caller.token, { method: 'PATCH', url: `/api/v1/users/${id}`, payload }))

@@ -6,22 +6,21 @@ import { TokenService } from '../../src/security/tokens.js'
 import { AuditTrail } from '../../src/services/audit-trail.js'
 import type { Caller, RequestContext } from '../../src/services/context.js'
 import { createServices, type Services } from '../../src/services/index.js'
-import type { MessageChannel, MessageSender } from '../../src/services/message-sender.js'
+import type { Mailer, MailMessage } from '../../src/services/delivery.js'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations.js'
 import { createRepositories, type Repositories } from '../../src/store/repositories.js'
 import type { UserPrincipal } from '../../src/store/users.js'
 import { freshDatabaseUrl, TEST_PASSWORD, TEST_SECRET, type TestContext, uniqueEmail } from '../helper.js'
 
-/** A message the services sent, as a deployment's sender would receive it. */
-export interface SentMessage { channel: MessageChannel, to: string, subject: string, body: string }
-
 export interface ServiceFixture {
   services: Services
   repositories: Repositories
   database: Database
   audit: AuditTrail
-  sent: SentMessage[]
+  /** The e-mails delivered, in order (services deliver after answering: await `delivered()` first). */
+  sent: MailMessage[]
+  delivered: () => Promise<void>
   /** The audit log's rows for one event, oldest first, once everything recorded is written. */
   audited: (event: string) => Promise<Array<{ actor_id: string | null, target_id: string | null, ip: string | null, user_agent: string | null, outcome: string, details: Record<string, unknown> }>>
 }
@@ -41,14 +40,13 @@ export async function buildServices (t: TestContext, postgresUrl: string | null)
     write: async (rows) => { await repositories.auditLogs.insertMany(rows) },
     onError: (error) => { throw error }
   })
-  t.teardown(async () => {
-    await audit.close()
-    await database.close()
-  })
-  const sent: SentMessage[] = []
-  const messages: MessageSender = {
-    async send (channel, to, subject, body) { sent.push({ channel, to, subject, body }) }
+  const sent: MailMessage[] = []
+  // A deployment's own Mailer, as the service layer allows: this one keeps what it is given.
+  const mailer: Mailer = {
+    async send (message) { sent.push(message) },
+    async close () {}
   }
+  const silent = { info () {}, warn () {}, error () {} }
   const services = createServices({
     config,
     repositories,
@@ -58,15 +56,26 @@ export async function buildServices (t: TestContext, postgresUrl: string | null)
     audit,
     revokeAccessToken: async (jti, expiresAt) => { await repositories.revocations.add(jti, expiresAt.toISOString(), new Date().toISOString()) },
     oauthStates: new DatabaseOAuthStateStore(database.db),
-    messages,
-    warn: () => {}
+    mailer,
+    sms: { async send () {} },
+    log: silent
+  })
+  t.teardown(async () => {
+    await services.passwordReset.settled()
+    await services.outbox.stop()
+    await audit.close()
+    await database.close()
   })
   async function audited (event: string) {
     await audit.flush()
     const rows = await database.db.selectFrom('audit_logs').selectAll().where('event', '=', event).orderBy('created_at').orderBy('id').execute()
     return rows.map((row) => ({ ...row, details: JSON.parse(row.details) as Record<string, unknown> }))
   }
-  return { services, repositories, database, audit, sent, audited }
+  async function delivered () {
+    await services.passwordReset.settled()
+    await services.outbox.deliverDue()
+  }
+  return { services, repositories, database, audit, sent, delivered, audited }
 }
 
 /** A request from `ip`, by `caller` when signed in. */

@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { BEARER } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { BackupCodesResponseSchema, CodeBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
+import { BackupCodesResponseSchema, CodeBodySchema, MfaCodeRequestBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
+import { AcceptedResponseSchema } from '../../../schemas/recovery.js'
 
-/** TOTP enrolment, backup codes, and completing an MFA sign-in (docs/api.md, "Multi-factor authentication"). */
+/** TOTP enrolment, backup codes, codes by message, and completing an MFA sign-in (docs/api.md, "Multi-factor authentication"). */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   const { mfaSettings, signIn } = fastify.services
 
@@ -61,6 +62,49 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     await mfaSettings.disable(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
     return await reply.code(204).send()
+  })
+
+  for (const factor of ['email', 'sms'] as const) {
+    const name = factor === 'email' ? 'e-mail (the address must be verified)' : 'SMS (to the account\'s phone number)'
+    fastify.post(`/${factor}/enable`, {
+      onRequest: [fastify.authenticate],
+      config: { allowWithoutMfa: true },
+      schema: {
+        tags: ['mfa'],
+        summary: `Turn sign-in codes by ${name} on`,
+        security: BEARER,
+        response: { 204: { type: 'null', description: 'On' }, ...errorResponses({ body: true }, 401, 403, 409) }
+      }
+    }, async (request, reply) => {
+      await mfaSettings.enableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor)
+      return await reply.code(204).send()
+    })
+
+    fastify.delete(`/${factor}`, {
+      onRequest: [fastify.authenticate],
+      config: { allowWithoutMfa: true },
+      schema: {
+        tags: ['mfa'],
+        summary: `Turn sign-in codes by ${factor === 'email' ? 'e-mail' : 'SMS'} off`,
+        security: BEARER,
+        response: { 204: { type: 'null', description: 'Off' }, ...errorResponses({ body: true }, 401) }
+      }
+    }, async (request, reply) => {
+      await mfaSettings.disableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor)
+      return await reply.code(204).send()
+    })
+  }
+
+  fastify.post('/challenge', {
+    schema: {
+      tags: ['mfa'],
+      summary: 'Send a sign-in code for a challenge by e-mail or SMS; /auth/mfa/verify takes it',
+      body: MfaCodeRequestBodySchema,
+      response: { 202: AcceptedResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request, reply) => {
+    await signIn.sendChallengeCode(request.serviceContext, request.body)
+    return await reply.code(202).send({ data: { message: 'A sign-in code is on its way.' } })
   })
 
   fastify.post('/verify', {

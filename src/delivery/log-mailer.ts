@@ -1,0 +1,21 @@
+import type { DeliveryLog, MailMessage, Mailer, SmsSender } from '../services/delivery.js'
+
+/** Without SMTP_URL: each e-mail is written to the log (development), links and codes included. */
+export class LogMailer implements Mailer {
+  constructor (private readonly log: DeliveryLog) {}
+
+  async send ({ to, subject, text }: MailMessage): Promise<void> {
+    this.log.info({ to, subject, text }, 'e-mail written to the log instead of sent (SMTP_URL is unset)')
+  }
+
+  async close (): Promise<void> {}
+}
+
+/** Without SMS_WEBHOOK_URL: each SMS is written to the log. */
+export class LogSmsSender implements SmsSender {
+  constructor (private readonly log: DeliveryLog) {}
+
+  async send ({ to, body }: { to: string, body: string }): Promise<void> {
+    this.log.info({ to, text: body }, 'SMS written to the log instead of sent (SMS_WEBHOOK_URL is unset)')
+  }
+}

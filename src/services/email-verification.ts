@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto'
+import type { User } from '../../schemas/user.js'
+import type { Config } from '../config.js'
+import { Errors } from '../errors.js'
+import { hashToken } from '../security/tokens.js'
+import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
+import type { UsersRepository } from '../store/users.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { Caller, RequestContext } from './context.js'
+import type { MessageTemplates } from './messages.js'
+
+const HOUR = 60 * 60 * 1000
+/** A verification link is good this long. */
+export const VERIFICATION_TTL_MS = 24 * HOUR
+/** Messages of one kind an account is sent at most per hour: nobody can flood an inbox through us. */
+export const MESSAGES_PER_HOUR = 3
+
+/** A one-time token: 32 random bytes, URL-safe; only its SHA-256 is stored, so the table holds nothing to replay. */
+export function newOneTimeToken (): { token: string, hash: string } {
+  const token = randomBytes(32).toString('base64url')
+  return { token, hash: hashToken(token) }
+}
+
+export interface EmailVerificationDependencies {
+  users: UsersRepository
+  tokens: OneTimeTokensRepository
+  templates: MessageTemplates
+  audit: AuditTrail
+  mode: Config['messages']['emailVerification']
+  deliver: () => void
+  now?: () => number
+}
+
+/** Proving an address (docs/api.md, "E-mail verification and recovery"): a link sent to it, answered once. */
+export class EmailVerificationService {
+  readonly #now: () => number
+
+  constructor (private readonly deps: EmailVerificationDependencies) {
+    this.#now = deps.now ?? Date.now
+  }
+
+  /** At registration and after an e-mail change: a message to the new address, unless verification is off. */
+  async sendOnChange (context: RequestContext, user: Pick<User, 'id' | 'email'>): Promise<void> {
+    if (this.deps.mode !== 'off') await this.#send(context, user)
+  }
+
+  /** Asked for by the account holder: false when the address is verified already (or enough were sent this hour). */
+  async resend (context: RequestContext, caller: Caller): Promise<boolean> {
+    const user = await this.deps.users.findById(caller.id)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    return !user.email_verified && await this.#send(context, user)
+  }
+
+  /** Spends a verification token: its address is verified, if it is still the account's. */
+  async verify (context: RequestContext, token: string): Promise<User> {
+    const { tokens, users, audit } = this.deps
+    const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString())
+    const user = spent === undefined ? undefined : await users.markEmailVerified(spent.userId, spent.email)
+    if (spent === undefined || user === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
+    audit.recordIn(context, 'email.verified', { outcome: 'success', actorId: user.id, targetId: user.id })
+    return user
+  }
+
+  /** False when the account was sent enough verification messages this hour. */
+  async #send (context: RequestContext, user: Pick<User, 'id' | 'email'>): Promise<boolean> {
+    const { tokens, templates, audit, deliver } = this.deps
+    const now = this.#now()
+    const { token, hash } = newOneTimeToken()
+    const issued = await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'email_verification', email: user.email, expiresAt: new Date(now + VERIFICATION_TTL_MS).toISOString() },
+      templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() })
+    if (!issued) return false
+    deliver()
+    audit.recordIn(context, 'email.verification_sent', { outcome: 'success', targetId: user.id })
+    return true
+  }
+}

@@ -1,0 +1,100 @@
+import type { ForgotPasswordBody, ResetPasswordBody } from '../../schemas/recovery.js'
+import type { PasswordPolicy } from '../security/password-policy.js'
+import type { PasswordHasher } from '../security/passwords.js'
+import { hashToken } from '../security/tokens.js'
+import { Errors } from '../errors.js'
+import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
+import { normalizeEmail, type UsersRepository } from '../store/users.js'
+import { assertPasswordPolicy } from './accounts.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { RequestContext } from './context.js'
+import type { DeliveryLog } from './delivery.js'
+import { MESSAGES_PER_HOUR, newOneTimeToken } from './email-verification.js'
+import type { MessageTemplates } from './messages.js'
+import type { Notices } from './notices.js'
+import type { SessionService } from './sessions.js'
+
+const MINUTE = 60 * 1000
+/** A reset link is good this long. */
+export const RESET_TTL_MS = 30 * MINUTE
+
+export interface PasswordResetDependencies {
+  users: UsersRepository
+  tokens: OneTimeTokensRepository
+  passwords: PasswordHasher
+  passwordPolicy: PasswordPolicy
+  sessions: SessionService
+  templates: MessageTemplates
+  notices: Notices
+  audit: AuditTrail
+  deliver: () => void
+  log: DeliveryLog
+  now?: () => number
+}
+
+/** A forgotten password (docs/api.md, "E-mail verification and recovery"): a link by e-mail, then a new password. */
+export class PasswordResetService {
+  readonly #now: () => number
+  readonly #pending = new Set<Promise<void>>()
+
+  constructor (private readonly deps: PasswordResetDependencies) {
+    this.#now = deps.now ?? Date.now
+  }
+
+  /**
+   * Takes the request in and answers at once, whatever the address: the work that follows
+   * (finding the account, storing a token and its message) takes longer for an address that
+   * has one, and the answer must not tell which.
+   */
+  requestReset (context: RequestContext, { email }: ForgotPasswordBody): void {
+    const work = this.#sendReset(context, email)
+      .catch((error: unknown) => { this.deps.log.error({ err: error }, 'password reset request failed') })
+      .finally(() => { this.#pending.delete(work) })
+    this.#pending.add(work)
+  }
+
+  /** Resolves once every request taken in has been dealt with (for a clean shutdown). */
+  async settled (): Promise<void> {
+    await Promise.all([...this.#pending])
+  }
+
+  /**
+   * A new password for a reset token: the policy applies (checked before the token is spent),
+   * every session of the account ends, every other reset token stops working, and a notice
+   * goes to the address. The message proved the address, so it counts as verified.
+   */
+  async reset (context: RequestContext, { token, password }: ResetPasswordBody): Promise<void> {
+    const { users, tokens, passwords, passwordPolicy, sessions, notices, audit } = this.deps
+    assertPasswordPolicy(password, passwordPolicy)
+    const now = new Date(this.#now()).toISOString()
+    const spent = await tokens.spend(hashToken(token), 'password_reset', now)
+    const user = spent === undefined ? undefined : await users.findById(spent.userId)
+    // A reset sent before an e-mail change does not reset the account the new address holds.
+    if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
+    await users.update(user.id, { passwordHash: await passwords.hash(password) })
+    await users.markEmailVerified(user.id, spent.email)
+    await tokens.spendAll(user.id, 'password_reset', now)
+    await sessions.endAll(user.id, 'password_reset')
+    await notices.send(user.email, 'password_reset')
+    audit.recordIn(context, 'auth.password_reset', { outcome: 'success', actorId: user.id, targetId: user.id })
+  }
+
+  async #sendReset (context: RequestContext, email: string): Promise<void> {
+    const { users, tokens, templates, audit, deliver } = this.deps
+    const user = await users.findByEmail(email)
+    if (user === undefined) {
+      audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', details: { email, reason: 'unknown_email' } })
+      return
+    }
+    const now = this.#now()
+    const { token, hash } = newOneTimeToken()
+    const issued = await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
+      templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - 60 * MINUTE).toISOString() })
+    if (!issued) {
+      audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } })
+      return
+    }
+    deliver()
+    audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'success', targetId: user.id })
+  }
+}

@@ -1,0 +1,114 @@
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { backends, build, TEST_PASSWORD, type TestContext, uniqueEmail, withToken } from '../helper.js'
+import { MailServer, SmsWebhook, tokenIn } from '../mail-server.js'
+
+const codeIn = (text: string) => {
+  const code = /\b(\d{6})\b/.exec(text)?.[1]
+  if (code === undefined) throw new Error(`no code in "${text}"`)
+  return code
+}
+
+async function servers (t: TestContext) {
+  const smtp = await new MailServer().start()
+  const sms = await new SmsWebhook().start()
+  t.teardown(async () => {
+    await smtp.stop()
+    await sms.stop()
+  })
+  return { smtp, sms }
+}
+
+/** A registered account with its address verified from the delivered mail, signed in. */
+async function verifiedAccount (app: FastifyInstance, smtp: MailServer) {
+  const email = uniqueEmail('factor')
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Factor User', password: TEST_PASSWORD } })
+  const id = created.json().data.id as string
+  const token = tokenIn(await smtp.next((mail) => mail.to.includes(email)))
+  await app.inject({ method: 'POST', url: '/api/v1/auth/email/verify', payload: { token } })
+  const signedIn = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: TEST_PASSWORD } })
+  return { id, email, accessToken: signedIn.json().data.access_token as string }
+}
+
+for (const backend of backends()) {
+  t.test(`second factors by message (${backend.name})`, async (t) => {
+    t.test('e-mail codes: on for a verified address, offered by the challenge, good once, wrong ones counted', async (t) => {
+      const { smtp, sms } = await servers(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url(), SMS_WEBHOOK_URL: sms.url } })
+      const account = await verifiedAccount(app, smtp)
+      const enabled = await app.inject(withToken(account.accessToken, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))
+      t.equal(enabled.statusCode, 204)
+      t.match(await smtp.next((mail) => mail.to.includes(account.email)), { subject: 'Two-factor authentication was enabled on your account' })
+      const me = await app.inject(withToken(account.accessToken, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.match(me.json().data, { mfa_enabled: true, mfa_methods: ['email'] })
+
+      const challenge = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data
+      t.match(challenge, { mfa_required: true, methods: ['email'] })
+      const sent = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/challenge', payload: { mfa_token: challenge.mfa_token, method: 'email' } })
+      t.equal(sent.statusCode, 202)
+      const code = codeIn((await smtp.next((mail) => mail.subject.includes('sign-in code'))).text)
+      const wrong = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: challenge.mfa_token, code: code === '000000' ? '111111' : '000000' } })
+      t.equal(wrong.json().error.code, 'INVALID_MFA_CODE')
+      const failures = await app.database.db.selectFrom('sign_in_failures').selectAll().where('user_id', '=', account.id).execute()
+      t.equal(failures.length, 1, 'a wrong code counts toward the lockout')
+      const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: challenge.mfa_token, code } })
+      t.equal(verified.statusCode, 200)
+      t.equal(verified.json().data.token_type, 'Bearer')
+
+      const second = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data
+      const replay = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: second.mfa_token, code } })
+      t.equal(replay.json().error.code, 'INVALID_MFA_CODE', 'a code is good for its own challenge, once')
+      const smsRefused = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/challenge', payload: { mfa_token: second.mfa_token, method: 'sms' } })
+      t.equal(smsRefused.statusCode, 409, 'SMS is not on')
+      t.same(sms.received, [])
+      await app.auditTrail.flush()
+      const login = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login').where('target_id', '=', account.id).execute()
+      t.ok(login.some((entry) => entry.details.includes('mfa:email')), 'the sign-in is audited with its method')
+    })
+
+    t.test('SMS codes go to the account\'s phone through the webhook; a new number turns them off', async (t) => {
+      const { smtp, sms } = await servers(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url(), SMS_WEBHOOK_URL: sms.url } })
+      const account = await verifiedAccount(app, smtp)
+      const noPhone = await app.inject(withToken(account.accessToken, { method: 'POST', url: '/api/v1/auth/mfa/sms/enable' }))
+      t.equal(noPhone.statusCode, 409, 'no number yet')
+      const phone = await app.inject(withToken(account.accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { phone: '+15555550123' } }))
+      t.equal(phone.statusCode, 200)
+      t.notOk('phone' in phone.json().data, 'the number is not in the public user')
+      t.equal((await app.inject(withToken(account.accessToken, { method: 'POST', url: '/api/v1/auth/mfa/sms/enable' }))).statusCode, 204)
+
+      const challenge = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data
+      t.same(challenge.methods, ['sms'])
+      t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/challenge', payload: { mfa_token: challenge.mfa_token, method: 'sms' } })).statusCode, 202)
+      const message = await sms.next()
+      t.equal(message.to, '+15555550123')
+      const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: challenge.mfa_token, code: codeIn(message.body) } })
+      t.equal(verified.statusCode, 200)
+
+      const moved = await app.inject(withToken(verified.json().data.access_token, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { phone: '+15555550199' } }))
+      t.equal(moved.statusCode, 200)
+      const plain = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })
+      t.ok('access_token' in plain.json().data, 'a new number turned SMS codes off: sign-in needs no code until they are on again')
+    })
+
+    t.test('e-mail codes need a verified address; a challenge gets at most five codes', async (t) => {
+      const { smtp } = await servers(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url() } })
+      const email = uniqueEmail('unverified')
+      await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Unverified', password: TEST_PASSWORD } })
+      const token = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: TEST_PASSWORD } })).json().data.access_token
+      const refused = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))
+      t.equal(refused.statusCode, 403)
+      t.equal(refused.json().error.code, 'EMAIL_NOT_VERIFIED')
+
+      const account = await verifiedAccount(app, smtp)
+      await app.inject(withToken(account.accessToken, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))
+      const challenge = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data
+      const statuses = []
+      for (let n = 0; n < 6; n++) {
+        statuses.push((await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/challenge', payload: { mfa_token: challenge.mfa_token, method: 'email' } })).statusCode)
+      }
+      t.same(statuses, [202, 202, 202, 202, 202, 409])
+    })
+  })
+}
