@@ -5,10 +5,10 @@ import { PermissionSchema, RoleSchema } from './rbac.js'
 
 export const EmailSchema = Type.String({ format: 'email', maxLength: 254 })
 export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '\\S' })
-/** Spec 4.1 length rule; PASSWORD_POLICY=strong adds its checks in code. */
+/** 8 to 128 characters; PASSWORD_POLICY=strong adds its checks in code (docs/api.md, "Passwords"). */
 export const PasswordSchema = Type.String({ minLength: 8, maxLength: 128 })
 
-/** Spec 2.1: the public user; password and hashes are not part of any response. */
+/** The public user; password and hashes are not part of any response (docs/api.md, "Users"). */
 export const UserSchema = Type.Object({
   id: IdSchema,
   email: EmailSchema,
@@ -54,7 +54,7 @@ export const UserPatchBodySchema = Type.Object({
 }, { additionalProperties: false })
 export type UserChanges = Static<typeof UserPatchBodySchema>
 
-/** CONTRACT section 3: `GET /auth/me`. */
+/** `GET /auth/me`: the caller with their roles, permissions and MFA state. */
 export const MeSchema = Type.Composite([
   UserSchema,
   Type.Object({

@@ -1,4 +1,4 @@
-/** Spec 2.10's out-of-band channels; `totp` needs none. */
+/** The out-of-band MFA channels (docs/api.md, "Method identifiers and messages"); `totp` needs none. */
 export type MessageChannel = 'sms' | 'email' | 'push'
 
 /**
