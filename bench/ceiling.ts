@@ -8,8 +8,9 @@ import securityHeaders from '../src/plugins/security-headers.js'
  *
  * With SPEC_OBLIGATIONS=1 it is the floor instead: the same server plus what the
  * specification makes every request pay whatever the implementation, the security headers
- * (spec 5.8, the service's exact set) and a request log (spec 5.9) through Fastify's own
- * request logging, written asynchronously in batches.
+ * (docs/api.md, "Security headers": the service's exact set) and a request log
+ * (docs/api.md, "Request log") through Fastify's own request logging, written asynchronously
+ * in batches.
  */
 const obligations = process.env.SPEC_OBLIGATIONS === '1'
 const user = { id: '01890000-0000-7000-8000-000000000001', email: 'bench@example.com', name: 'Bench User', created_at: '2026-01-01T00:00:00.000Z' }

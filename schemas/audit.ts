@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { CANONICAL_UUID, IdSchema, TimestampSchema } from './common.js'
 
-/** CONTRACT section 6: the security events written to the audit log. */
+/** The security events written to the audit log (docs/api.md, "Audit log"). */
 export const AUDIT_EVENTS = [
   'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',

@@ -16,7 +16,7 @@ export const LoginBodySchema = Type.Object({
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBodySchema>
 
-/** CONTRACT section 3: the body of every successful sign-in. */
+/** The body of every successful sign-in (docs/api.md, "Tokens"). */
 export const TokenPairSchema = Type.Object({
   access_token: Type.String(),
   refresh_token: Type.String(),
@@ -37,7 +37,7 @@ export const LogoutBodySchema = Type.Union([
   Type.Null()
 ])
 
-/** CONTRACT section 3: one of the caller's live sessions. */
+/** One of the caller's live sessions (docs/api.md, "Sessions"). */
 export const SessionSchema = Type.Object({
   id: IdSchema,
   device: Type.Record(Type.String(), Type.Unknown(), { description: 'Device information given at sign-in' }),

@@ -21,8 +21,9 @@ export interface CollectionFields {
 }
 
 /**
- * Spec 4.3's collection parameters for one resource. The allow-lists are enforced in
- * `src/collection/query.ts` (so the error names the unknown field); here they document.
+ * The collection parameters for one resource (docs/api.md, "Collections"). The allow-lists are
+ * enforced in `src/collection/query.ts` (so the error names the unknown field); here they
+ * document.
  */
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
@@ -66,7 +67,7 @@ export const CursorMetaSchema = Type.Object({
   hasMore: Type.Boolean()
 }, { title: 'CursorMeta' })
 
-/** Spec 2.3 / 2.4: `{ data: [...], meta }`, offset or cursor style, named `<Resource>Collection`. */
+/** `{ data: [...], meta }`, offset or cursor style, named `<Resource>Collection` (docs/api.md, "Collections"). */
 export function CollectionEnvelope<T extends TSchema> (item: T) {
   const title = (item as { title?: unknown }).title
   if (typeof title !== 'string') throw new Error('collection items need a title: it names their component')

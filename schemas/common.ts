@@ -29,7 +29,7 @@ function nameOf (schema: TSchema): string {
   return title
 }
 
-/** Spec 2.5: every single resource travels as `{ data: <resource> }`, named `<Title>Response`. */
+/** Every single resource travels as `{ data: <resource> }`, named `<Title>Response` (docs/api.md, "Conventions"). */
 export function DataEnvelope<T extends TSchema> (item: T) {
   const name = nameOf(item)
   return component(`${name}Response`, Type.Object({ data: component(name, item) }))

@@ -6,7 +6,7 @@ export const ValidationIssueSchema = Type.Object({
   message: Type.String()
 })
 
-/** CONTRACT section 2: `{ error: { code, message, details? } }`, details only on validation failures. */
+/** `{ error: { code, message, details? } }`, details only on validation failures (docs/api.md, "Errors"). */
 export const ErrorEnvelopeSchema = Type.Object({
   error: Type.Object({
     code: Type.String({ description: 'Machine-readable code, e.g. VALIDATION_FAILED' }),

@@ -3,7 +3,7 @@ import { DataEnvelope } from './common.js'
 import { TokenPairSchema } from './auth.js'
 import { component } from './components.js'
 
-/** Spec 2.10's method identifiers. `backup_code` answers a challenge in their place. */
+/** The MFA method identifiers (docs/api.md, "Method identifiers and messages"). `backup_code` answers a challenge in their place. */
 export const MFA_METHODS = ['totp', 'sms', 'email', 'push'] as const
 export const MfaMethodSchema = Type.Unsafe<typeof MFA_METHODS[number]>(Type.String({ enum: [...MFA_METHODS], title: 'MfaMethod' }))
 
@@ -22,7 +22,7 @@ export const BackupCodesSchema = Type.Object({
   backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{6}$' }), { minItems: 10, maxItems: 10, description: 'Shown only now; each works once' })
 }, { title: 'BackupCodes' })
 
-/** CONTRACT section 3: what sign-in answers when the account has MFA on. */
+/** What sign-in answers when the account has MFA on (docs/api.md, "MFA at sign-in"). */
 export const MfaChallengeSchema = Type.Object({
   mfa_required: Type.Literal(true),
   mfa_token: Type.String({ description: 'Good for 5 minutes, once, at /auth/mfa/verify' }),

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 
-/** CONTRACT section 7. */
+/** Post statuses (docs/api.md, "Posts and comments"). */
 export const POST_STATUSES = ['draft', 'published', 'archived'] as const
 export const PostStatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>(Type.String({ enum: [...POST_STATUSES], title: 'PostStatus' }))
 

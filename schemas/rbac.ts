@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { DataEnvelope, IdSchema } from './common.js'
 
-/** Spec 2.9. */
+/** Roles and permissions (docs/api.md, "Roles and permissions"). */
 export const ROLES = ['anonymous', 'user', 'moderator', 'admin', 'super_admin'] as const
 export type Role = typeof ROLES[number]
 
@@ -21,7 +21,7 @@ export const RoleParamsSchema = Type.Object({
   role: Type.Unsafe<Role>(Type.String({ enum: [...ASSIGNABLE_ROLES] }))
 }, { additionalProperties: false })
 
-/** CONTRACT section 6: a user's roles and the permissions they add up to. */
+/** A user's roles and the permissions they add up to (docs/api.md, "Roles and permissions"). */
 export const RoleAssignmentSchema = Type.Object({
   roles: Type.Array(RoleSchema),
   permissions: Type.Array(PermissionSchema)

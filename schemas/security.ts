@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 
-/** Spec 2.11: the input of `POST /api/v1/security/access-check`. */
+/** The input of `POST /api/v1/security/access-check` (docs/api.md, "Zero-trust access check"). */
 export const AccessCheckBodySchema = Type.Object({
   device_id: Type.Optional(Type.String({ maxLength: 128 })),
   user_agent: Type.Optional(Type.String({ maxLength: 512 })),
@@ -21,7 +21,7 @@ export const AccessDecisionSchema = Type.Object({
   factors: Type.Array(RiskFactorSchema, { minItems: 4, maxItems: 4, description: 'device, network, behaviour, timing' })
 }, { title: 'AccessDecision' })
 
-/** CONTRACT section 6: a trusted device. */
+/** A trusted device (docs/api.md, "Trusted devices"). */
 export const DeviceSchema = Type.Object({
   id: IdSchema,
   device_id: Type.String(),

@@ -12,10 +12,10 @@ export const EmailSchema = Type.String({ format: 'email', maxLength: 254 })
 export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '^[^\\S\\u0001-\\u001F\\u007F]*[^\\s\\u0001-\\u001F\\u007F][^\\u0001-\\u001F\\u007F]*$', description: 'No control characters (line breaks included), not only spaces' })
 /** E.164: the number SMS codes go to. */
 export const PhoneSchema = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'E.164 phone number, for SMS sign-in codes' })
-/** Spec 4.1 length rule; PASSWORD_POLICY=strong adds its checks in code. */
+/** 8 to 128 characters; PASSWORD_POLICY=strong adds its checks in code (docs/api.md, "Passwords"). */
 export const PasswordSchema = Type.String({ minLength: 8, maxLength: 128 })
 
-/** Spec 2.1: the public user; password and hashes are not part of any response. */
+/** The public user; password and hashes are not part of any response (docs/api.md, "Users"). */
 export const UserSchema = Type.Object({
   id: IdSchema,
   email: EmailSchema,
@@ -67,7 +67,7 @@ export const UserPatchBodySchema = Type.Object({
 }, { additionalProperties: false })
 export type UserChanges = Static<typeof UserPatchBodySchema>
 
-/** CONTRACT section 3: `GET /auth/me`. */
+/** `GET /auth/me`: the caller with their roles, permissions and MFA state. */
 export const MeSchema = Type.Composite([
   UserSchema,
   Type.Object({

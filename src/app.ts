@@ -40,7 +40,7 @@ export interface AppOptions {
 const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
-  // Bodies are JSON or refused with 415 (CONTRACT section 2).
+  // Bodies are JSON or refused with 415 (docs/api.md, "Conventions").
   fastify.removeContentTypeParser('text/plain')
 
   await fastify.register(securityHeaders)

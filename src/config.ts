@@ -6,8 +6,9 @@ import { ROLES, type Role } from '../schemas/rbac.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
 
 /**
- * Environment → validated, typed configuration (CONTRACT section 1). Every variable is read
- * here and nowhere else; a bad value stops start-up with a message naming the variable.
+ * Environment → validated, typed configuration (docs/operations.md, "Configuration"). Every
+ * variable is read here and nowhere else; a bad value stops start-up with a message naming
+ * the variable.
  */
 
 /** Each rule's `description` completes the sentence "<VARIABLE> must be …". */

@@ -2,7 +2,7 @@ import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import { TokenVerificationError } from './security/tokens.js'
 
 /**
- * The service's error table (CONTRACT section 2): every error a client can see is one of
+ * The service's error table (docs/api.md, "Errors"): every error a client can see is one of
  * these, with its code, status and message. `%s` placeholders take constructor arguments.
  */
 export const Errors = {

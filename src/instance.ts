@@ -22,7 +22,7 @@ const LOG_BATCH_BYTES = 4096
 const LOG_MAX_WRITE_BYTES = 1024 * 1024
 const LOG_FLUSH_MS = 250
 
-/** CONTRACT section 8: the 10 KB body limit. */
+/** The 10 KB body limit (docs/api.md, "Limits"). */
 export const BODY_LIMIT_BYTES = 10_240
 
 /** The longest path parameter, a device_id of 128 code points, is up to 256 UTF-16 units. */

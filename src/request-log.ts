@@ -3,8 +3,9 @@ import pino, { type Logger } from 'pino'
 import { redactHeaders, redactUrl } from './security/redaction.js'
 
 /**
- * Spec 5.9's request log, secrets redacted (CONTRACT section 6): one line per exchange with
- * the request (method, URL, headers, client address) and the response (status, duration).
+ * The request log, secrets redacted (docs/api.md, "Request log", "Redaction"): one line per
+ * exchange with the request (method, URL, headers, client address) and the response (status,
+ * duration).
  * One line instead of Fastify's two halves the logging cost on the request path.
  */
 export const logSerializers = {

@@ -2,7 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import { ConfigError, loadConfig } from './config.js'
 import { createInstance } from './instance.js'
 
-/** Process entry: configuration, listen, graceful shutdown (CONTRACT section 8). */
+/** Process entry: configuration, listen, graceful shutdown (docs/operations.md, "Stopping"). */
 async function main (): Promise<void> {
   let config
   try {

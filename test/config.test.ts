@@ -11,7 +11,7 @@ function problemsOf (env: Record<string, string>): string[] {
   return []
 }
 
-t.test('nothing is needed to start: every default of CONTRACT section 1', async (t) => {
+t.test('nothing is needed to start: every default of the configuration', async (t) => {
   const config = loadConfig({})
   t.equal(config.port, 3000)
   t.equal(config.host, '127.0.0.1')

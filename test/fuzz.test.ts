@@ -19,8 +19,8 @@ import { type JsonSchema, type SchemaArbitraryOptions, boundaryValues, validValu
 /**
  * Property-based fuzzing of every operation in the OpenAPI document: requests generated from
  * each operation's schemas, then broken in every way a client can break them, sent anonymously,
- * as a user, as an admin and with forged tokens. Each response must keep the contract's
- * promises, and a refused request must leave the stored data as it was.
+ * as a user, as an admin and with forged tokens. Each response must keep the rules of
+ * docs/api.md, and a refused request must leave the stored data as it was.
  *
  * FUZZ_RUNS: cases per operation on SQLite (PostgreSQL runs a quarter as many: each case costs
  * it a round trip per table). FUZZ_SEED: the seed, printed, to replay a failure.
@@ -41,7 +41,7 @@ const REQUEST_TIMEOUT_MS = 5000
 
 type Json = Record<string, any>
 
-/** CONTRACT section 2: each error code and its status. */
+/** Each error code and its status (docs/api.md, "Errors"). */
 const ERROR_STATUS: Record<string, number> = {
   VALIDATION_FAILED: 400,
   INVALID_OAUTH_STATE: 400,
@@ -70,7 +70,7 @@ const ERROR_STATUS: Record<string, number> = {
   SERVICE_UNAVAILABLE: 503
 }
 
-/** CONTRACT section 2 and spec 5.4 / 5.6: the messages the contract fixes. */
+/** The messages the error table fixes (docs/api.md, "Errors"). */
 const ERROR_MESSAGE: Record<string, RegExp> = {
   VALIDATION_FAILED: /^Validation failed$/,
   INVALID_TOKEN: /^Invalid token$/,
@@ -83,23 +83,23 @@ const ERROR_MESSAGE: Record<string, RegExp> = {
   INTERNAL_ERROR: /^Internal server error$/
 }
 
-/** CONTRACT section 6: "admin operations", evaluated by zero trust. */
+/** Password checks, MFA code checks, and the admin operations zero trust evaluates (docs/api.md, "Roles, devices, audit, zero trust"). */
 const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}'])
 const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp'])
 const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs'])
 
 /**
- * What the contract has a refused request write; anything else it changes is a bug.
- * - Any request: a 429 may be recorded as `rate_limit.exceeded` (section 6; the first per
+ * What docs/api.md has a refused request write; anything else it changes is a bug.
+ * - Any request: a 429 may be recorded as `rate_limit.exceeded` ("Rate limits": the first per
  *   client, tier and window).
- * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` (section 6), and
- *   the failure count and lockout of section 3's brute-force rule (wrong passwords and codes);
+ * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` ("Audit log"), and
+ *   the failure count and lockout of "Brute-force lockout" (wrong passwords and codes);
  *   so do the other checks of a secret held to that rule: the current password of a password
  *   change, the code that turns MFA off or mints backup codes.
  * - Refresh: a reused token revokes its whole session, with the access tokens it issued, and
- *   is recorded as `auth.token_reused`; a timed-out session is ended likewise (section 3).
+ *   is recorded as `auth.token_reused`; a timed-out session is ended likewise ("Sessions").
  * - Admin operations: ZERO_TRUST_MODE=monitor, the default, records every evaluation as
- *   `access.evaluated` (sections 1 and 6), made before the handler may refuse.
+ *   `access.evaluated` ("Zero-trust access check"), made before the handler may refuse.
  */
 interface PermittedWrites {
   auditEvents: string[]
@@ -564,7 +564,7 @@ async function snapshot (app: FastifyInstance, tables: string[], since: Date): P
 }
 
 /**
- * Fails unless every change between the snapshots is one the contract has a refusal write
+ * Fails unless every change between the snapshots is one docs/api.md has a refusal write
  * (`after` taken since the request was sent).
  */
 function assertRefusalWroteNothing (operationKey: string, before: Snapshot, after: Snapshot, label: string): void {
@@ -586,7 +586,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 /** The checkout's own directory, installed packages, module URLs and source positions. */
 const INTERNAL_PATH = new RegExp(`${escapeRegExp(dirname(import.meta.dirname))}|/node_modules/|file://|\\.[jt]s:\\d+`)
 
-/** Fails unless the response keeps the contract's promises. */
+/** Fails unless the response keeps the rules of docs/api.md. */
 function assertResponse (operation: Operation, sent: ReturnType<typeof toInjectOptions>, response: LightMyRequestResponse, label: string, fixtures: Fixtures, providerBase: string): void {
   const status = response.statusCode
   assert.ok(status < 500, `${label}: a server error`)

@@ -15,14 +15,14 @@ export interface TestContext {
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters'
 
-/** Spec 5.8's headers, exactly, on every response (CONTRACT: errors, 404s, 429s, preflights). */
+/** The security headers, exactly, on every response, errors, 404s, 429s and preflights included (docs/api.md, "Security headers"). */
 export const SECURITY_HEADERS = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'x-xss-protection': '1; mode=block',
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
   'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:",
-  // Not a spec 5.8 header: tokens and personal data must not be cached.
+  // Added to the set: tokens and personal data must not be cached.
   'cache-control': 'no-store'
 }
 

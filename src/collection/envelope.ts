@@ -10,7 +10,7 @@ function project<Row extends { id: string }> (row: Row, fields: string[] | null)
   return projected as Partial<Row> & { id: string }
 }
 
-/** Spec 2.3 / 2.4: the collection envelope for a page of rows. */
+/** The collection envelope for a page of rows (docs/api.md, "Collections"). */
 export function collectionEnvelope<Row extends { id: string }> (result: CollectionResult<Row>, fields: string[] | null) {
   const data = result.items.map((row) => project(row, fields))
   if (result.kind === 'cursor') return { data, meta: { nextCursor: result.nextCursor, hasMore: result.hasMore } }

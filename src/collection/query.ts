@@ -34,7 +34,7 @@ export function queryFingerprint (request: Pick<CollectionRequest, 'sort' | 'sea
     .slice(0, 22)
 }
 
-/** Spec section 8: the page size when none is given. */
+/** The page size when none is given (docs/api.md, "Collections"). */
 export const DEFAULT_LIMIT = 20
 
 export interface CollectionQueryInput {
@@ -93,8 +93,8 @@ function parseInstant (value: string | undefined, issues: ValidationIssue[]): st
 }
 
 /**
- * Spec 4.3 / CONTRACT section 7: validates the parameters against the resource's
- * allow-lists and resolves the cursor. Throws a 400 VALIDATION_FAILED listing every problem.
+ * Validates the parameters against the resource's allow-lists (docs/api.md, "Collections")
+ * and resolves the cursor. Throws a 400 VALIDATION_FAILED listing every problem.
  */
 export function parseCollectionQuery (
   query: CollectionQueryInput,

@@ -3,7 +3,7 @@ import type { OAuthProviderConfig } from '../config.js'
 import { Errors } from '../errors.js'
 import { type OAuthProvider, type OAuthProfile, type ProviderGet, usableProfile } from './providers.js'
 
-/** CONTRACT section 5: provider calls that take longer fail (502), never hang a request. */
+/** Provider calls that take longer fail (502), never hang a request (docs/api.md, "Callback"). */
 export const PROVIDER_TIMEOUT_MS = 5000
 const USER_AGENT = 'users-api'
 /**
@@ -65,7 +65,7 @@ export function providerGet (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderGet {
   }, timeoutMs)
 }
 
-/** Spec 5.6's code exchange: a form POST with the PKCE verifier; answers the access token. */
+/** The code exchange (docs/api.md, "Callback"): a form POST with the PKCE verifier; answers the access token. */
 export async function exchangeCode (
   provider: OAuthProvider,
   config: OAuthProviderConfig,

@@ -15,8 +15,9 @@ export interface OAuthProfile {
 export type ProviderGet = (url: string, accessToken: string) => Promise<unknown>
 
 /**
- * What differs between providers (spec 5.6): extra authorization parameters, the token
- * request's Accept header, and how the profile is read. Adding a provider is one entry.
+ * What differs between providers (docs/api.md, "OAuth sign-in"): extra authorization
+ * parameters, the token request's Accept header, and how the profile is read. Adding a
+ * provider is one entry.
  */
 export interface OAuthProvider {
   key: OAuthProviderKey

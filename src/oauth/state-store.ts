@@ -4,7 +4,7 @@ import type { Db } from '../store/types.js'
 
 export interface PendingAuthorization { provider: string, codeVerifier: string }
 
-/** OAuth state: single use, expiring, server-side (CONTRACT section 5). Keyed by a hash of the state. */
+/** OAuth state: single use, expiring, server-side (docs/api.md, "Authorize"). Keyed by a hash of the state. */
 export interface OAuthStateStore {
   put: (state: string, pending: PendingAuthorization, ttlMs: number) => Promise<void>
   /** The pending authorization, removed as it is read; null when unknown, used or expired. */

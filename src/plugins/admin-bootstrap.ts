@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { ensureSuperAdmin } from '../services/accounts.js'
 
-/** Start-up: the ADMIN_EMAIL account exists and holds super_admin (CONTRACT section 1). */
+/** Start-up: the ADMIN_EMAIL account exists and holds super_admin (docs/operations.md, "The first administrator"). */
 export default fp(async (fastify) => {
   const { admin, passwordPolicy } = fastify.config
   if (admin === null) return

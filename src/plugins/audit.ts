@@ -20,9 +20,9 @@ const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
 
 /**
- * CONTRACT section 6's audit table: events are redacted, queued and written in batches,
- * flushed on close before the database is; entries past AUDIT_RETENTION_DAYS are purged
- * at start-up and hourly.
+ * The audit table (docs/api.md, "Audit log"): events are redacted, queued and written in
+ * batches, flushed on close before the database is; entries past AUDIT_RETENTION_DAYS are
+ * purged at start-up and hourly.
  */
 export default fp(async (fastify) => {
   const repository = fastify.repositories.auditLogs

@@ -9,18 +9,18 @@ import type { UserPrincipal } from '../store/users.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Reachable by a user who must enrol MFA but has not yet (CONTRACT section 4). */
+    /** Reachable by a user who must enrol MFA but has not yet (docs/api.md, "Required roles"). */
     allowWithoutMfa?: boolean
   }
   interface FastifyRequest {
     user: Caller | null
   }
   interface FastifyInstance {
-    /** onRequest hook: spec 5.1 bearer authentication. */
+    /** onRequest hook: bearer authentication (docs/api.md, "Bearer authentication"). */
     authenticate: AuthenticationHook
     /** onRequest hook for public routes that show more to a caller: authenticates when a token is sent. */
     authenticateIfPresent: AuthenticationHook
-    /** onRequest hook (after `authenticate`): spec 5.4 permission check. */
+    /** onRequest hook (after `authenticate`): the permission check (docs/api.md, "Roles and permissions"). */
     requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => AuthenticationHook
     /**
      * onRequest hook for `/:id` routes: the user `id` itself needs `selfPermission` (as the

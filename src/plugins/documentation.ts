@@ -24,9 +24,10 @@ const REDOC_PAGE = `<!doctype html>
 `
 
 /**
- * Spec 4.4 / section 9: the OpenAPI 3.1 document built from the route schemas (shared
- * schemas become `components.schemas`), Swagger UI at /api/docs, ReDoc at /api/redoc, the
- * document at /api/openapi.json. Registered before the routes, so it sees them all.
+ * The OpenAPI 3.1 document (docs/api.md, "Health and documentation"), built from the route
+ * schemas (shared schemas become `components.schemas`), Swagger UI at /api/docs, ReDoc at
+ * /api/redoc, the document at /api/openapi.json. Registered before the routes, so it sees
+ * them all.
  */
 export default fp(async (fastify) => {
   for (const schema of components()) fastify.addSchema(schema)
@@ -45,7 +46,7 @@ export default fp(async (fastify) => {
       },
       tags: [
         { name: 'health', description: 'Probes' },
-        { name: 'users', description: 'Users (spec 4.1)' },
+        { name: 'users', description: 'Users' },
         { name: 'roles', description: 'Role administration' },
         { name: 'devices', description: 'Trusted devices' },
         { name: 'auth', description: 'Sign-in, tokens and sessions' },

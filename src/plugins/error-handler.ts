@@ -21,7 +21,7 @@ interface AjvIssue {
   params: Record<string, unknown>
 }
 
-/** Ajv's issues as CONTRACT details: the path names the offending property itself. */
+/** Ajv's issues as the error envelope's `details`: the path names the offending property itself. */
 function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
   return issues.map((issue) => {
     if (issue.keyword === 'required') {
@@ -44,7 +44,7 @@ function fromService (error: Error & { code: string, statusCode: number, details
   return { status: error.statusCode, envelope, headers }
 }
 
-/** Maps anything thrown during a request to the contract's status, code and message. */
+/** Maps anything thrown during a request to a status, code and message of the error table (docs/api.md, "Errors"). */
 export function toErrorReply (error: FastifyError): ErrorReply {
   if (isServiceError(error)) return fromService(error)
   if (error.validation !== undefined) {
@@ -77,14 +77,14 @@ export function toErrorReply (error: FastifyError): ErrorReply {
 /**
  * Fastify's `frameworkErrors`: a URL the router cannot take (broken percent-encoding, a path
  * parameter over the length limit) is answered before any hook runs, so without this it
- * would get Fastify's own body, without the contract's envelope or the security headers.
+ * would get Fastify's own body, without the error envelope or the security headers.
  */
 export function answerFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const { status, envelope, headers } = toErrorReply(error)
   void reply.code(status).headers({ ...SECURITY_HEADERS, ...headers }).send(envelope)
 }
 
-/** A request the HTTP parser refused, as an error of the contract's. */
+/** A request the HTTP parser refused, as one of the service's errors (docs/api.md, "Requests refused before routing"). */
 function clientErrorReply (error: Error & { code?: string }): ErrorReply {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
@@ -100,7 +100,7 @@ function clientErrorReply (error: Error & { code?: string }): ErrorReply {
  * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (headers over the size
  * limit, a malformed request line, one not received in time) never becomes a request, so
  * Fastify answers it on the socket itself, with its own body. The answer here is the
- * contract's envelope with the security headers; the connection is closed after it, since the
+ * error envelope with the security headers; the connection is closed after it, since the
  * parser cannot tell where the next request would begin.
  */
 export function answerClientError (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
@@ -116,7 +116,7 @@ export function answerClientError (this: FastifyInstance, error: Error & { code?
   socket.destroy(error)
 }
 
-/** The one error handler and the one not-found handler (spec section 7, CONTRACT section 2). */
+/** The one error handler and the one not-found handler (docs/api.md, "Errors"). */
 export default fp(async (fastify) => {
   /**
    * A write referring to a row deleted while the request ran (a user deleted during a request

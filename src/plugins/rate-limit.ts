@@ -20,8 +20,8 @@ const AUTH_PREFIX = '/api/v1/auth/'
 interface Tier { max: number, group: string }
 
 /**
- * Spec section 8 / CONTRACT section 1: three tiers per client address (IPv6 by /64), each a
- * sliding window of RATE_LIMIT_WINDOW_MS: general (RATE_LIMIT_MAX), `/api/v1/auth/*`
+ * Rate limits (docs/api.md, "Rate limits"): three tiers per client address (IPv6 by /64),
+ * each a sliding window of RATE_LIMIT_WINDOW_MS: general (RATE_LIMIT_MAX), `/api/v1/auth/*`
  * (RATE_LIMIT_AUTH_MAX) and admin operations (RATE_LIMIT_ADMIN_MAX). The client address is
  * Fastify's `request.ip`, which honours X-Forwarded-For only from TRUST_PROXY's proxies.
  * Counters live in Redis when REDIS_URL is set. If Redis cannot answer, limits fail open

@@ -3,7 +3,7 @@ import { RevocationList } from '../security/revocation-list.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Spec 5.2's blacklist of access-token identifiers. */
+    /** The revocation list of access-token identifiers (docs/api.md, "Token revocation"). */
     revocations: {
       /** A memory lookup: no round trip on the request path. */
       isRevoked: (jti: string) => boolean

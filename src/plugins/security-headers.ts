@@ -2,9 +2,9 @@ import fp from 'fastify-plugin'
 import helmet, { type HelmetOptions } from 'helmet'
 
 /**
- * Spec 5.8's response headers, exactly, configured through helmet: its other headers are off
- * so that the set is the spec's, and `X-XSS-Protection`, which helmet only sends as `0`, is
- * set here.
+ * The security headers (docs/api.md, "Security headers"), exactly, configured through helmet:
+ * its other headers are off so that the set is fixed, and `X-XSS-Protection`, which helmet
+ * only sends as `0`, is set here.
  */
 const HELMET_OPTIONS: Readonly<HelmetOptions> = {
   contentSecurityPolicy: {

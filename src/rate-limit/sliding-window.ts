@@ -23,11 +23,11 @@ export type Clock = () => number
 interface HitLog { times: number[], head: number, reportedAt: number }
 
 /**
- * Spec section 8's sliding window, as a log of request times per key: entries older than the
- * window are discarded, so at most `max` requests are admitted in any window-long span. A
- * refused request is not logged: a client over the limit regains one slot as each old entry
- * slides out, and a flood costs no memory beyond `max` entries per key (and when its last
- * refusal was reported; a key is kept until a window after that).
+ * The rate limits' sliding window (docs/api.md, "Rate limits"), as a log of request times per
+ * key: entries older than the window are discarded, so at most `max` requests are admitted in
+ * any window-long span. A refused request is not logged: a client over the limit regains one
+ * slot as each old entry slides out, and a flood costs no memory beyond `max` entries per key
+ * (and when its last refusal was reported; a key is kept until a window after that).
  */
 export class SlidingWindowMemoryStore implements RateLimitStore {
   readonly #logs = new Map<string, HitLog>()

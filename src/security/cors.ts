@@ -1,7 +1,7 @@
 /**
- * Spec 5.8 / CONTRACT section 1: cross-origin access from CORS_ORIGINS only (every origin
- * when unset). Bearer tokens, not cookies: no credentials. The header sets are built once;
- * a request without Origin (not cross-origin: servers, curl, load balancers) needs only
+ * Cross-origin access from CORS_ORIGINS only, every origin when unset (docs/api.md, "CORS").
+ * Bearer tokens, not cookies: no credentials. The header sets are built once; a request
+ * without Origin (not cross-origin: servers, curl, load balancers) needs only
  * `Vary: Origin`, so that a cache never serves it to a browser for another origin.
  */
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE'

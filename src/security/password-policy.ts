@@ -1,8 +1,8 @@
 export type PasswordPolicy = 'basic' | 'strong'
 
 /**
- * CONTRACT section 1 PASSWORD_POLICY. `basic` is spec 4.1's 8–128 length rule, which the
- * request schema already enforces; `strong` adds spec 5.3's targets. Returns the unmet rules.
+ * PASSWORD_POLICY (docs/api.md, "Passwords"). `basic` is the 8–128 length rule, which the
+ * request schema already enforces; `strong` adds the rules below. Returns the unmet rules.
  */
 export function passwordPolicyProblems (password: string, policy: PasswordPolicy): string[] {
   if (policy === 'basic') return []

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { ConcurrencyLimiter } from './concurrency-limiter.js'
 import { pbkdf2Sha256 } from './hash-pool.js'
 
-/** Spec 5.3: the floor of the hashing cost; stored hashes carry their own round count. */
+/** The floor of the hashing cost (docs/api.md, "Passwords"); stored hashes carry their own round count. */
 export const PBKDF2_ROUNDS = 120_000
 const ALGORITHM = 'pbkdf2-sha256'
 const SALT_BYTES = 16

@@ -1,8 +1,9 @@
 import type { Permission, Role } from '../../schemas/rbac.js'
 
 /**
- * Spec 2.9's role table. Each permission is held either on any resource or, for `user`'s
- * write/delete family, on the holder's own resources only (CONTRACT departure 2).
+ * The role table (docs/api.md, "Roles and permissions"). Each permission is held either on
+ * any resource or, for `user`'s write/delete family, on the holder's own resources only
+ * (docs/api.md, "Deliberate departures", item 2).
  */
 interface Grant { any: readonly Permission[], own: readonly Permission[] }
 
@@ -17,12 +18,12 @@ const GRANTS: Record<Role, Grant> = {
   super_admin: { any: ['admin'], own: [] }
 }
 
-/** Spec section 3 rule 3: no assigned role means `anonymous`. */
+/** No assigned role means `anonymous`. */
 export function effectiveRoles (roles: readonly Role[]): readonly Role[] {
   return roles.length === 0 ? ['anonymous'] : roles
 }
 
-/** Spec 5.4 rule 1: the union of the role sets (own-scoped permissions included). */
+/** Several roles hold the union of their sets (own-scoped permissions included). */
 export function permissionsOf (roles: readonly Role[]): Permission[] {
   const permissions = new Set<Permission>()
   for (const role of effectiveRoles(roles)) {
@@ -31,15 +32,16 @@ export function permissionsOf (roles: readonly Role[]): Permission[] {
   return [...permissions]
 }
 
-/** Permissions that spec 5.4 rule 3 grants to a resource's owner. */
+/** Permissions the owner of a resource holds on it, whatever its roles. */
 const OWNER_PERMISSIONS: ReadonlySet<Permission> = new Set(['read', 'write', 'delete'])
 
 export interface Principal { id: string, roles: readonly Role[] }
 
 /**
- * Spec 5.4: `admin` passes everything; the owner of a resource may read, write and delete
- * it; otherwise the permission must be held. An own-scoped grant counts only when there is
- * no resource (creating) or the caller owns it.
+ * The permission check (docs/api.md, "Roles and permissions"): `admin` passes everything;
+ * the owner of a resource may read, write and delete it; otherwise the permission must be
+ * held. An own-scoped grant counts only when there is no resource (creating) or the caller
+ * owns it.
  */
 export function hasPermission (principal: Principal, permission: Permission, ownerId?: string): boolean {
   const isOwner = ownerId !== undefined && ownerId === principal.id
@@ -53,8 +55,8 @@ export function hasPermission (principal: Principal, permission: Permission, own
 }
 
 /**
- * The first permission `roles` carry that `principal` lacks, or null. CONTRACT section 6: a
- * role may be granted (or taken away) only by someone holding every permission it carries.
+ * The first permission `roles` carry that `principal` lacks, or null. A role may be granted
+ * (or taken away) only by someone holding every permission it carries.
  * The same holds for changing or deleting another account: one who may not grant its roles
  * may not reset its password either (an admin who could would sign in as a super_admin and
  * grant themselves super_admin).

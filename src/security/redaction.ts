@@ -1,6 +1,6 @@
 /**
- * CONTRACT section 6 redaction: any key containing one of these words, in any case and at
- * any depth (arrays included), has its value replaced. Used for audit entries and logs.
+ * Redaction (docs/api.md, "Redaction"): any key containing one of these words, in any case
+ * and at any depth (arrays included), has its value replaced. Used for audit entries and logs.
  */
 const SENSITIVE_KEY = /password|token|secret|key|authorization|cookie/i
 export const REDACTED = '[REDACTED]'

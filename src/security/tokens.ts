@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createSigner, createVerifier, TokenError } from 'fast-jwt'
 
-/** Spec 5.2. */
+/** Token lifetimes (docs/api.md, "Tokens"). */
 export const ACCESS_TOKEN_TTL_S = 15 * 60
 export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60
 
-/** CONTRACT section 4: the MFA challenge token lives 5 minutes. */
+/** The MFA challenge token lives 5 minutes (docs/api.md, "MFA at sign-in"). */
 export const MFA_TOKEN_TTL_S = 5 * 60
 
 /** Verified tokens remembered at most (oldest dropped first). */
@@ -45,7 +45,7 @@ export interface MfaClaims {
 
 export interface IssuedAccessToken { token: string, jti: string, expiresAt: Date }
 
-/** Spec 2.8: the record kept for an issued refresh token. */
+/** The record kept for an issued refresh token (docs/api.md, "Sessions"). */
 export interface IssuedRefreshToken { token: string, jti: string, expires_at: Date, token_hash: string }
 
 export type TokenFailure = 'expired' | 'invalid' | 'type'
@@ -56,7 +56,7 @@ const FAILURE_MESSAGES: Record<TokenFailure, string> = {
   type: 'Invalid token type'
 }
 
-/** Spec 5.2's verification failures; the HTTP layer maps them to CONTRACT codes. */
+/** Token verification failures; the HTTP layer maps them to error codes (docs/api.md, "Bearer authentication"). */
 export class TokenVerificationError extends Error {
   constructor (readonly reason: TokenFailure) {
     super(FAILURE_MESSAGES[reason])
@@ -64,12 +64,12 @@ export class TokenVerificationError extends Error {
   }
 }
 
-/** Random URL-safe identifier (spec 2.7: 16 bytes for access, 2.8: 32 for refresh). */
+/** Random URL-safe identifier (16 bytes for an access token's `jti`, 32 for a refresh token's). */
 export function randomId (bytes: number): string {
   return randomBytes(bytes).toString('base64url')
 }
 
-/** CONTRACT departure 3: refresh tokens are stored as unsalted SHA-256, so they can be looked up. */
+/** Refresh tokens are stored as unsalted SHA-256, so they can be looked up (docs/api.md, "Deliberate departures", item 3). */
 export function hashToken (token: string): string {
   return createHash('sha256').update(token).digest('hex')
 }
@@ -103,7 +103,8 @@ export class TokenService {
   }
 
   /**
-   * Spec 2.7: caller-supplied data claims plus the reserved ones, which data cannot override.
+   * Caller-supplied data claims plus the reserved ones (docs/api.md, "Tokens"), which data
+   * cannot override.
    * `issuedAtMs`: the instant the caller records the token under (a session's), when not now.
    */
   issueAccessToken (data: { sub: string, roles: string[] } & Record<string, unknown>, ttlSeconds = ACCESS_TOKEN_TTL_S, issuedAtMs = this.#now()): IssuedAccessToken {
@@ -113,7 +114,7 @@ export class TokenService {
     return { token, jti, expiresAt: new Date((iat + ttlSeconds) * 1000) }
   }
 
-  /** Spec 2.8. */
+  /** A refresh token and the record kept for it (docs/api.md, "Tokens"). */
   issueRefreshToken (sub: string, device: Record<string, unknown> = {}, issuedAtMs = this.#now()): IssuedRefreshToken {
     const iat = Math.floor(issuedAtMs / 1000)
     const jti = randomId(32)
@@ -122,7 +123,7 @@ export class TokenService {
     return { token, jti, expires_at: new Date(exp * 1000), token_hash: hashToken(token) }
   }
 
-  /** CONTRACT section 4: the challenge answered by `/auth/mfa/verify`, single use. */
+  /** The challenge answered by `/auth/mfa/verify`, single use (docs/api.md, "MFA at sign-in"). */
   issueMfaToken (sub: string, device: Record<string, unknown> = {}): IssuedAccessToken {
     const iat = Math.floor(this.#now() / 1000)
     const jti = randomId(16)

@@ -1,7 +1,7 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto'
 import { generateSecret, generateURI, verifySync } from 'otplib'
 
-/** CONTRACT section 4: SHA-1, 6 digits, 30-second steps, ±1 step. */
+/** SHA-1, 6 digits, 30-second steps, ±1 step (docs/api.md, "TOTP"). */
 export const TOTP_PERIOD_S = 30
 const TOLERANCE_S = TOTP_PERIOD_S
 export const BACKUP_CODE_COUNT = 10
@@ -35,7 +35,7 @@ export function verifyTotp (secret: string, code: string, nowMs: number, afterSt
   return result.valid && 'epoch' in result ? Math.floor(result.epoch / TOTP_PERIOD_S) : null
 }
 
-/** Spec 2.10: 6 decimal digits, zero-padded, from a CSPRNG. */
+/** 6 decimal digits, zero-padded, from a CSPRNG (docs/api.md, "Backup codes"). */
 export function newBackupCodes (count = BACKUP_CODE_COUNT): string[] {
   return Array.from({ length: count }, () => String(randomInt(0, 1_000_000)).padStart(6, '0'))
 }

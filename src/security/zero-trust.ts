@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 
-/** Spec 2.11: the input of an access check. */
+/** The input of an access check (docs/api.md, "Zero-trust access check"). */
 export interface AccessRequest {
   device_id?: string
   user_agent?: string
@@ -20,7 +20,7 @@ export interface AccessDecision {
   factors: [RiskFactor, RiskFactor, RiskFactor, RiskFactor]
 }
 
-/** Spec section 8: allowed only below this score (and with every factor trusted). */
+/** Allowed only below this score (and with every factor trusted). */
 export const ALLOW_BELOW = 50
 
 function subnets (cidrs: readonly string[]): BlockList {
@@ -33,7 +33,7 @@ function subnets (cidrs: readonly string[]): BlockList {
   return list
 }
 
-/** CONTRACT section 6: RFC 1918, IPv6 unique-local, loopback and link-local. */
+/** Private addresses: RFC 1918, IPv6 unique-local, loopback and link-local. */
 const PRIVATE = subnets([
   '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16',
   '127.0.0.0/8', '169.254.0.0/16',
@@ -92,7 +92,7 @@ function parseTimestamp (text: string): Date {
   return new Date(text.replace(/:60(?=(\.\d+)?(Z|[+-]\d\d:\d\d)$)/i, ':59'))
 }
 
-/** Spec 5.10: each factor by its table, in order; the score is their sum. */
+/** Each factor by its table (docs/api.md, "Zero-trust access check"), in order; the score is their sum. */
 export function evaluateAccess (request: AccessRequest, context: ZeroTrustContext, now = new Date()): AccessDecision {
   const timestamp = request.timestamp === undefined ? now : parseTimestamp(request.timestamp)
   const factors: AccessDecision['factors'] = [

@@ -15,7 +15,7 @@ export interface AccessServiceDependencies {
   audit: AuditTrail
 }
 
-/** Zero trust (docs/api.md, "Zero trust"): the pure evaluator fed with the user's trusted devices and the anomaly detector. */
+/** Zero trust (docs/api.md, "Zero-trust access check"): the pure evaluator fed with the user's trusted devices and the anomaly detector. */
 export class AccessService {
   constructor (private readonly deps: AccessServiceDependencies) {}
 

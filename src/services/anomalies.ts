@@ -1,7 +1,7 @@
 import type { SessionsRepository } from '../store/sessions.js'
 import type { SignInFailuresRepository } from '../store/sign-in-failures.js'
 
-/** Spec 5.10's anomaly detector: how many anomalies a user shows now. Replaceable. */
+/** The access check's anomaly detector: how many anomalies a user shows now. Replaceable. */
 export interface AnomalyDetector {
   count: (userId: string, now: Date) => Promise<number>
 }
@@ -10,8 +10,9 @@ const MINUTE = 60 * 1000
 const DAY = 24 * 60 * MINUTE
 
 /**
- * CONTRACT section 6's default: one anomaly each for 3 or more failed sign-ins in the last
- * 15 minutes, a refresh-token reuse in the last 24 hours, and a lockout in the last 24 hours.
+ * The default (docs/api.md, "Zero-trust access check"): one anomaly each for 3 or more failed
+ * sign-ins in the last 15 minutes, a refresh-token reuse in the last 24 hours, and a lockout in
+ * the last 24 hours.
  */
 export class RecentSecurityEventsDetector implements AnomalyDetector {
   constructor (private readonly failures: SignInFailuresRepository, private readonly sessions: SessionsRepository) {}

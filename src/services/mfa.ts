@@ -18,9 +18,10 @@ export interface MfaServiceOptions {
 }
 
 /**
- * TOTP enrolment, backup codes and code checks (CONTRACT section 4). TOTP secrets are
- * stored sealed with AES-256-GCM; backup codes as keyed hashes; each accepted TOTP step is
- * recorded so a code (the enabling one included) and older ones are refused afterwards.
+ * TOTP enrolment, backup codes and code checks (docs/api.md, "Multi-factor authentication").
+ * TOTP secrets are stored sealed with AES-256-GCM; backup codes as keyed hashes; each accepted
+ * TOTP step is recorded so a code (the enabling one included) and older ones are refused
+ * afterwards.
  */
 export class MfaService {
   readonly #mfa: MfaRepository

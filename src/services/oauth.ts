@@ -8,7 +8,7 @@ import { exchangeCode, fetchProfile, pkcePair, PROVIDER_TIMEOUT_MS } from '../oa
 import { isUserEmail, type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from '../oauth/providers.js'
 import type { OAuthStateStore } from '../oauth/state-store.js'
 
-/** CONTRACT section 5: state is single use and expires after 10 minutes. */
+/** State is single use and expires after 10 minutes (docs/api.md, "Authorize"). */
 export const STATE_TTL_MS = 10 * 60 * 1000
 
 export interface OAuthServiceOptions {
@@ -29,7 +29,7 @@ function displayName (profile: OAuthProfile, email: string): string {
   return [...name].slice(0, 100).join('')
 }
 
-/** Sign-in through external providers with state and PKCE (spec 5.6). */
+/** Sign-in through external providers with state and PKCE (docs/api.md, "OAuth sign-in"). */
 export class OAuthService {
   constructor (private readonly options: OAuthServiceOptions) {}
 

@@ -18,7 +18,7 @@ export interface SessionServiceDependencies {
   now?: () => number
 }
 
-/** The answer to a refresh token of an ended session: reuse says so (CONTRACT section 2), anything else is just invalid. */
+/** The answer to a refresh token of an ended session: reuse says so (docs/api.md, "Sessions"), anything else is just invalid. */
 function endedSessionError (token: PresentedRefreshToken): Error {
   return token.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
 }
@@ -38,7 +38,7 @@ function tokenPair (accessToken: string, refreshToken: string): TokenPair {
   }
 }
 
-/** Sign-in sessions (CONTRACT section 3): opening, rotating, timing out, ending. */
+/** Sign-in sessions (docs/api.md, "Sessions"): opening, rotating, timing out, ending. */
 export class SessionService {
   readonly #deps: SessionServiceDependencies
   readonly #now: () => number

@@ -158,7 +158,7 @@ function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
   return pool
 }
 
-/** Chooses the driver from the URL's scheme (CONTRACT section 1). */
+/** Chooses the driver from the URL's scheme (docs/operations.md, "PostgreSQL and Redis"). */
 export function openDatabase (config: DatabaseConfig, onError: (error: Error) => void = () => {}): Database {
   if (config.dialect === 'sqlite') {
     const sqlite = openSqlite(config.path)

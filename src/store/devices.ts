@@ -8,7 +8,7 @@ import type { ReadRows } from './prepared.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 import { holdUserRow } from './users.js'
 
-/** Spec 5.10 device policy: at most this many trusted devices per user. */
+/** At most this many trusted devices per user (docs/api.md, "Trusted devices"). */
 export const MAX_DEVICES_PER_USER = 5
 
 export type Device = Omit<TrustedDevicesTable, 'user_id'>

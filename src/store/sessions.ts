@@ -27,7 +27,7 @@ export interface PresentedRefreshToken {
   sessionRevokedReason: string | null
 }
 
-/** The instants before which a session counts as ended (CONTRACT section 3 timeouts). */
+/** The instants before which a session counts as ended (docs/api.md, "Sessions"). */
 export interface LivenessCutoffs {
   /** Sessions last used before this have passed the idle timeout. */
   idleBefore: string

@@ -17,7 +17,7 @@ export interface FailureTimes {
   lockUntil: string
 }
 
-/** Failed sign-ins and the lockouts they caused (CONTRACT section 3 brute-force rule). */
+/** Failed sign-ins and the lockouts they caused (docs/api.md, "Brute-force lockout"). */
 export class SignInFailuresRepository {
   /** Every password and code check reads the lock, twice (SignInGuard): prepared. */
   readonly #selectLockedUntil

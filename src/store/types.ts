@@ -74,7 +74,7 @@ export interface UserRolesTable {
 
 export interface RefreshTokensTable {
   jti: string
-  /** A session is one refresh-token family (CONTRACT section 3). */
+  /** A session is one refresh-token family (docs/api.md, "Sessions"). */
   session_id: string
   user_id: string
   token_hash: string
@@ -98,7 +98,7 @@ export interface SessionsTable {
   revoked_reason: string | null
 }
 
-/** Access-token identifiers refused until they expire (spec 5.2's blacklist). */
+/** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */
 export interface RevokedTokensTable {
   jti: string
   expires_at: string

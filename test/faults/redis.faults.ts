@@ -8,7 +8,7 @@ import { byStatus, type Exchange, json, Load, readinessAnswer, registrations, se
 /** Redis calls never wait (no offline queue, 1 s command timeout): nothing may take longer than this. */
 const ANSWER_WITHIN_MS = 2000
 const RECOVERY_WITHIN_MS = 10_000
-/** CONTRACT section 3: a revoked token is refused by every instance within this. */
+/** A revoked token is refused by every instance within this (docs/api.md, "Token revocation"). */
 const REVOKED_EVERYWHERE_WITHIN_MS = 1000
 const GENERAL_LIMIT = 1_000_000
 const CHANNEL = 'users-api:revocations'

@@ -5,7 +5,7 @@ import { TEST_SECRET, backends, build, claimsOf, createAccount, withToken } from
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {
-    t.test('login answers the token pair of CONTRACT section 3', async (t) => {
+    t.test('login answers the token pair', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)
       const response = await app.inject({
@@ -69,7 +69,7 @@ for (const backend of backends()) {
       t.same(me.permissions, ['read'])
     })
 
-    t.test('bearer authentication failures (spec 5.1, CONTRACT section 2)', async (t) => {
+    t.test('bearer authentication failures and their error codes', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)
       const me = (authorization?: string) => app.inject({

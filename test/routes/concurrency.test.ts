@@ -124,8 +124,9 @@ for (const backend of backends()) {
     })
 
     t.test('parallel refreshes of one refresh token: one pair, the others TOKEN_REUSED, the session lives on', async (t) => {
-      // README: a request racing the one that spends the token is refused, but a race never
-      // ends the session. Several rounds, since the interleaving differs from one to the next.
+      // A request racing the one that spends the token is refused, but a race never ends the
+      // session (docs/api.md, "Sessions"). Several rounds, since the interleaving differs from
+      // one to the next.
       const account = await createAccount(app)
       for (let round = 1; round <= 8; round++) {
         const instance = apps[round % 2] as FastifyInstance
@@ -317,7 +318,7 @@ for (const backend of backends()) {
         'the user has rows in every other table')
 
       const deletes = await together(apps, Array.from({ length: 6 }, () => withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}` })))
-      t.same(statuses(deletes), Array(6).fill(204), 'CONTRACT section 7: repeating a delete answers 204')
+      t.same(statuses(deletes), Array(6).fill(204), 'repeating a delete answers 204')
       t.ok(deletes.every((response) => response.body === ''), 'with no body')
       t.same(await leftovers(apps[1], victim.id, [post.id]), NOTHING_LEFT, 'nothing of the user is left')
       t.equal((await apps[1].inject(withToken(admin.token, { method: 'GET', url: `/api/v1/users/${victim.id}` }))).statusCode, 404)

@@ -37,7 +37,7 @@ const userCount = async (app: FastifyInstance) => Number((await app.database.db.
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {
-    t.test('authorize: spec 5.6 parameters, state and PKCE S256; Google adds offline consent', async (t) => {
+    t.test('authorize: code flow parameters, state and PKCE S256; Google adds offline consent', async (t) => {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })
       const response = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/Google/authorize' })

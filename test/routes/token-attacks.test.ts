@@ -77,7 +77,7 @@ const tallies = new Map<string, Tally>()
 
 /**
  * One attack (a request, or the same credential on several routes): each response must be
- * the contract's refusal, exactly, with nothing else in the body.
+ * the documented refusal, exactly, with nothing else in the body.
  */
 function refused (
   t: Test,
@@ -211,7 +211,7 @@ for (const backend of backends()) {
         { name: 'exp 1e20 (past year 275760), signed', headers: bearer(jwt(HS256, accessClaims(attacker.id, { exp: 1e20 }), hmac(TEST_SECRET))), code: 'INVALID_TOKEN' },
         { name: 'exp 1e400 (Infinity), signed', headers: bearer(jwt(HS256, `{"sub":${JSON.stringify(attacker.id)},"roles":[],"type":"access","jti":"j","iat":${now},"exp":1e400}`, hmac(TEST_SECRET))), code: 'INVALID_TOKEN' },
         { name: 'control characters and NUL bytes', headers: bearer(`${validHeader}\u0000.${validPayload}.${validSignature}`), code: 'INVALID_TOKEN' },
-        // The scheme (spec 5.1: the header must start with `Bearer `).
+        // The scheme: the header must start with exactly `Bearer `.
         { name: 'scheme in lower case', headers: { authorization: `bearer ${valid}` }, code: 'MISSING_TOKEN' },
         { name: 'scheme in upper case', headers: { authorization: `BEARER ${valid}` }, code: 'MISSING_TOKEN' },
         { name: 'Basic credentials', headers: { authorization: `Basic ${Buffer.from(`${attacker.email}:${attacker.password}`).toString('base64')}` }, code: 'MISSING_TOKEN' },

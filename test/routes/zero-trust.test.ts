@@ -12,7 +12,7 @@ function addDevice (app: FastifyInstance, caller: Account, userId: string, devic
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {
-    t.test('access-check answers spec 2.11 with the user\'s devices and anomalies', async (t) => {
+    t.test('access-check answers with the user\'s devices and anomalies', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const user = await createAccount(app)
       const noon = '2026-11-22T12:00:00Z'

@@ -4,7 +4,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { HealthSchema, ReadinessSchema } from '../../../schemas/health.js'
 import { Errors } from '../../errors.js'
 
-/** CONTRACT section 8: liveness and readiness (not versioned, never rate limited). */
+/** Liveness and readiness, not versioned, never rate limited (docs/api.md, "Health and documentation"). */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     config: { rateLimit: false },

@@ -3,7 +3,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { AccessCheckBodySchema, AccessDecisionResponseSchema } from '../../../schemas/security.js'
 import { BEARER } from '../../../schemas/common.js'
 
-/** The zero-trust access check (docs/api.md, "Zero trust"). */
+/** The zero-trust access check (docs/api.md, "Zero-trust access check"). */
 const security: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/access-check', {
     onRequest: [fastify.authenticate],
