@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { Permission, Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
 import { hasPermission } from '../security/permissions.js'
-import { type AccessClaims, TokenVerificationError } from '../security/tokens.js'
+import { TokenVerificationError } from '../security/tokens.js'
 import { canonicalUuid } from '../store/ids.js'
 import type { UserPrincipal } from '../store/users.js'
 
@@ -20,7 +20,7 @@ export interface AuthenticatedUser {
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
-    /** Declared by @fastify/jwt as well: the caller, not the token's claims. */
+    /** @fastify/jwt declares `request.user` too: here it is the caller, not a token's claims. */
     user: AuthenticatedUser | null
   }
 }
@@ -72,18 +72,27 @@ export function tokenFailure (error: unknown): Error {
   return error instanceof TokenVerificationError && error.reason === 'expired' ? new Errors.TOKEN_EXPIRED() : new Errors.INVALID_TOKEN()
 }
 
-/** @fastify/jwt's refusals (its own codes, 400 for some shapes) as the service's. */
-function pluginFailure (error: unknown): Error {
-  return (error as { code?: unknown }).code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? new Errors.TOKEN_EXPIRED() : new Errors.INVALID_TOKEN()
-}
-
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
   const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
   fastify.decorateRequest('user', null)
 
+  /** The bearer token's claims: verified, unexpired and not revoked. */
+  function verifiedClaims (request: FastifyRequest) {
+    const header = request.headers.authorization
+    if (header === undefined || !header.startsWith(BEARER)) throw new Errors.MISSING_TOKEN()
+    let claims
+    try {
+      claims = tokens.verify(header.slice(BEARER.length).trim(), 'access')
+    } catch (error) {
+      throw tokenFailure(error)
+    }
+    if (revocations.isRevoked(claims.jti)) throw new Errors.INVALID_TOKEN()
+    return claims
+  }
+
   /** Sets `request.user`, or gives the error that refuses the request. */
-  function admit (request: FastifyRequest, claims: AccessClaims, principal: UserPrincipal | undefined): Error | undefined {
+  function admit (request: FastifyRequest, claims: ReturnType<typeof verifiedClaims>, principal: UserPrincipal | undefined): Error | undefined {
     // A deleted user's tokens stop working with the account.
     if (principal === undefined) return new Errors.INVALID_TOKEN()
     if (!principal.mfaEnabled && request.routeOptions.config.allowWithoutMfa !== true &&
@@ -94,31 +103,17 @@ export default fp(async (fastify) => {
     return undefined
   }
 
-  /** The verified token's claims, unexpired and not revoked, to the principal they name. */
-  function verified (request: FastifyRequest, payload: unknown, done: HookHandlerDoneFunction): void {
+  function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
     let claims
     try {
-      claims = tokens.accept(payload, 'access')
+      claims = verifiedClaims(request)
     } catch (error) {
-      done(tokenFailure(error))
-      return
-    }
-    if (revocations.isRevoked(claims.jti)) {
-      done(new Errors.INVALID_TOKEN())
+      done(error as Error)
       return
     }
     const principal = repositories.users.cachedPrincipal(claims.sub)
     if (principal instanceof Promise) principal.then((found) => { done(admit(request, claims, found)) }, done)
     else done(admit(request, claims, principal))
-  }
-
-  function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
-    const header = request.headers.authorization
-    if (header === undefined || !header.startsWith(BEARER)) {
-      done(new Errors.MISSING_TOKEN())
-      return
-    }
-    request.jwtVerify().then((payload) => { verified(request, payload, done) }, (error: unknown) => { done(pluginFailure(error)) })
   }
   fastify.decorate('authenticate', authenticate)
 

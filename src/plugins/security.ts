@@ -27,13 +27,10 @@ export default fp(async (fastify) => {
   await fastify.register(fastifyJwt, {
     secret: fastify.config.jwtSecret,
     sign: JWT_SIGN_OPTIONS,
-    verify: {
-      ...JWT_VERIFY_OPTIONS,
-      // The guards admit only the exact `Bearer ` scheme before they ask for a verification.
-      extractToken: (request) => request.headers.authorization?.slice('Bearer '.length).trim()
-    },
-    // `request.user` is the caller as the store knows them (plugins/authentication.ts).
-    decoratorName: 'tokenClaims'
+    verify: JWT_VERIFY_OPTIONS,
+    // The plugin gives requests a slot for a verified payload (request.jwtVerify, which the
+    // guards do not use: see TokenService); `request.user` is the caller (plugins/authentication.ts).
+    decoratorName: 'jwtPayload'
   })
   fastify.decorate('tokens', new TokenService({ jwt: fastify.jwt }))
 }, { name: 'security' })

@@ -18,6 +18,9 @@ export type MfaClaims = Static<typeof MfaClaimsSchema>
 export type TokenClaims = Static<typeof TokenClaimsSchema>
 export type TokenType = TokenClaims['type']
 
+/** Verified tokens remembered at most (oldest dropped first). */
+const VERIFIED_CACHE_SIZE = 10_000
+
 /** Each type's claims, checked by code TypeBox compiles once. */
 const CLAIMS_CHECKS = {
   access: TypeCompiler.Compile(AccessClaimsSchema),
@@ -81,9 +84,17 @@ export type TokenServiceOptions = {
   { secret: string }
 )
 
-/** Issues the service's JWTs and holds verified ones to their type's claims. */
+/** Issues the service's JWTs, and verifies them and holds them to their type's claims. */
 export class TokenService {
   readonly #jwt: Jwt
+  /**
+   * Tokens already verified, by their exact text, until they expire: a client repeats its
+   * token on every request, and verifying it each time (through @fastify/jwt, request.jwtVerify
+   * or fastify.jwt.verify alike) took the authenticated user read from about 42 to 73 µs of
+   * CPU, 0.55-0.57 of its throughput (`npm run bench:ab`). fast-jwt's own cache keys by a
+   * SHA-256 of the text: a hash per request. Revocation is checked apart, on every request.
+   */
+  readonly #verified = new Map<string, TokenClaims>()
   readonly #now: () => number
 
   constructor (options: TokenServiceOptions) {
@@ -125,6 +136,17 @@ export class TokenService {
   verify (token: string, expectedType: 'refresh'): RefreshClaims
   verify (token: string, expectedType: 'mfa'): MfaClaims
   verify (token: string, expectedType: TokenType = 'access'): TokenClaims {
+    const claims = this.#verified.get(token) ?? this.#verifyAfresh(token)
+    if (claims.exp * 1000 <= this.#now()) {
+      this.#verified.delete(token)
+      throw new TokenVerificationError('expired')
+    }
+    if (claims.type !== expectedType) throw new TokenVerificationError('type')
+    return claims
+  }
+
+  /** The token's claims, once its signature, algorithm and times are good and its claims are its type's. */
+  #verifyAfresh (token: string): TokenClaims {
     let payload
     try {
       payload = this.#jwt.verify(token)
@@ -132,17 +154,11 @@ export class TokenService {
       const expired = error instanceof TokenError && error.code === TokenError.codes.expired
       throw new TokenVerificationError(expired ? 'expired' : 'invalid')
     }
-    return this.accept(payload, expectedType)
-  }
-
-  accept (payload: unknown, expectedType: 'access'): AccessClaims
-  accept (payload: unknown, expectedType: TokenType): TokenClaims
-  /** The payload of a verified token as claims of `expectedType`, or the failure that refuses it. */
-  accept (payload: unknown, expectedType: TokenType): TokenClaims {
-    if ((payload as { type?: unknown } | null)?.type !== expectedType) throw new TokenVerificationError('type')
-    const check = CLAIMS_CHECKS[expectedType]
-    if (!check.Check(payload)) throw new TokenVerificationError('invalid')
-    if (payload.exp * 1000 <= this.#now()) throw new TokenVerificationError('expired')
+    const type = (payload as { type?: unknown } | null)?.type
+    if (typeof type !== 'string' || !Object.hasOwn(CLAIMS_CHECKS, type)) throw new TokenVerificationError('type')
+    if (!CLAIMS_CHECKS[type as TokenType].Check(payload)) throw new TokenVerificationError('invalid')
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value ?? '')
+    this.#verified.set(token, payload)
     return payload
   }
 }
