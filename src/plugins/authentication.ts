@@ -7,6 +7,13 @@ import type { Caller } from '../services/context.js'
 import { canonicalUuid } from '../store/ids.js'
 import type { UserPrincipal } from '../store/users.js'
 
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    /** @fastify/jwt declares `request.user` too: here it is the caller, not a token's claims. */
+    user: Caller | null
+  }
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Reachable by a user who must enrol MFA but has not yet (docs/api.md, "Required roles"). */

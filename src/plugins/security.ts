@@ -1,12 +1,20 @@
 import { availableParallelism } from 'node:os'
+import fastifyJwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import { PasswordHasher } from '../security/passwords.js'
-import { TokenService } from '../security/tokens.js'
+import { JWT_SIGN_OPTIONS, JWT_VERIFY_OPTIONS, type TokenClaims, TokenService } from '../security/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     passwords: PasswordHasher
     tokens: TokenService
+  }
+}
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    /** What `fastify.jwt.sign` takes. */
+    payload: TokenClaims
   }
 }
 
@@ -16,5 +24,13 @@ export default fp(async (fastify) => {
   // One hash per core keeps the CPU busy without starving the rest; a short queue
   // (about half a second of work) absorbs bursts, and beyond it sign-ins get 503.
   fastify.decorate('passwords', new PasswordHasher({ concurrency: cores, queueLimit: cores * 8 }))
-  fastify.decorate('tokens', new TokenService({ secret: fastify.config.jwtSecret }))
+  await fastify.register(fastifyJwt, {
+    secret: fastify.config.jwtSecret,
+    sign: JWT_SIGN_OPTIONS,
+    verify: JWT_VERIFY_OPTIONS,
+    // The plugin gives requests a slot for a verified payload (request.jwtVerify, which the
+    // guards do not use: see TokenService); `request.user` is the caller (plugins/authentication.ts).
+    decoratorName: 'jwtPayload'
+  })
+  fastify.decorate('tokens', new TokenService({ jwt: fastify.jwt }))
 }, { name: 'security' })

@@ -1,30 +1,8 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 
-/** Nice value of the hashing threads: the scheduler gives the event loop about 9 times their share. */
-const HASHING_NICENESS = 10
-
-/**
- * The worker's code, evaluated as CommonJS (no file to resolve, compiled or not). It lowers
- * its own thread's scheduling priority first: on Linux, setpriority on a thread id applies
- * to that thread alone. Elsewhere the call fails and the worker runs at normal priority.
- */
-const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads')
-const { pbkdf2Sync } = require('node:crypto')
-const { readlinkSync } = require('node:fs')
-const { setPriority } = require('node:os')
-try {
-  setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), ${HASHING_NICENESS})
-} catch {}
-parentPort.on('message', ({ id, password, salt, rounds, length }) => {
-  try {
-    parentPort.postMessage({ id, key: pbkdf2Sync(password, salt, rounds, length, 'sha256') })
-  } catch (error) {
-    parentPort.postMessage({ id, error: String(error instanceof Error ? error.message : error) })
-  }
-})
-`
+/** The threads' code: a file beside this one, here under src/ or compiled in dist/. */
+const WORKER_FILE = new URL('./hash-worker.mjs', import.meta.url)
 
 interface Job {
   id: number
@@ -74,7 +52,7 @@ class HashPool {
   }
 
   #start (): Slot {
-    const worker = new Worker(WORKER_SOURCE, { eval: true })
+    const worker = new Worker(WORKER_FILE)
     const slot: Slot = { worker, job: null }
     worker.on('message', (message: { id: number, key?: Uint8Array, error?: string }) => {
       const job = slot.job

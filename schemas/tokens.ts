@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox'
+
+/**
+ * The latest `exp` a Date can hold (year 275760): a token past it would never expire, nor
+ * could its revocation be kept.
+ */
+const LATEST_NUMERIC_DATE = 8_640_000_000_000
+
+/** Whole seconds since the epoch (RFC 7519 NumericDate), as the service writes them. */
+const NumericDateSchema = Type.Integer({ minimum: 0, maximum: LATEST_NUMERIC_DATE })
+
+const DeviceInfoSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'Device information given at sign-in, or an empty object' })
+
+/** What every token of the service carries besides its `type`. */
+const common = {
+  sub: Type.String({ description: 'User id' }),
+  jti: Type.String({ description: 'Random URL-safe identifier: 16 bytes (access, mfa) or 32 (refresh)' }),
+  iat: NumericDateSchema,
+  exp: NumericDateSchema
+}
+
+/** An access token's claims; data claims given at issuance may travel beside them. */
+export const AccessClaimsSchema = Type.Object({
+  ...common,
+  roles: Type.Array(Type.String(), { description: 'Roles at issuance; what the caller may do is read from the store' }),
+  type: Type.Literal('access')
+})
+
+/** A refresh token's claims: one link of a session's token family. */
+export const RefreshClaimsSchema = Type.Object({
+  ...common,
+  type: Type.Literal('refresh'),
+  device: DeviceInfoSchema
+})
+
+/** An MFA challenge's claims: good only at `/auth/mfa/verify`, once; the device goes on to the session it opens. */
+export const MfaClaimsSchema = Type.Object({
+  ...common,
+  type: Type.Literal('mfa'),
+  device: DeviceInfoSchema
+})
+
+export const TokenClaimsSchema = Type.Union([AccessClaimsSchema, RefreshClaimsSchema, MfaClaimsSchema])
