@@ -44,6 +44,7 @@ export const SessionSchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.String({ format: 'date-time' })
 }, { title: 'Session' })
+export type Session = Static<typeof SessionSchema>
 
 export const SESSION_FIELDS = {
   sortable: ['created_at', 'last_used_at'],

@@ -5,6 +5,7 @@ export const ValidationIssueSchema = Type.Object({
   path: Type.String({ description: 'JSON pointer to the offending value, e.g. /email' }),
   message: Type.String()
 })
+export type ValidationIssue = Static<typeof ValidationIssueSchema>
 
 /** `{ error: { code, message, details? } }`, details only on validation failures (docs/api.md, "Errors"). */
 export const ErrorEnvelopeSchema = Type.Object({

@@ -1,4 +1,5 @@
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
+import type { ValidationIssue } from '../schemas/errors.js'
 import { TokenVerificationError } from './security/tokens.js'
 
 /**
@@ -35,11 +36,6 @@ export const Errors = {
   OAUTH_PROVIDER_ERROR: createError('OAUTH_PROVIDER_ERROR', 'OAuth provider error: %s', 502),
   SERVICE_UNAVAILABLE: createError('SERVICE_UNAVAILABLE', 'Service unavailable: %s', 503)
 } satisfies Record<string, FastifyErrorConstructor>
-
-export interface ValidationIssue {
-  path: string
-  message: string
-}
 
 /** A 400 VALIDATION_FAILED carrying one detail per problem. */
 export function validationFailed (details: ValidationIssue[]) {

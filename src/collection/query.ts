@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { CollectionFields } from '../../schemas/collection.js'
-import { validationFailed, type ValidationIssue } from '../errors.js'
+import type { ValidationIssue } from '../../schemas/errors.js'
+import { validationFailed } from '../errors.js'
 import type { CursorCodec } from './cursor.js'
 
 export interface SortKey { field: string, descending: boolean }

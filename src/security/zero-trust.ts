@@ -1,15 +1,5 @@
 import { BlockList, isIP } from 'node:net'
-
-/** The input of an access check (docs/api.md, "Zero-trust access check"). */
-export interface AccessRequest {
-  device_id?: string
-  user_agent?: string
-  client_ip?: string
-  user_id?: string
-  location?: string
-  /** ISO 8601; defaults to now. */
-  timestamp?: string
-}
+import type { AccessCheckBody } from '../../schemas/security.js'
 
 export interface RiskFactor { trusted: boolean, risk: number, reason: string }
 
@@ -62,13 +52,13 @@ export function trustedNetworks (cidrs: readonly string[]): BlockList {
   return subnets(cidrs)
 }
 
-function deviceFactor (request: AccessRequest, trusted: boolean): RiskFactor {
+function deviceFactor (request: AccessCheckBody, trusted: boolean): RiskFactor {
   if (request.device_id === undefined || request.device_id === '') return { trusted: false, risk: 30, reason: 'No device identifier' }
   if (trusted) return { trusted: true, risk: 0, reason: 'Known trusted device' }
   return { trusted: false, risk: 20, reason: 'Unknown device' }
 }
 
-function networkFactor (request: AccessRequest, trusted: BlockList): RiskFactor {
+function networkFactor (request: AccessCheckBody, trusted: BlockList): RiskFactor {
   const ip = normalize(request.client_ip ?? '')
   if (ip === null) return { trusted: false, risk: 40, reason: 'Invalid client IP address' }
   if (trusted.check(ip.address, ip.family)) return { trusted: true, risk: 0, reason: 'Trusted network' }
@@ -93,7 +83,7 @@ function parseTimestamp (text: string): Date {
 }
 
 /** Each factor by its table (docs/api.md, "Zero-trust access check"), in order; the score is their sum. */
-export function evaluateAccess (request: AccessRequest, context: ZeroTrustContext, now = new Date()): AccessDecision {
+export function evaluateAccess (request: AccessCheckBody, context: ZeroTrustContext, now = new Date()): AccessDecision {
   const timestamp = request.timestamp === undefined ? now : parseTimestamp(request.timestamp)
   const factors: AccessDecision['factors'] = [
     deviceFactor(request, context.deviceTrusted),

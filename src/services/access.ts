@@ -1,7 +1,7 @@
 import type { BlockList } from 'node:net'
 import type { AccessCheckBody } from '../../schemas/security.js'
 import { Errors } from '../errors.js'
-import { type AccessDecision, type AccessRequest, evaluateAccess } from '../security/zero-trust.js'
+import { type AccessDecision, evaluateAccess } from '../security/zero-trust.js'
 import type { DevicesRepository } from '../store/devices.js'
 import type { AnomalyDetector } from './anomalies.js'
 import type { AuditTrail } from './audit-trail.js'
@@ -19,7 +19,7 @@ export interface AccessServiceDependencies {
 export class AccessService {
   constructor (private readonly deps: AccessServiceDependencies) {}
 
-  async evaluate (input: AccessRequest): Promise<AccessDecision> {
+  async evaluate (input: AccessCheckBody): Promise<AccessDecision> {
     const { devices, detector, trustedNetworks } = this.deps
     const userId = input.user_id
     const [deviceTrusted, anomalies] = userId === undefined

@@ -1,3 +1,4 @@
+import type { Session } from '../../schemas/auth.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
@@ -6,13 +7,6 @@ import { type CollectionResult, PageQueries } from './paginate.js'
 import type { ReadRows } from './prepared.js'
 import type { Db } from './types.js'
 import { holdUserRow } from './users.js'
-
-export interface SessionView {
-  id: string
-  device: Record<string, unknown>
-  created_at: string
-  last_used_at: string
-}
 
 /** A refresh token as found by its hash, with its session. */
 export interface PresentedRefreshToken {
@@ -69,7 +63,7 @@ export class SessionsRepository {
   readonly #pages
 
   constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
-    this.#pages = new PageQueries<Omit<SessionView, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
+    this.#pages = new PageQueries<Omit<Session, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
       ({ userId, ...cutoffs }) => liveSessions(db, userId, cutoffs), SESSION_COLUMNS, cursors, readRows)
   }
 
@@ -185,7 +179,7 @@ export class SessionsRepository {
     return await liveSessions(this.db, userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
   }
 
-  async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<SessionView>> {
+  async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<Session>> {
     const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
