@@ -7,6 +7,7 @@ import pg from 'pg'
 import { loadConfig } from '../src/config.js'
 import { createInstance } from '../src/instance.js'
 import type { Database } from '../src/store/database.js'
+import type { AuditLogsTable } from '../src/store/types.js'
 
 /** Anything with tap's teardown, so helpers work in any (sub)test. */
 export interface TestContext {
@@ -180,4 +181,19 @@ export async function untilReplayWouldShow (): Promise<void> {
 /** Resolves once the clock has moved past the given instant (milliseconds). */
 export async function clockPast (instant: number): Promise<void> {
   while (Date.now() <= instant) await new Promise((resolve) => setImmediate(resolve))
+}
+
+/** An `auth.login` audit row made `ageDays` ago, to insert directly (retention tests); `index` makes its id. */
+export function auditRow (index: number, ageDays: number): AuditLogsTable {
+  return {
+    id: `01800000-0000-7000-8000-${String(index).padStart(12, '0')}`,
+    event: 'auth.login',
+    actor_id: null,
+    target_id: null,
+    ip: null,
+    user_agent: null,
+    outcome: 'success',
+    details: '{}',
+    created_at: new Date(Date.now() - ageDays * 24 * 60 * 60 * 1000).toISOString()
+  }
 }

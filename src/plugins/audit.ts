@@ -1,15 +1,22 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../schemas/audit.js'
+import { AuditRetention } from '../services/audit-retention.js'
 import { type AuditEntry, AuditTrail } from '../services/audit-trail.js'
 import type { RequestContext } from '../services/context.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     auditTrail: AuditTrail
+    /** The background purge of entries past AUDIT_RETENTION_DAYS; `purge()` joins the run in progress. */
+    auditRetention: AuditRetention
   }
   interface FastifyRequest {
-    /** Records a security event with this request's address, user agent and caller. */
+    /**
+     * Queues a security event with this request's address, user agent and caller, for the next
+     * batch: only for events that may be written late (a rate-limit refusal). Services write
+     * theirs before answering (AuditTrail.recordIn).
+     */
     audit: (event: AuditEvent, entry: AuditEntry) => void
     /** What a service is told of this request: its address, user agent and caller. */
     readonly serviceContext: RequestContext
@@ -20,9 +27,9 @@ const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
 
 /**
- * The audit table (docs/api.md, "Audit log"): events are redacted, queued and written in
- * batches, flushed on close before the database is; entries past AUDIT_RETENTION_DAYS are
- * purged at start-up and hourly.
+ * The audit table (docs/api.md, "Audit log"): the trail services write through (batched
+ * entries flushed on close, before the database closes), and the retention purge, run in the
+ * background after start-up and hourly.
  */
 export default fp(async (fastify) => {
   const repository = fastify.repositories.auditLogs
@@ -45,19 +52,24 @@ export default fp(async (fastify) => {
     }
   })
   fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditEntry) {
-    trail.recordIn(this.serviceContext, event, entry)
+    const context = this.serviceContext
+    trail.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
   })
 
-  const retentionMs = fastify.config.auditRetentionDays * DAY
-  const purge = async () => {
-    const removed = await repository.purgeBefore(new Date(Date.now() - retentionMs).toISOString())
-    if (removed > 0) fastify.log.info({ removed }, 'audit entries past retention purged')
+  const retention = new AuditRetention({ auditLogs: repository, retentionMs: fastify.config.auditRetentionDays * DAY })
+  fastify.decorate('auditRetention', retention)
+  const purge = () => {
+    retention.purge().then((removed) => {
+      if (removed > 0) fastify.log.info({ removed }, 'audit entries past retention purged')
+    }, (error: unknown) => { fastify.log.warn({ err: error }, 'audit purge failed; tried again within the hour') })
   }
-  await purge()
-  const purgeTimer = setInterval(() => { purge().catch((error: unknown) => fastify.log.warn({ err: error }, 'audit purge failed')) }, HOUR).unref()
+  // Start-up does not wait for it: a backlog takes as long as it takes, in small batches.
+  fastify.addHook('onReady', async () => { purge() })
+  const purgeTimer = setInterval(purge, HOUR).unref()
 
   fastify.addHook('onClose', async () => {
     clearInterval(purgeTimer)
+    await retention.stop()
     await trail.close()
   })
 }, { name: 'audit', dependencies: ['repositories'] })

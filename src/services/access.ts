@@ -35,7 +35,7 @@ export class AccessService {
   async check (context: RequestContext, caller: Caller, input: AccessCheckBody): Promise<AccessDecision> {
     authorize(caller, input.user_id !== undefined && input.user_id !== caller.id ? 'manage_users' : 'read')
     const decision = await this.evaluate(input)
-    this.deps.audit.recordIn(context, 'access.evaluated', {
+    await this.deps.audit.recordIn(context, 'access.evaluated', {
       outcome: decision.allowed ? 'success' : 'failure',
       targetId: input.user_id ?? null,
       details: { source: 'access-check', ...decision }
@@ -54,7 +54,7 @@ export class AccessService {
       ...(context.userAgent !== null && { user_agent: context.userAgent }),
       ...(context.caller !== null && { user_id: context.caller.id })
     })
-    this.deps.audit.recordIn(context, 'access.evaluated', {
+    await this.deps.audit.recordIn(context, 'access.evaluated', {
       outcome: decision.allowed ? 'success' : 'failure',
       details: { mode, method: operation.method, url: operation.url, ...decision }
     })

@@ -92,7 +92,7 @@ export class AccountService {
   /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
     const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false })
-    this.deps.audit.recordIn(context, 'user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
+    await this.deps.audit.recordIn(context, 'user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
     await this.deps.verification.sendOnChange(context, user)
     return user
   }
@@ -132,9 +132,9 @@ export class AccountService {
       await sessions.endAll(id, 'password_changed')
       await notices.send(user.email, 'password_changed')
     }
-    audit.recordIn(context, 'user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
+    await audit.recordIn(context, 'user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
     if (user.email !== before.email) {
-      audit.recordIn(context, 'email.changed', { outcome: 'success', targetId: id, details: { previous: before.email, current: user.email } })
+      await audit.recordIn(context, 'email.changed', { outcome: 'success', targetId: id, details: { previous: before.email, current: user.email } })
       await notices.send(before.email, 'email_changed')
       await verification.sendOnChange(context, user)
     }
@@ -145,7 +145,7 @@ export class AccountService {
   async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
     await this.#assertMayManage(caller, id)
     const deleted = await this.deps.users.delete(id)
-    this.deps.audit.recordIn(context, 'user.deleted', { outcome: 'success', targetId: id, details: { existed: deleted } })
+    await this.deps.audit.recordIn(context, 'user.deleted', { outcome: 'success', targetId: id, details: { existed: deleted } })
   }
 
   /**

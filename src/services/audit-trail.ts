@@ -17,6 +17,20 @@ export interface AuditRecord {
 /** What a service says of an event; the request context adds where it came from. */
 export type AuditEntry = Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>
 
+function toRow (entry: AuditRecord): AuditLogsTable {
+  return {
+    id: uuidv7(),
+    event: entry.event,
+    actor_id: entry.actorId ?? null,
+    target_id: entry.targetId ?? null,
+    ip: entry.ip ?? null,
+    user_agent: entry.userAgent?.slice(0, 512) ?? null,
+    outcome: entry.outcome,
+    details: JSON.stringify(redact(entry.details ?? {})),
+    created_at: new Date().toISOString()
+  }
+}
+
 export interface AuditTrailOptions {
   write: (rows: AuditLogsTable[]) => Promise<void>
   onError: (error: unknown, pending: number) => void
@@ -29,9 +43,11 @@ export interface AuditTrailOptions {
 }
 
 /**
- * The audit table's writer. Recording is synchronous and cheap (redact, enqueue); rows are
- * written in batches off the request path. A failed write keeps its rows for the next try,
- * and `close()` writes everything still waiting.
+ * The audit table's writer. An entry a service records (`recordIn`) is written at once: the
+ * caller awaits it before answering, so an acknowledged action has its entry, after a crash
+ * too, and every instance lists it. Only what may be batched (`record`: a rate-limit refusal,
+ * at most one per client, tier and window) is queued and written off the request path; a failed
+ * batch keeps its rows for the next try, and `close()` writes everything still waiting.
  */
 export class AuditTrail {
   readonly #pending: AuditLogsTable[] = []
@@ -45,18 +61,9 @@ export class AuditTrail {
     this.#timer = setInterval(() => { void this.flush() }, this.#options.flushIntervalMs).unref()
   }
 
+  /** Queues an entry for the next batch: only for events that may be written late. */
   record (entry: AuditRecord): void {
-    this.#pending.push({
-      id: uuidv7(),
-      event: entry.event,
-      actor_id: entry.actorId ?? null,
-      target_id: entry.targetId ?? null,
-      ip: entry.ip ?? null,
-      user_agent: entry.userAgent?.slice(0, 512) ?? null,
-      outcome: entry.outcome,
-      details: JSON.stringify(redact(entry.details ?? {})),
-      created_at: new Date().toISOString()
-    })
+    this.#pending.push(toRow(entry))
     const overflow = this.#pending.length - this.#options.maxPending
     if (overflow > 0) {
       this.#pending.splice(0, overflow)
@@ -65,9 +72,12 @@ export class AuditTrail {
     if (this.#pending.length >= this.#options.batchSize) void this.flush()
   }
 
-  /** Records `event` with the context's address and user agent; the actor is its caller unless the entry names one. */
-  recordIn (context: RequestContext, event: AuditEvent, entry: AuditEntry): void {
-    this.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
+  /**
+   * Writes `event` with the context's address and user agent (the actor is its caller unless
+   * the entry names one); resolves once it is stored.
+   */
+  async recordIn (context: RequestContext, event: AuditEvent, entry: AuditEntry): Promise<void> {
+    await this.#options.write([toRow({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })])
   }
 
   /**

@@ -29,14 +29,14 @@ export class DeviceService {
   async add (context: RequestContext, userId: string, { device_id: deviceId, name }: DeviceBody) {
     await this.#assertUser(userId)
     const device = await this.deps.devices.add(userId, deviceId, name)
-    this.deps.audit.recordIn(context, 'device.added', { outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } })
+    await this.deps.audit.recordIn(context, 'device.added', { outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } })
     return device
   }
 
   /** Stops trusting a device, named by its record id or its device_id. */
   async remove (context: RequestContext, userId: string, deviceId: string): Promise<void> {
     if (!await this.deps.devices.remove(userId, deviceId)) throw new Errors.NOT_FOUND('Device')
-    this.deps.audit.recordIn(context, 'device.removed', { outcome: 'success', targetId: userId, details: { device: deviceId } })
+    await this.deps.audit.recordIn(context, 'device.removed', { outcome: 'success', targetId: userId, details: { device: deviceId } })
   }
 
   async #assertUser (id: string): Promise<void> {

@@ -57,7 +57,7 @@ export class EmailVerificationService {
     const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString())
     const user = spent === undefined ? undefined : await users.markEmailVerified(spent.userId, spent.email)
     if (spent === undefined || user === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
-    audit.recordIn(context, 'email.verified', { outcome: 'success', actorId: user.id, targetId: user.id })
+    await audit.recordIn(context, 'email.verified', { outcome: 'success', actorId: user.id, targetId: user.id })
     return user
   }
 
@@ -70,7 +70,7 @@ export class EmailVerificationService {
       templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() })
     if (!issued) return false
     deliver()
-    audit.recordIn(context, 'email.verification_sent', { outcome: 'success', targetId: user.id })
+    await audit.recordIn(context, 'email.verification_sent', { outcome: 'success', targetId: user.id })
     return true
   }
 }

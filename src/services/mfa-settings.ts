@@ -30,7 +30,7 @@ export class MfaSettingsService {
   /** Turns TOTP on with a first code of the pending secret; answers the first backup codes. */
   async enable (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
     const backupCodes = await this.deps.mfa.enable(caller.id, code)
-    this.deps.audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    await this.deps.audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
     await this.#notify(caller.id, 'mfa_enabled')
     return backupCodes
   }
@@ -46,7 +46,7 @@ export class MfaSettingsService {
     const { mfa, audit } = this.deps
     await this.#assertFactorCode(context, caller.id, 'disable', async () => await mfa.verifyCode(caller.id, code) !== null)
     await mfa.disable(caller.id)
-    audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    await audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
     await this.#notify(caller.id, 'mfa_disabled')
   }
 
@@ -61,13 +61,13 @@ export class MfaSettingsService {
     if (factor === 'email' && !user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
     if (factor === 'sms' && await users.findPhone(caller.id) === null) throw new Errors.CONFLICT('Set a phone number (PATCH /api/v1/users/{id}) before turning SMS codes on')
     await users.setMessageFactor(caller.id, factor, new Date().toISOString())
-    audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
     await this.#notify(caller.id, 'mfa_enabled')
   }
 
   async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
     await this.deps.users.setMessageFactor(caller.id, factor, null)
-    this.deps.audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await this.deps.audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
     await this.#notify(caller.id, 'mfa_disabled')
   }
 

@@ -76,14 +76,14 @@ export class PasswordResetService {
     await tokens.spendAll(user.id, 'password_reset', now)
     await sessions.endAll(user.id, 'password_reset')
     await notices.send(user.email, 'password_reset')
-    audit.recordIn(context, 'auth.password_reset', { outcome: 'success', actorId: user.id, targetId: user.id })
+    await audit.recordIn(context, 'auth.password_reset', { outcome: 'success', actorId: user.id, targetId: user.id })
   }
 
   async #sendReset (context: RequestContext, email: string): Promise<void> {
     const { users, tokens, templates, audit, deliver } = this.deps
     const user = await users.findByEmail(email)
     if (user === undefined) {
-      audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', details: { email, reason: 'unknown_email' } })
+      await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', details: { email, reason: 'unknown_email' } })
       return
     }
     const now = this.#now()
@@ -91,10 +91,10 @@ export class PasswordResetService {
     const issued = await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
       templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - 60 * MINUTE).toISOString() })
     if (!issued) {
-      audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } })
+      await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } })
       return
     }
     deliver()
-    audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'success', targetId: user.id })
+    await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'success', targetId: user.id })
   }
 }

@@ -21,7 +21,7 @@ export class RoleService {
     this.#assertMayGrant(caller, role)
     await this.assignment(userId) // 404 before writing for a user that does not exist
     await this.deps.users.addRole(userId, role)
-    this.deps.audit.recordIn(context, 'role.assigned', { outcome: 'success', targetId: userId, details: { role } })
+    await this.deps.audit.recordIn(context, 'role.assigned', { outcome: 'success', targetId: userId, details: { role } })
     return await this.assignment(userId)
   }
 
@@ -30,7 +30,7 @@ export class RoleService {
     this.#assertMayGrant(caller, role)
     await this.assignment(userId) // 404 before writing (and auditing a removal) for a user that does not exist
     await this.deps.users.removeRole(userId, role)
-    this.deps.audit.recordIn(context, 'role.removed', { outcome: 'success', targetId: userId, details: { role } })
+    await this.deps.audit.recordIn(context, 'role.removed', { outcome: 'success', targetId: userId, details: { role } })
     return await this.assignment(userId)
   }
 

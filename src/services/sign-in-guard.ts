@@ -76,7 +76,7 @@ export class SignInGuard {
     const right = await check()
     await this.#auditLockRefusal(context, userId, event, details, this.settle(userId, context.ip, right))
     if (right) return true
-    this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details })
+    await this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details })
     return false
   }
 
@@ -86,7 +86,7 @@ export class SignInGuard {
       return await check
     } catch (error) {
       if (error instanceof Errors.ACCOUNT_LOCKED) {
-        this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
+        await this.audit.recordIn(context, event, { outcome: 'failure', actorId: userId, targetId: userId, details: { ...details, reason: 'locked' } })
       }
       throw error
     }

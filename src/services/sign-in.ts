@@ -47,7 +47,7 @@ export class SignInService {
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
     if (account === undefined) {
       await passwords.verifyAgainstDummy(password)
-      audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'unknown_email' } })
+      await audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'unknown_email' } })
       throw new Errors.INVALID_CREDENTIALS()
     }
     const stored = account.password_hash
@@ -56,7 +56,7 @@ export class SignInService {
     if (!valid) throw new Errors.INVALID_CREDENTIALS()
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    this.#assertEmailVerified(context, principal, { email })
+    await this.#assertEmailVerified(context, principal, { email })
     return await this.#complete(context, principal, device, 'password')
   }
 
@@ -67,11 +67,11 @@ export class SignInService {
     const principal = await users.findPrincipal(signIn.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await guard.refuseIfLocked(context, principal.id, { provider: signIn.provider })
-    this.#assertEmailVerified(context, principal, { provider: signIn.provider })
+    await this.#assertEmailVerified(context, principal, { provider: signIn.provider })
     if (signIn.created) {
-      audit.recordIn(context, 'user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
+      await audit.recordIn(context, 'user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
     }
-    audit.recordIn(context, 'auth.oauth_login', {
+    await audit.recordIn(context, 'auth.oauth_login', {
       outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
     })
     return await this.#complete(context, principal, {}, `oauth:${signIn.provider}`)
@@ -79,17 +79,9 @@ export class SignInService {
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */
   async answerChallenge (context: RequestContext, { mfa_token: mfaToken, code }: MfaVerifyBody): Promise<TokenPair> {
-    const { tokens, users, guard, mfa, revocations, audit } = this.deps
-    let claims
-    try {
-      claims = tokens.verify(mfaToken, 'mfa')
-    } catch (error) {
-      throw tokenFailure(error)
-    }
-    const userId = claims.sub
-    // A challenge ends with its account.
-    const principal = await users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    const { guard, mfa, revocations, audit } = this.deps
+    const { claims, principal } = await this.#challenge(mfaToken)
+    const userId = principal.id
     // Wrong codes count toward the same lockout as wrong passwords.
     let method = null as MfaMethod | null
     const right = await guard.checkSecret(context, userId, 'auth.mfa_failed', {}, async () => {
@@ -99,7 +91,7 @@ export class SignInService {
     if (!right) throw new Errors.INVALID_MFA_CODE()
     const claimed = await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    audit.recordIn(context, 'auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
+    await audit.recordIn(context, 'auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
     return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`)
   }
 
@@ -108,15 +100,8 @@ export class SignInService {
    * 5 minutes, once, and counted by the lockout like a TOTP code when answered.
    */
   async sendChallengeCode (context: RequestContext, { mfa_token: mfaToken, method }: MfaCodeRequestBody): Promise<void> {
-    const { tokens, users, messageCodes, outbox, templates, audit } = this.deps
-    let claims
-    try {
-      claims = tokens.verify(mfaToken, 'mfa')
-    } catch (error) {
-      throw tokenFailure(error)
-    }
-    const principal = await users.findPrincipal(claims.sub)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    const { users, messageCodes, outbox, templates, audit } = this.deps
+    const { claims, principal } = await this.#challenge(mfaToken)
     if (!principal.messageFactors.includes(method)) throw new Errors.CONFLICT(`Sign-in codes by ${method === 'email' ? 'e-mail' : 'SMS'} are not enabled for this account`)
     const to = method === 'email' ? (await users.findById(principal.id))?.email : await users.findPhone(principal.id)
     if (to === undefined || to === null) throw new Errors.CONFLICT('This account has no phone number for SMS codes')
@@ -124,7 +109,7 @@ export class SignInService {
     if (code === null) throw new Errors.CONFLICT('Enough codes were sent for this sign-in; sign in again for more')
     await outbox.add(templates.signInCode(method, to, code, MESSAGE_CODE_TTL_MS / 60_000), new Date().toISOString())
     this.deps.deliver()
-    audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
+    await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
   }
 
   /** A new pair for a refresh token, which is spent; `receivedAt`: when the request arrived (ms). */
@@ -132,10 +117,10 @@ export class SignInService {
     const { sessions, audit } = this.deps
     try {
       const { pair, userId } = await sessions.refresh(refreshToken, receivedAt)
-      audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
+      await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
       return pair
     } catch (error) {
-      if (error instanceof Errors.TOKEN_REUSED) audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })
+      if (error instanceof Errors.TOKEN_REUSED) await audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })
       throw error
     }
   }
@@ -143,7 +128,7 @@ export class SignInService {
   /** Revokes the caller's access token and ends its session (and the given refresh token's). */
   async signOut (context: RequestContext, caller: Caller, refreshToken: string | undefined): Promise<void> {
     await this.deps.sessions.logout(caller, refreshToken)
-    this.deps.audit.recordIn(context, 'auth.logout', { outcome: 'success', targetId: caller.id })
+    await this.deps.audit.recordIn(context, 'auth.logout', { outcome: 'success', targetId: caller.id })
   }
 
   /**
@@ -159,10 +144,23 @@ export class SignInService {
     return await this.#startSession(context, principal, device as Device | undefined, method)
   }
 
+  /** An MFA challenge's claims and its account; a challenge ends with its account. */
+  async #challenge (mfaToken: string) {
+    let claims
+    try {
+      claims = this.deps.tokens.verify(mfaToken, 'mfa')
+    } catch (error) {
+      throw tokenFailure(error)
+    }
+    const principal = await this.deps.users.findPrincipal(claims.sub)
+    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    return { claims, principal }
+  }
+
   /** With EMAIL_VERIFICATION=required, an account whose address is unverified is refused once its secret is proved. */
-  #assertEmailVerified (context: RequestContext, principal: UserPrincipal, details: Record<string, unknown>): void {
+  async #assertEmailVerified (context: RequestContext, principal: UserPrincipal, details: Record<string, unknown>): Promise<void> {
     if (!this.deps.requireVerifiedEmail || principal.emailVerified) return
-    this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
+    await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
     throw new Errors.EMAIL_NOT_VERIFIED()
   }
 
@@ -176,7 +174,7 @@ export class SignInService {
     const { guard, sessions, audit } = this.deps
     await guard.recordSuccess(principal.id, context.ip)
     const pair = await sessions.start(principal, device)
-    audit.recordIn(context, 'auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
+    await audit.recordIn(context, 'auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
     return pair
   }
 }

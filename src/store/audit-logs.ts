@@ -42,9 +42,14 @@ export class AuditLogsRepository {
     }
   }
 
-  /** AUDIT_RETENTION_DAYS: removes entries created before `before`. */
-  async purgeBefore (before: string): Promise<number> {
-    const result = await this.db.deleteFrom('audit_logs').where('created_at', '<', before).executeTakeFirst()
+  /**
+   * AUDIT_RETENTION_DAYS: removes up to `limit` of the oldest entries created before `before`
+   * (found through the created_at index), so that no statement holds the database for long.
+   */
+  async purgeBatch (before: string, limit: number): Promise<number> {
+    const result = await this.db.deleteFrom('audit_logs')
+      .where('id', 'in', (eb) => eb.selectFrom('audit_logs').select('id').where('created_at', '<', before).orderBy('created_at').limit(limit))
+      .executeTakeFirst()
     return Number(result.numDeletedRows)
   }
 }

@@ -21,7 +21,7 @@ export interface ServiceFixture {
   /** The e-mails delivered, in order (services deliver after answering: await `delivered()` first). */
   sent: MailMessage[]
   delivered: () => Promise<void>
-  /** The audit log's rows for one event, oldest first, once everything recorded is written. */
+  /** The audit log's rows for one event, oldest first. */
   audited: (event: string) => Promise<Array<{ actor_id: string | null, target_id: string | null, ip: string | null, user_agent: string | null, outcome: string, details: Record<string, unknown> }>>
 }
 
@@ -67,7 +67,6 @@ export async function buildServices (t: TestContext, postgresUrl: string | null)
     await database.close()
   })
   async function audited (event: string) {
-    await audit.flush()
     const rows = await database.db.selectFrom('audit_logs').selectAll().where('event', '=', event).orderBy('created_at').orderBy('id').execute()
     return rows.map((row) => ({ ...row, details: JSON.parse(row.details) as Record<string, unknown> }))
   }

@@ -1,0 +1,30 @@
+import t from 'tap'
+import { AuditRetention } from '../../src/services/audit-retention.js'
+import { auditRow, backends } from '../helper.js'
+import { buildServices } from './helper.js'
+
+const DAY = 24 * 60 * 60 * 1000
+
+for (const backend of backends()) {
+  t.test(`audit retention (${backend.name})`, async (t) => {
+    t.test('the purge removes every entry past retention, in batches of the given size, and nothing newer', async (t) => {
+      const { repositories, database } = await buildServices(t, backend.url)
+      await repositories.auditLogs.insertMany([...Array.from({ length: 35 }, (_, index) => auditRow(index, 31)), ...Array.from({ length: 5 }, (_, index) => auditRow(100 + index, 29))])
+      const batches: number[] = []
+      const counted = {
+        async purgeBatch (before: string, limit: number) {
+          const removed = await repositories.auditLogs.purgeBatch(before, limit)
+          batches.push(removed)
+          return removed
+        }
+      }
+      const retention = new AuditRetention({ auditLogs: counted as unknown as typeof repositories.auditLogs, retentionMs: 30 * DAY, batch: 10 })
+      t.equal(await retention.purge(), 35)
+      t.same(batches, [10, 10, 10, 5], 'no statement removes more than a batch')
+      const left = await database.db.selectFrom('audit_logs').select('id').execute()
+      t.equal(left.length, 5, 'the entries within retention stay')
+      await retention.stop()
+      t.equal(await retention.purge(), 0, 'a stopped purge does no more work')
+    })
+  })
+}
