@@ -96,15 +96,19 @@ export default fp(async (fastify) => {
    * would never be counted; nor do they run for unknown routes. One root onRequest hook runs
    * on every request, unknown routes included, before any authentication; only CORS
    * preflights are answered before it (plugins/cors.ts), as browsers send them unprompted.
+   * Callback-style, so that an exempt route costs no promise.
    */
-  fastify.addHook('onRequest', async function rateLimit (request, reply) {
+  fastify.addHook('onRequest', function rateLimit (request, reply, done) {
     // routeOptions is built anew on each access: read once.
     const { config, url } = request.routeOptions
-    if (config.rateLimit === false) return
+    if (config.rateLimit === false) {
+      done()
+      return
+    }
     // The route's own path, not the request's: the router decodes %61uth and takes absolute-form
     // targets (http://host/api/v1/auth/…), either of which would otherwise escape the auth tier.
     const path = url ?? request.url
     const limiter = config.adminOperation === true ? admin : path.startsWith(AUTH_PREFIX) ? auth : general
-    await limiter.call(this, request, reply)
+    limiter.call(this, request, reply).then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['redis', 'audit'] })
