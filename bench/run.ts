@@ -1,11 +1,11 @@
-import { execSync, spawn, type ChildProcess } from 'node:child_process'
+import { execSync } from 'node:child_process'
 import { pbkdf2 } from 'node:crypto'
-import { appendFileSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
-import { freePort } from './free-port.js'
+import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FLAGS, start, stop } from './harness.js'
 
 /**
  * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
@@ -22,77 +22,11 @@ import { freePort } from './free-port.js'
  * security headers and a request log line, see ceiling.ts): how far below the ceiling a
  * conforming service starts.
  */
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60)
 const WARM_UP_SECONDS = 3
-const CONNECTIONS = 32
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 /** Rounds of the cluster comparison: each starts a cluster twice, so fewer than the others. */
 const CLUSTER_ROUNDS = 3
-
-/** Throughput, latency, and the server's CPU time per request in microseconds (0 when not measured). */
-interface Measured { rps: number, p50: number, p99: number, cpuUs: number }
-
-/** The repository, from dist/bench/ where this runs compiled. */
-const ROOT = join(import.meta.dirname, '..', '..')
-
-/** Node's flags from `npm start` (the heap budget), so the bench runs the service as it is run. */
-const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
-  .scripts.start.split(' ').filter((word) => word.startsWith('--'))
-
-/**
- * Starts a server with its output going to a file: piped back to this process, two log
- * lines per request would tax the load generator, not the server.
- */
-async function start (command: string[], env: Record<string, string>, logFile: string): Promise<{ child: ChildProcess, base: string }> {
-  const port = await freePort()
-  const output = openSync(logFile, 'a')
-  const child = spawn(process.execPath, command, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', output, 'inherit'] })
-  const base = `http://127.0.0.1:${port}`
-  for (let attempt = 0; ; attempt++) {
-    if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`)
-    try {
-      if ((await fetch(`${base}/health`)).ok) break
-    } catch {
-      if (attempt > 300) throw new Error(`${command.join(' ')} did not start`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  return { child, base }
-}
-
-async function stop (child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  await exited
-}
-
-/** CPU time (user + system) the process has used, in microseconds: /proc/<pid>/stat counts clock ticks of 10 ms. */
-function cpuMicros (pid: number | undefined): number {
-  if (pid === undefined) return 0
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
-
-/**
- * One measurement. With the server's pid, also its CPU time per request: on a machine the
- * load generator shares, this tells what a request costs the server, whatever the
- * throughput the load generator left it.
- */
-async function load (options: autocannon.Options, serverPid?: number): Promise<Measured> {
-  const cpuBefore = cpuMicros(serverPid)
-  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options })
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${options.url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
-  const cpuUs = result.requests.total > 0 ? (cpuMicros(serverPid) - cpuBefore) / result.requests.total : 0
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuUs }
-}
-
-async function json (url: string, init: RequestInit = {}): Promise<any> {
-  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } })
-  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`)
-  return response.status === 204 ? null : await response.json()
-}
 
 function rssMb (pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -113,8 +47,6 @@ async function pbkdf2Capacity (): Promise<number> {
   }))
   return done / SECONDS
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 /** One side's rounds as reported: the median throughput and CPU per request, and the last round's latencies. */
 function summary (rounds: Measured[]): Measured {
