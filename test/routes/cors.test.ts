@@ -88,6 +88,7 @@ t.test('an allow-list echoes listed origins only, with exactly the headers of th
   t.same(await preflight('https://app.example.com'), {
     vary: 'Origin',
     'access-control-allow-origin': 'https://app.example.com',
+    'access-control-expose-headers': 'Location, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
     'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
     'access-control-allow-headers': 'Authorization, Content-Type, X-Device-Id',
     'access-control-max-age': '600'
@@ -115,9 +116,20 @@ t.test('a preflight is OPTIONS with Access-Control-Request-Method', async (t) =>
   t.equal(preflight.statusCode, 204)
   const options = await app.inject({ method: 'OPTIONS', url: '/health', headers: { origin } })
   t.equal(options.statusCode, 404, 'OPTIONS without it is no preflight')
-  t.equal(options.headers['access-control-allow-origin'], origin, 'but an ordinary request from the origin')
+  t.equal(options.json().error.code, 'NOT_FOUND')
   t.notOk('access-control-allow-methods' in options.headers)
   const get = await app.inject({ method: 'GET', url: '/health', headers: { origin, 'access-control-request-method': 'GET' } })
   t.equal(get.statusCode, 200, 'another method with it is no preflight either')
   t.notOk('access-control-allow-methods' in get.headers)
+})
+
+t.test('a refused origin\'s preflight is an unknown route: counted, and over the limit a 429 in the error envelope', async (t) => {
+  const app = await build(t, { env: { RATE_LIMIT_MAX: '1' } })
+  const preflight = () => app.inject({ method: 'OPTIONS', url: '/api/v1/users', remoteAddress: '198.51.100.9', headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'GET' } })
+  const first = await preflight()
+  t.equal(first.statusCode, 404)
+  t.equal(first.json().error.code, 'NOT_FOUND')
+  const limited = await preflight()
+  t.equal(limited.statusCode, 429)
+  t.same(limited.json(), { error: { code: 'RATE_LIMITED', message: 'Rate limit exceeded' } })
 })
