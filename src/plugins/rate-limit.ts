@@ -32,8 +32,8 @@ export default fp(async (fastify) => {
   const { redis } = fastify
   const counter: RateLimitStore = redis === null ? new SlidingWindowMemoryStore() : new SlidingWindowRedisStore(redis)
   /**
-   * Keys whose refusal is the one to report (the first in a window), until that request's
-   * onExceeded takes it: the plugin passes on only a hit's count and ttl.
+   * Keys with a refusal to report (the first in a window), taken by the next refused request
+   * of the key to reach onExceeded: the plugin passes on only a hit's count and ttl.
    */
   const toReport = new Set<string>()
   let unreachable = false
