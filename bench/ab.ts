@@ -1,78 +1,92 @@
-import { type ChildProcess, execFileSync } from 'node:child_process'
+import { execFileSync, execSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import {
-  CONNECTIONS, type Measured, ROOT, ROUNDS, SECONDS, START_FLAGS, WARM_UP_SECONDS, json, load, median, serviceEnv, start, stop
-} from './harness.js'
+import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FLAGS, start, stop } from './harness.js'
 
 /**
- * `npm run bench:ab -- <git ref>`: the authenticated user read (GET /api/v1/users/{id}) of
- * this checkout against the same read at another commit, to tell what a change costs. The
- * other commit is extracted into a temporary directory and built there with its own
- * `npm run build` (over this checkout's node_modules); each side runs compiled on its own
- * SQLite file. The sides alternate over BENCH_ROUNDS (default 5) rounds of BENCH_SECONDS
- * (default 4) seconds, each round in the other order from the last (the machine's speed
- * drifts), and their medians are compared. Prints the figures; writes nothing to the
- * repository.
+ * `npm run bench:ab -- <git ref> [<git ref>]`: the service as it was at the first ref (A)
+ * against the second, or this checkout when there is none (B), both compiled and run as `npm run bench` runs the service (SQLite, every protection on,
+ * limits out of reach), each on its own database. Each scenario alternates A and B over
+ * BENCH_ROUNDS (default 5) rounds of BENCH_SECONDS (default 4) seconds, the side that goes
+ * first alternating too, and compares medians: on a shared machine whose speed drifts, a
+ * drift then moves both sides. Prints a table; appends nothing.
  */
-const ref = process.argv[2]
-if (ref === undefined || ref.startsWith('-')) {
-  process.stderr.write('usage: npm run bench:ab -- <git ref to compare this checkout with>\n')
-  process.exit(2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const WARM_UP_SECONDS = 3
+const ORIGIN = 'http://localhost'
+
+interface Side { name: string, base: string, pid: number | undefined, headers: Record<string, string>, id: string }
+
+/** <ref>'s tree, compiled against this checkout's node_modules. */
+function buildCommit (ref: string, dir: string, side: string): { commit: string, root: string } {
+  const commit = execFileSync('git', ['rev-parse', '--verify', '--short', `${ref}^{commit}`], { cwd: ROOT }).toString().trim()
+  const root = join(dir, `tree-${side}`)
+  mkdirSync(root)
+  execSync(`git archive ${commit} | tar -x -C ${root}`, { cwd: ROOT })
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'))
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' })
+  return { commit, root }
 }
 
-interface Side { name: string, base: string, pid: number | undefined, headers: Record<string, string>, path: string, rounds: Measured[] }
-
-/** A user and a signed-in reader: the read is of the reader's own record. */
-async function prepare (name: string, base: string, pid: number | undefined): Promise<Side> {
+/** An account to read and a token to read it with. */
+async function prepare (base: string): Promise<{ headers: Record<string, string>, id: string }> {
   const password = 'bench-password-1'
   const created = await json(`${base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }) })
   const login = await json(`${base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', password }) })
-  return { name, base, pid, headers: { authorization: `Bearer ${String(login.data.access_token)}` }, path: `/api/v1/users/${String(created.data.id)}`, rounds: [] }
-}
-
-/** Extracts `commit` into `checkout` and builds it there, over this checkout's node_modules. */
-function buildAt (commit: string, checkout: string): void {
-  mkdirSync(checkout)
-  execFileSync('tar', ['-x', '-C', checkout], { input: execFileSync('git', ['archive', commit], { cwd: ROOT, maxBuffer: 1 << 30 }) })
-  symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'))
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: checkout, stdio: ['ignore', 'ignore', 'inherit'] })
+  return { headers: { authorization: `Bearer ${String(login.data.access_token)}` }, id: String(created.data.id) }
 }
 
 async function main () {
-  const commit = execFileSync('git', ['rev-parse', '--short', `${ref as string}^{commit}`], { cwd: ROOT }).toString().trim()
-  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()
-  const here = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).length > 0 ? `${head} and uncommitted changes` : head
+  const [refA, refB] = process.argv.slice(2)
+  if (refA === undefined) throw new Error('usage: npm run bench:ab -- <git ref of A> [<git ref of B>]')
   const dir = mkdtempSync(join(tmpdir(), 'users-api-ab-'))
-  const children: ChildProcess[] = []
-  /** Starts this checkout's service (or the one in `cwd`) and signs a reader in. */
-  const side = async (name: string, cwd: string, file: string): Promise<Side> => {
-    const server = await start([...START_FLAGS, 'dist/src/server.js'], serviceEnv(join(dir, `${file}.db`)), join(dir, `${file}.log`), cwd)
-    children.push(server.child)
-    return await prepare(name, server.base, server.child.pid)
-  }
+  const env = (name: string) => ({
+    DATABASE_URL: `sqlite://${join(dir, `${name}.db`)}`,
+    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
+    CORS_ORIGINS: ORIGIN,
+    // As in `npm run bench`: limits out of reach, so the store still counts, in a 1 s window.
+    RATE_LIMIT_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    RATE_LIMIT_WINDOW_MS: '1000',
+    MFA_REQUIRED_ROLES: 'none',
+    LOG_LEVEL: 'info'
+  })
+  const children: Array<Awaited<ReturnType<typeof start>>['child']> = []
   try {
-    buildAt(commit, join(dir, 'other'))
-    const other = await side(commit, join(dir, 'other'), 'other')
-    const self = await side(`this checkout (${here})`, ROOT, 'this')
-    for (const { base, path, headers } of [other, self]) {
-      await autocannon({ url: base + path, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+    const treeA = buildCommit(refA, dir, 'A')
+    const treeB = refB === undefined
+      ? { commit: `${execSync('git rev-parse --short HEAD', { cwd: ROOT }).toString().trim()} (checkout)`, root: ROOT }
+      : buildCommit(refB, dir, 'B')
+    const sides: Side[] = []
+    for (const [name, cwd] of [['A', treeA.root], ['B', treeB.root]] as const) {
+      const server = await start([...START_FLAGS, 'dist/src/server.js'], env(name), join(dir, `${name}.log`), cwd)
+      children.push(server.child)
+      sides.push({ name, base: server.base, pid: server.child.pid, ...await prepare(server.base) })
     }
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const current of round % 2 === 0 ? [other, self] : [self, other]) {
-        const measured = await load({ url: current.base + current.path, headers: current.headers }, current.pid)
-        current.rounds.push(measured)
-        process.stdout.write(`round ${round + 1}, ${current.name}: ${measured.rps.toFixed(0)} req/s, ${measured.cpuUs.toFixed(1)} µs CPU per request\n`)
+    const [a, b] = sides as [Side, Side]
+
+    process.stdout.write(`A = ${treeA.commit}, B = ${treeB.commit}: medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections\n\n`)
+    process.stdout.write('| scenario | A req/s | B req/s | B/A | B/A per round | A µs CPU/req | B µs CPU/req |\n|---|---|---|---|---|---|---|\n')
+    const scenarios: Array<{ name: string, path: (side: Side) => string, headers: (side: Side) => Record<string, string> }> = [
+      { name: 'GET /health', path: () => '/health', headers: () => ({}) },
+      { name: 'GET /api/v1/users/{id} (authenticated)', path: (side) => `/api/v1/users/${side.id}`, headers: (side) => side.headers },
+      { name: 'GET /api/v1/users/{id} (authenticated, allowed Origin)', path: (side) => `/api/v1/users/${side.id}`, headers: (side) => ({ ...side.headers, origin: ORIGIN }) }
+    ]
+    for (const scenario of scenarios) {
+      const options = (side: Side) => ({ url: side.base + scenario.path(side), headers: scenario.headers(side) })
+      for (const side of sides) await autocannon({ ...options(side), connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      const rounds = new Map<Side, Measured[]>([[a, []], [b, []]])
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const side of round % 2 === 0 ? [a, b] : [b, a]) rounds.get(side)?.push(await load(options(side), side.pid))
       }
+      const [ra, rb] = [rounds.get(a) ?? [], rounds.get(b) ?? []]
+      const rps = (side: Measured[]) => median(side.map((m) => m.rps))
+      const cpu = (side: Measured[]) => median(side.map((m) => m.cpuUs))
+      const perRound = rb.map((m, index) => (m.rps / (ra[index]?.rps ?? Number.NaN)).toFixed(2)).join(', ')
+      process.stdout.write(`| ${scenario.name} | ${rps(ra).toFixed(0)} | ${rps(rb).toFixed(0)} | ${(rps(rb) / rps(ra)).toFixed(3)} | ${perRound} | ${cpu(ra).toFixed(1)} | ${cpu(rb).toFixed(1)} |\n`)
     }
-    const rps = (measured: Side) => median(measured.rounds.map((round) => round.rps))
-    const cpu = (measured: Side) => median(measured.rounds.map((round) => round.cpuUs))
-    process.stdout.write(`GET /api/v1/users/{id}, medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections:\n` +
-      `  ${self.name}: ${rps(self).toFixed(0)} req/s, ${cpu(self).toFixed(1)} µs CPU per request\n` +
-      `  ${other.name}: ${rps(other).toFixed(0)} req/s, ${cpu(other).toFixed(1)} µs CPU per request\n` +
-      `  throughput ratio ${(rps(self) / rps(other)).toFixed(3)}, CPU per request ratio ${(cpu(self) / cpu(other)).toFixed(3)}\n`)
   } finally {
     for (const child of children) await stop(child)
     rmSync(dir, { recursive: true, force: true })

@@ -44,6 +44,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   fastify.removeContentTypeParser('text/plain')
 
   await fastify.register(securityHeaders)
+  // Before any route is added (@fastify/cors adds one): a route keeps the error handler it
+  // was added under.
+  await fastify.register(errorHandler)
   await fastify.register(cors)
   await fastify.register(database)
   await fastify.register(redis)
@@ -51,7 +54,6 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(repositories)
   await fastify.register(audit)
   await fastify.register(rateLimit)
-  await fastify.register(errorHandler)
   await fastify.register(textInput)
   await fastify.register(revocation)
   await fastify.register(services)

@@ -141,4 +141,7 @@ export default fp(async (fastify) => {
     const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
     return await reply.code(status).send(envelope)
   })
-}, { name: 'error-handler', dependencies: ['repositories'] })
+  // No declared dependencies: it is registered first, before any plugin adds a route (each route
+  // keeps the error handler set when it was added), and reads the repositories only when an error
+  // needs them, by which time they are there.
+}, { name: 'error-handler' })

@@ -70,3 +70,66 @@ t.test('unset CORS_ORIGINS allows every origin (with a start-up warning)', async
   t.ok(['*', 'https://anywhere.example'].includes(String(response.headers['access-control-allow-origin'])))
   t.match(app.config.warnings.join('\n'), /CORS_ORIGINS is unset/)
 })
+
+/** The access-control headers of an answer (and Vary), to compare whole. */
+function corsHeaders (headers: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary'))
+}
+
+t.test('an allow-list echoes listed origins only, with exactly the headers of the policy', async (t) => {
+  const app = await build(t, { env: { CORS_ORIGINS: 'https://app.example.com' } })
+  const get = async (origin: string) => corsHeaders((await app.inject({ method: 'GET', url: '/health', headers: { origin } })).headers)
+  const preflight = async (origin: string) => corsHeaders((await app.inject({ method: 'OPTIONS', url: '/api/v1/users', headers: { origin, 'access-control-request-method': 'PATCH' } })).headers)
+  t.same(await get('https://app.example.com'), {
+    vary: 'Origin',
+    'access-control-allow-origin': 'https://app.example.com',
+    'access-control-expose-headers': 'Location, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset'
+  })
+  t.same(await preflight('https://app.example.com'), {
+    vary: 'Origin',
+    'access-control-allow-origin': 'https://app.example.com',
+    'access-control-expose-headers': 'Location, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+    'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
+    'access-control-allow-headers': 'Authorization, Content-Type, X-Device-Id',
+    'access-control-max-age': '600'
+  })
+  for (const origin of ['https://app.example.com.evil.net', 'null', 'https://evil.example.net']) {
+    t.same(await get(origin), { vary: 'Origin' }, `${origin}: no access-control header (exact match, not a prefix; the opaque origin is not listed)`)
+    t.same(await preflight(origin), { vary: 'Origin' }, `${origin}: its preflight learns nothing beyond Vary`)
+  }
+})
+
+t.test('without an allow-list every origin is echoed, never a wildcard, without credentials', async (t) => {
+  const app = await build(t, { env: { CORS_ORIGINS: '' } })
+  const response = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://anywhere.example' } })
+  t.equal(response.headers['access-control-allow-origin'], 'https://anywhere.example')
+  const preflight = await app.inject({ method: 'OPTIONS', url: '/api/v1/users', headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'POST' } })
+  t.equal(preflight.statusCode, 204)
+  t.equal(preflight.headers['access-control-allow-origin'], 'https://anywhere.example')
+  t.notOk('access-control-allow-credentials' in preflight.headers, 'no credentials: bearer tokens only')
+})
+
+t.test('a preflight is OPTIONS with Access-Control-Request-Method', async (t) => {
+  const app = await build(t)
+  const origin = 'http://localhost:3000'
+  const preflight = await app.inject({ method: 'OPTIONS', url: '/health', headers: { origin, 'access-control-request-method': 'GET' } })
+  t.equal(preflight.statusCode, 204)
+  const options = await app.inject({ method: 'OPTIONS', url: '/health', headers: { origin } })
+  t.equal(options.statusCode, 404, 'OPTIONS without it is no preflight')
+  t.equal(options.json().error.code, 'NOT_FOUND')
+  t.notOk('access-control-allow-methods' in options.headers)
+  const get = await app.inject({ method: 'GET', url: '/health', headers: { origin, 'access-control-request-method': 'GET' } })
+  t.equal(get.statusCode, 200, 'another method with it is no preflight either')
+  t.notOk('access-control-allow-methods' in get.headers)
+})
+
+t.test('a refused origin\'s preflight is an unknown route: counted, and over the limit a 429 in the error envelope', async (t) => {
+  const app = await build(t, { env: { RATE_LIMIT_MAX: '1' } })
+  const preflight = () => app.inject({ method: 'OPTIONS', url: '/api/v1/users', remoteAddress: '198.51.100.9', headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'GET' } })
+  const first = await preflight()
+  t.equal(first.statusCode, 404)
+  t.equal(first.json().error.code, 'NOT_FOUND')
+  const limited = await preflight()
+  t.equal(limited.statusCode, 429)
+  t.same(limited.json(), { error: { code: 'RATE_LIMITED', message: 'Rate limit exceeded' } })
+})
