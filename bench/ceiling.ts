@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import pino from 'pino'
-import securityHeaders from '../src/plugins/security-headers.js'
+import securityHeaders from '../src/plugins/infrastructure/security-headers.js'
 
 /**
  * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked

@@ -4,7 +4,7 @@ import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
-import { answerClientError, answerFrameworkError } from './plugins/error-handler.js'
+import { answerClientError, answerFrameworkError } from './plugins/infrastructure/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
 import { buildValidator } from './validation.js'
 

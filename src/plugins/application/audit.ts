@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { AuditEvent } from '../../schemas/audit.js'
-import { AuditRetention } from '../services/audit-retention.js'
-import { type AuditEntry, AuditTrail } from '../services/audit-trail.js'
-import type { RequestContext } from '../services/context.js'
+import type { AuditEvent } from '../../../schemas/audit.js'
+import { AuditRetention } from '../../services/audit-retention.js'
+import { type AuditEntry, AuditTrail } from '../../services/audit-trail.js'
+import type { RequestContext } from '../../services/context.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

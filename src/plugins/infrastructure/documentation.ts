@@ -3,8 +3,8 @@ import { createRequire } from 'node:module'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { components } from '../../schemas/components.js'
-import { withoutCanonicalMarks } from '../validation.js'
+import { components } from '../../../schemas/components.js'
+import { withoutCanonicalMarks } from '../../validation.js'
 
 const require = createRequire(import.meta.url)
 
@@ -17,7 +17,7 @@ const require = createRequire(import.meta.url)
  */
 async function redocBundle (): Promise<string> {
   try {
-    return await readFile(new URL('../../vendor/redoc.standalone.js', import.meta.url), 'utf8')
+    return await readFile(new URL('../../../vendor/redoc.standalone.js', import.meta.url), 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
     return await readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8')

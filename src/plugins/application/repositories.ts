@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { CursorCodec } from '../collection/cursor.js'
-import { createRepositories, type Repositories } from '../store/repositories.js'
+import { CursorCodec } from '../../collection/cursor.js'
+import { createRepositories, type Repositories } from '../../store/repositories.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

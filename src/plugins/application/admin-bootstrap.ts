@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { ensureSuperAdmin } from '../services/accounts.js'
+import { ensureSuperAdmin } from '../../services/accounts.js'
 
 /** Start-up: the ADMIN_EMAIL account exists and holds super_admin (docs/operations.md, "The first administrator"). */
 export default fp(async (fastify) => {

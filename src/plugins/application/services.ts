@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
-import { DatabaseOAuthStateStore, RedisOAuthStateStore } from '../oauth/state-store.js'
-import { createDelivery } from '../delivery/index.js'
-import { createServices, type Services } from '../services/index.js'
+import { DatabaseOAuthStateStore, RedisOAuthStateStore } from '../../oauth/state-store.js'
+import { createDelivery } from '../../delivery/index.js'
+import { createServices, type Services } from '../../services/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

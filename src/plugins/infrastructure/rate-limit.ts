@@ -1,10 +1,10 @@
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
-import { Errors } from '../errors.js'
-import { SlidingWindowRedisStore } from '../rate-limit/redis-store.js'
-import { type RateLimitStore, SlidingWindowMemoryStore, type WindowState } from '../rate-limit/sliding-window.js'
-import { addressKey } from '../security/network.js'
-import { redactUrl } from '../security/redaction.js'
+import { Errors } from '../../errors.js'
+import { SlidingWindowRedisStore } from '../../rate-limit/redis-store.js'
+import { type RateLimitStore, SlidingWindowMemoryStore, type WindowState } from '../../rate-limit/sliding-window.js'
+import { addressKey } from '../../security/network.js'
+import { redactUrl } from '../../security/redaction.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

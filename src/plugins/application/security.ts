@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os'
 import fastifyJwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
-import { PasswordHasher } from '../security/passwords.js'
-import { JWT_SIGN_OPTIONS, JWT_VERIFY_OPTIONS, type TokenClaims, TokenService } from '../security/tokens.js'
+import { PasswordHasher } from '../../security/passwords.js'
+import { JWT_SIGN_OPTIONS, JWT_VERIFY_OPTIONS, type TokenClaims, TokenService } from '../../security/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,11 +1,11 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Permission } from '../../schemas/rbac.js'
-import { Errors, tokenFailure } from '../errors.js'
-import { authorize as authorizeCaller } from '../services/authorization.js'
-import type { Caller } from '../services/context.js'
-import { canonicalUuid } from '../store/ids.js'
-import type { UserPrincipal } from '../store/users.js'
+import type { Permission } from '../../../schemas/rbac.js'
+import { Errors, tokenFailure } from '../../errors.js'
+import { authorize as authorizeCaller } from '../../services/authorization.js'
+import type { Caller } from '../../services/context.js'
+import { canonicalUuid } from '../../store/ids.js'
+import type { UserPrincipal } from '../../store/users.js'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { RevocationList } from '../security/revocation-list.js'
+import { RevocationList } from '../../security/revocation-list.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
