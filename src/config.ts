@@ -240,7 +240,7 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
     if (pem !== undefined) problems.push(`${keyVariable} is only used with JWT_ALGORITHM EdDSA, ES256 or RS256 (JWT_ALGORITHM is HS256)`)
   } else if (pem === undefined) {
     if (!problems.some((problem) => problem.startsWith('JWT_PRIVATE_KEY'))) {
-      warnings.push(`${keyVariable} is unset: a ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again`)
+      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again`)
       current = privateKey(generateKeyPair(algorithm).privateKey, algorithm)
     }
   } else {
