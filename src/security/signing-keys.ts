@@ -8,7 +8,7 @@ export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
 export type AsymmetricAlgorithm = Exclude<JwtAlgorithm, 'HS256'>
 
 /** RSA keys shorter than this are refused (NIST SP 800-57: 112-bit security). */
-export const RSA_MIN_BITS = 2048
+const RSA_MIN_BITS = 2048
 
 /** A public key as the JWKS publishes it. */
 export type PublicJwk = Static<typeof PublicJwkSchema>

@@ -48,8 +48,8 @@ export function jwtVerifyOptions (key: VerificationKey, issuer: string | null): 
   }
 }
 
-/** The signing keys of an HS256 secret alone (tests, and use without the app). */
-export function secretSigningKeys (secret: string): SigningKeys {
+/** The signing keys of an HS256 secret alone, for the service used without the app. */
+function secretSigningKeys (secret: string): SigningKeys {
   return { signingKey: secret, current: secretKey(secret), previous: [], issuer: null }
 }
 
@@ -127,9 +127,7 @@ export type TokenServiceOptions = {
 } & (
   /** The app's signer and verifier. */
   { jwt: Jwt } |
-  /** Used on its own: signs and verifies with these keys, under the same options. */
-  { keys: SigningKeys } |
-  /** Used on its own, with HS256 under this secret. */
+  /** Used on its own: signs and verifies with HS256 under this secret, under the same options. */
   { secret: string }
 )
 
@@ -151,7 +149,7 @@ export class TokenService {
     if ('jwt' in options) {
       this.#jwt = options.jwt
     } else {
-      const keys = 'keys' in options ? options.keys : secretSigningKeys(options.secret)
+      const keys = secretSigningKeys(options.secret)
       this.#jwt = { sign: createSigner({ ...jwtSignOptions(keys), key: keys.signingKey }), verify: keyedVerifier(keys) }
     }
   }
