@@ -6,8 +6,9 @@ import { freePort } from './free-port.js'
 
 /** What the benchmarks share: starting and stopping servers, one measurement, medians. */
 
-/** BENCH_SECONDS (default 4): each measurement's length. */
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+export const WARM_UP_SECONDS = 3
 export const CONNECTIONS = 32
 
 /** Throughput, latency, and the server's CPU time per request in microseconds (0 when not measured). */
@@ -20,10 +21,27 @@ export const ROOT = join(import.meta.dirname, '..', '..')
 export const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
   .scripts.start.split(' ').filter((word) => word.startsWith('--'))
 
+/** The service's environment under load: SQLite at `databasePath`, every protection on. */
+export function serviceEnv (databasePath: string): Record<string, string> {
+  return {
+    DATABASE_URL: `sqlite://${databasePath}`,
+    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
+    CORS_ORIGINS: 'http://localhost',
+    // Every protection stays on; the limits are set out of reach so the store still counts.
+    // A 1 s window keeps the sliding log (one entry per admitted request) at a realistic size:
+    // with a 60 s window and an unreachable limit it would hold every request of the last minute.
+    RATE_LIMIT_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    RATE_LIMIT_WINDOW_MS: '1000',
+    MFA_REQUIRED_ROLES: 'none',
+    LOG_LEVEL: 'info'
+  }
+}
+
 /**
- * Starts a server with its output going to a file: piped back to this process, two log
- * lines per request would tax the load generator, not the server. `cwd`: where `command`'s
- * paths are read from (this process's directory unless given).
+ * Starts a server (in `cwd`, this process's by default) with its output going to a file:
+ * piped back to this process, two log lines per request would tax the load generator, not
+ * the server.
  */
 export async function start (command: string[], env: Record<string, string>, logFile: string, cwd?: string): Promise<{ child: ChildProcess, base: string }> {
   const port = await freePort()

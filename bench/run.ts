@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
+import { compareAlgorithms } from './algorithms.js'
 import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FLAGS, start, stop } from './harness.js'
 
 /**
@@ -161,6 +162,8 @@ async function main () {
     const high = Math.max(...settled)
     report(`RSS over a ${SOAK_SECONDS} s soak`, high / low, '≤ 1.10 and < 200 MB', high / low <= 1.1 && high < 200,
       `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
+
+    await compareAlgorithms(dir, (name, ratio, detail) => { report(name, ratio, 'reported', true, detail) })
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on
     // the same database (reported: on a 2-core machine the load generator takes a core), in

@@ -16,7 +16,8 @@ const common = {
   sub: Type.String({ description: 'User id' }),
   jti: Type.String({ description: 'Random URL-safe identifier: 16 bytes (access, mfa) or 32 (refresh)' }),
   iat: NumericDateSchema,
-  exp: NumericDateSchema
+  exp: NumericDateSchema,
+  iss: Type.Optional(Type.String({ description: 'JWT_ISSUER, when set' }))
 }
 
 /** An access token's claims; data claims given at issuance may travel beside them. */

@@ -22,6 +22,7 @@ import healthRoutes from './routes/health/index.js'
 import postsRoutes from './routes/posts/index.js'
 import securityRoutes from './routes/security/index.js'
 import usersRoutes from './routes/users/index.js'
+import wellKnownRoutes from './routes/well-known/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -68,6 +69,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(postsRoutes, { prefix: '/api/v1/posts' })
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
   await fastify.register(securityRoutes, { prefix: '/api/v1/security' })
+  await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
 }
 
 export default app

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
+import { generateKeyPair, JWT_ALGORITHMS, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
 
 /**
  * Environment → validated, typed configuration (docs/operations.md, "Configuration"). Every
@@ -30,6 +32,11 @@ const EnvSchema = Type.Object({
   }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: 'a redis:// or rediss:// URL' })),
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'at least 32 characters long' })),
+  JWT_ALGORITHM: oneOf(JWT_ALGORITHMS, 'HS256'),
+  JWT_PRIVATE_KEY: Type.Optional(Type.String()),
+  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
+  JWT_PREVIOUS_KEYS: Type.Optional(Type.String()),
+  JWT_ISSUER: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https?://[^\\s?#]+$', description: 'an http(s) URL without query or fragment' })),
   CORS_ORIGINS: Type.Optional(commaList()),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_MAX: positiveInteger('100'),
@@ -105,6 +112,8 @@ export interface Config {
   jwtSecret: string
   /** True when JWT_SECRET was unset and a random one was generated (tokens die with the process). */
   jwtSecretGenerated: boolean
+  /** Token signing and verification keys (docs/api.md, "Signing keys"). */
+  jwt: SigningKeys
   /** null: every origin allowed. */
   corsOrigins: string[] | null
   /** Fastify `trustProxy`: false, true (any proxy), or the proxies' addresses/CIDRs. */
@@ -202,6 +211,63 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
   return oauth
 }
 
+/** JWT_PRIVATE_KEY, or the file JWT_PRIVATE_KEY_FILE names; undefined when neither is set. */
+function readPrivateKeyText (env: Env, problems: string[]): string | undefined {
+  if (env.JWT_PRIVATE_KEY !== undefined && env.JWT_PRIVATE_KEY_FILE !== undefined) {
+    problems.push('JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE must not both be set')
+    return undefined
+  }
+  if (env.JWT_PRIVATE_KEY_FILE === undefined) return env.JWT_PRIVATE_KEY
+  try {
+    return readFileSync(env.JWT_PRIVATE_KEY_FILE, 'utf8')
+  } catch (error) {
+    problems.push(`JWT_PRIVATE_KEY_FILE must name a readable file (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}: "${env.JWT_PRIVATE_KEY_FILE}")`)
+    return undefined
+  }
+}
+
+/**
+ * The signing key and every key still accepted. HS256 signs with JWT_SECRET; the others with
+ * the private key, generated when unset (its tokens die with the process, like a generated
+ * secret's).
+ */
+function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warnings: string[]): SigningKeys {
+  const algorithm = env.JWT_ALGORITHM
+  const keyVariable = env.JWT_PRIVATE_KEY_FILE === undefined ? 'JWT_PRIVATE_KEY' : 'JWT_PRIVATE_KEY_FILE'
+  const pem = readPrivateKeyText(env, problems)
+  let current: { signingKey: string, verification: VerificationKey } = { signingKey: jwtSecret, verification: secretKey(jwtSecret) }
+  if (algorithm === 'HS256') {
+    if (pem !== undefined) problems.push(`${keyVariable} is only used with JWT_ALGORITHM EdDSA, ES256 or RS256 (JWT_ALGORITHM is HS256)`)
+  } else if (pem === undefined) {
+    if (!problems.some((problem) => problem.startsWith('JWT_PRIVATE_KEY'))) {
+      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again`)
+      current = privateKey(generateKeyPair(algorithm).privateKey, algorithm)
+    }
+  } else {
+    try {
+      current = privateKey(pem, algorithm)
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error
+      problems.push(`${keyVariable} ${error.message}`)
+    }
+  }
+  let previous: VerificationKey[] = []
+  if (env.JWT_PREVIOUS_KEYS !== undefined) {
+    try {
+      previous = previousKeys(env.JWT_PREVIOUS_KEYS)
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error
+      problems.push(`JWT_PREVIOUS_KEYS ${error.message}`)
+    }
+  }
+  return {
+    signingKey: current.signingKey,
+    current: current.verification,
+    previous: previous.filter((key) => key.kid !== current.verification.kid),
+    issuer: env.JWT_ISSUER ?? null
+  }
+}
+
 function readTrustProxy (value: string, problems: string[], warnings: string[]): Config['trustProxy'] {
   if (value === 'false') return false
   if (value === 'true') {
@@ -260,10 +326,16 @@ export function loadConfig (source: Record<string, string | undefined> = process
 
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems, warnings)
   const oauth = readOAuth(source, problems)
+  const jwtSecret = env.JWT_SECRET ?? randomBytes(32).toString('base64url')
+  const jwt = readSigningKeys(env, jwtSecret, problems, warnings)
   if (problems.length > 0) throw new ConfigError(problems)
 
   if (env.SMTP_URL === undefined) warnings.push('SMTP_URL is unset: e-mail messages (verification, password reset, notices) are written to the log, not sent')
-  if (env.JWT_SECRET === undefined) warnings.push('JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart')
+  if (env.JWT_SECRET === undefined) {
+    warnings.push(env.JWT_ALGORITHM === 'HS256'
+      ? 'JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart'
+      : `JWT_SECRET is unset: a random secret was generated, so cursors and MFA enrolments do not survive a restart (it keys them under ${env.JWT_ALGORITHM} too)`)
+  }
 
   return {
     nodeEnv: env.NODE_ENV,
@@ -271,8 +343,9 @@ export function loadConfig (source: Record<string, string | undefined> = process
     host: env.HOST,
     database: parseDatabaseUrl(env.DATABASE_URL),
     redisUrl: env.REDIS_URL ?? null,
-    jwtSecret: env.JWT_SECRET ?? randomBytes(32).toString('base64url'),
+    jwtSecret,
     jwtSecretGenerated: env.JWT_SECRET === undefined,
+    jwt,
     corsOrigins,
     trustProxy,
     rateLimit: {

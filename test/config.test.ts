@@ -1,5 +1,10 @@
+import { generateKeyPairSync } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { generateKeyPair } from '../src/security/signing-keys.js'
 
 function problemsOf (env: Record<string, string>): string[] {
   try {
@@ -129,4 +134,78 @@ t.test('every problem is reported at once', async (t) => {
 t.test('empty variables count as unset', async (t) => {
   t.equal(loadConfig({ PORT: '', REDIS_URL: '' }).port, 3000)
   t.equal(loadConfig({ REDIS_URL: '' }).redisUrl, null)
+})
+
+t.test('signing keys: the algorithm\'s key, its kid, previous keys and the issuer', async (t) => {
+  const ed = generateKeyPair('EdDSA')
+  const es = generateKeyPair('ES256')
+  const defaults = loadConfig({ JWT_SECRET: 'x'.repeat(32) })
+  t.equal(defaults.jwt.current.algorithm, 'HS256')
+  t.equal(defaults.jwt.signingKey, 'x'.repeat(32), 'HS256 signs with JWT_SECRET')
+  t.equal(defaults.jwt.current.jwk, null, 'a secret is never published')
+  t.equal(defaults.jwt.issuer, null)
+  t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwt.current.kid, defaults.jwt.current.kid, 'the kid is stable for a key')
+
+  const config = loadConfig({
+    JWT_SECRET: 'x'.repeat(32),
+    JWT_ALGORITHM: 'EdDSA',
+    JWT_PRIVATE_KEY: ed.privateKey,
+    JWT_PREVIOUS_KEYS: `${es.publicKey}\n${'p'.repeat(40)}`,
+    JWT_ISSUER: 'https://auth.example.com'
+  })
+  t.equal(config.jwt.current.algorithm, 'EdDSA')
+  t.equal(config.jwt.current.jwk?.kid, config.jwt.current.kid)
+  t.same(config.jwt.previous.map((key) => key.algorithm), ['ES256', 'HS256'])
+  t.equal(config.jwt.issuer, 'https://auth.example.com')
+  t.equal(config.jwtSecret, 'x'.repeat(32), 'JWT_SECRET still keys cursors and MFA secrets')
+  t.notMatch(config.warnings.join('\n'), /JWT_PRIVATE_KEY/)
+
+  const oneLine = loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey.replace(/\n/g, '\\n') })
+  t.equal(oneLine.jwt.current.kid, config.jwt.current.kid, 'a PEM written on one line with \\n escapes')
+
+  const dir = mkdtempSync(join(tmpdir(), 'users-api-keys-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'key.pem'), ed.privateKey)
+  t.equal(loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY_FILE: join(dir, 'key.pem') }).jwt.current.kid, config.jwt.current.kid, 'from JWT_PRIVATE_KEY_FILE')
+
+  for (const algorithm of ['EdDSA', 'ES256', 'RS256']) {
+    const generated = loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: algorithm })
+    t.equal(generated.jwt.current.algorithm, algorithm, `${algorithm}: a key pair is generated when unset`)
+    t.match(generated.warnings.join('\n'), /JWT_PRIVATE_KEY is unset: a .* key pair was generated/)
+  }
+  t.match(loadConfig({ JWT_ALGORITHM: 'EdDSA' }).warnings.join('\n'), /JWT_SECRET is unset: .*cursors and MFA enrolments/, 'JWT_SECRET is still wanted under EdDSA')
+})
+
+t.test('a bad signing key stops start-up with a message naming the variable', async (t) => {
+  const ed = generateKeyPair('EdDSA')
+  const es = generateKeyPair('ES256')
+  const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+  const rsa1024 = generateKeyPairSync('rsa', { modulusLength: 1024 })
+  const shortRsaPrivate = rsa1024.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+  const shortRsaPublic = rsa1024.publicKey.export({ type: 'spki', format: 'pem' }).toString()
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ JWT_ALGORITHM: 'HS512' }, /^JWT_ALGORITHM must be one of HS256, EdDSA, ES256, RS256/],
+    [{ JWT_ALGORITHM: 'none' }, /^JWT_ALGORITHM must be one of/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.publicKey }, /^JWT_PRIVATE_KEY is a public key; the private key is needed to sign/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: 'not a key' }, /^JWT_PRIVATE_KEY is not a PEM private key/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: es.privateKey }, /^JWT_PRIVATE_KEY is a key for ES256, not for JWT_ALGORITHM EdDSA/],
+    [{ JWT_ALGORITHM: 'RS256', JWT_PRIVATE_KEY: ed.privateKey }, /^JWT_PRIVATE_KEY is a key for EdDSA, not for JWT_ALGORITHM RS256/],
+    [{ JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: p384 }, /^JWT_PRIVATE_KEY is an EC key on secp384r1; ES256 needs P-256/],
+    [{ JWT_ALGORITHM: 'RS256', JWT_PRIVATE_KEY: shortRsaPrivate }, /^JWT_PRIVATE_KEY is a 1024-bit RSA key; at least 2048 bits are required/],
+    [{ JWT_PRIVATE_KEY: ed.privateKey }, /^JWT_PRIVATE_KEY is only used with JWT_ALGORITHM EdDSA, ES256 or RS256/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey, JWT_PRIVATE_KEY_FILE: '/etc/key.pem' }, /^JWT_PRIVATE_KEY and JWT_PRIVATE_KEY_FILE must not both be set/],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY_FILE: '/nonexistent/key.pem' }, /^JWT_PRIVATE_KEY_FILE must name a readable file \(ENOENT/],
+    [{ JWT_PREVIOUS_KEYS: ed.privateKey }, /^JWT_PREVIOUS_KEYS entry 1 is a PRIVATE KEY; only public keys/],
+    [{ JWT_PREVIOUS_KEYS: shortRsaPublic }, /^JWT_PREVIOUS_KEYS entry 1 is a 1024-bit RSA key/],
+    [{ JWT_PREVIOUS_KEYS: `${es.publicKey}short-secret` }, /^JWT_PREVIOUS_KEYS entry 2 is a secret shorter than 32 characters/],
+    [{ JWT_PREVIOUS_KEYS: '-----BEGIN PUBLIC KEY-----\nMCow' }, /^JWT_PREVIOUS_KEYS entry 1 is an incomplete PEM block/],
+    [{ JWT_PREVIOUS_KEYS: '-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----' }, /^JWT_PREVIOUS_KEYS entry 1 is not a readable PEM public key/],
+    [{ JWT_ISSUER: 'auth-service' }, /^JWT_ISSUER must be an http\(s\) URL without query or fragment/]
+  ]
+  for (const [env, expected] of cases) {
+    const problems = problemsOf({ JWT_SECRET: 'x'.repeat(32), ...env })
+    t.equal(problems.length, 1, `exactly one problem for ${Object.keys(env).join(', ')}: ${problems.join('; ')}`)
+    t.match(problems[0] ?? '', expected)
+    t.notMatch(problems[0] ?? '', /BEGIN|MC4CAQ|MIG/, 'no key material in the message')
+  }
 })

@@ -590,7 +590,9 @@ const INTERNAL_PATH = new RegExp(`${escapeRegExp(dirname(import.meta.dirname))}|
 function assertResponse (operation: Operation, sent: ReturnType<typeof toInjectOptions>, response: LightMyRequestResponse, label: string, fixtures: Fixtures, providerBase: string): void {
   const status = response.statusCode
   assert.ok(status < 500, `${label}: a server error`)
-  for (const [name, value] of Object.entries(SECURITY_HEADERS)) assert.equal(response.headers[name], value, `${label}: header ${name}`)
+  // The public keys and discovery may be cached (docs/api.md, "Signing keys"); nothing else may.
+  const expected = status === 200 && operation.path.startsWith('/.well-known/') ? { ...SECURITY_HEADERS, 'cache-control': 'public, max-age=300' } : SECURITY_HEADERS
+  for (const [name, value] of Object.entries(expected)) assert.equal(response.headers[name], value, `${label}: header ${name}`)
   assert.ok(!('server' in response.headers) && !('x-powered-by' in response.headers), `${label}: Server or X-Powered-By sent`)
 
   const body = response.body

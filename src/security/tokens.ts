@@ -3,6 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createSigner, createVerifier, type SignerOptions, TokenError, type VerifierOptions } from 'fast-jwt'
 import { AccessClaimsSchema, MfaClaimsSchema, RefreshClaimsSchema, type TokenClaimsSchema } from '../../schemas/tokens.js'
+import { type SigningKeys, secretKey, type VerificationKey } from './signing-keys.js'
 
 /** Token lifetimes (docs/api.md, "Tokens"). */
 export const ACCESS_TOKEN_TTL_S = 15 * 60
@@ -28,15 +29,61 @@ const CLAIMS_CHECKS = {
   mfa: TypeCompiler.Compile(MfaClaimsSchema)
 }
 
-/**
- * HS256 only: the verifier pins the algorithm, so `alg: none` and algorithm-confusion tokens
- * fail, and a token without `exp`, `sub` or `jti` is refused before its claims are read.
- * Signed `iat` and `exp` are the ones written into the payload, from the service's clock.
- */
-export const JWT_SIGN_OPTIONS: SignerOptions = { algorithm: 'HS256' }
-export const JWT_VERIFY_OPTIONS: VerifierOptions = { algorithms: ['HS256'], requiredClaims: ['exp', 'sub', 'jti'] }
+/** Signs with the current key: its algorithm, its `kid` in the header, JWT_ISSUER as `iss`. */
+export function jwtSignOptions (keys: SigningKeys): SignerOptions {
+  return { algorithm: keys.current.algorithm, kid: keys.current.kid, ...(keys.issuer !== null && { iss: keys.issuer }) }
+}
 
-/** Signs and verifies under the options above: @fastify/jwt's `fastify.jwt` in the app. */
+/**
+ * Verifies under one key, pinned to that key's algorithm, so `alg: none` and algorithm
+ * confusion (HS256 signed with a public key) fail; a token without `exp`, `sub` or `jti`
+ * (or `iss`, when JWT_ISSUER is set) is refused before its claims are read. Signed `iat` and
+ * `exp` are the ones written into the payload, from the service's clock.
+ */
+export function jwtVerifyOptions (key: VerificationKey, issuer: string | null): VerifierOptions {
+  return {
+    algorithms: [key.algorithm],
+    requiredClaims: issuer === null ? ['exp', 'sub', 'jti'] : ['exp', 'sub', 'jti', 'iss'],
+    ...(issuer !== null && { allowedIss: issuer })
+  }
+}
+
+/** The signing keys of an HS256 secret alone, for the service used without the app. */
+function secretSigningKeys (secret: string): SigningKeys {
+  return { signingKey: secret, current: secretKey(secret), previous: [], issuer: null }
+}
+
+/** The `kid` of a token's header: undefined when absent, null when the header cannot be read. */
+function kidOf (token: string): string | undefined | null {
+  const end = token.indexOf('.')
+  if (end <= 0) return null
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, end), 'base64url').toString())
+    if (typeof header !== 'object' || header === null || Array.isArray(header)) return null
+    const { kid } = header as { kid?: unknown }
+    return kid === undefined ? undefined : typeof kid === 'string' ? kid : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Verifies with the key the token's `kid` names, among the current and previous keys; an
+ * unknown `kid` is refused, and `jku`, `x5u` or `jwk` headers are never followed. A token
+ * without `kid` predates key ids: only an HS256 current key may verify it.
+ */
+export function keyedVerifier (keys: SigningKeys): (token: string) => unknown {
+  const verifiers = new Map([keys.current, ...keys.previous].map((key) => [key.kid, createVerifier({ ...jwtVerifyOptions(key, keys.issuer), key: key.key })]))
+  const withoutKid = keys.current.algorithm === 'HS256' ? verifiers.get(keys.current.kid) : undefined
+  return (token) => {
+    const kid = kidOf(token)
+    const verifier = kid === undefined ? withoutKid : kid === null ? undefined : verifiers.get(kid)
+    if (verifier === undefined) throw new TokenError(TokenError.codes.invalidKey, 'No accepted key for this token')
+    return verifier(token)
+  }
+}
+
+/** Signs and verifies under the options above: @fastify/jwt's signer and `keyedVerifier` in the app. */
 export interface Jwt {
   sign: (claims: TokenClaims) => string
   /** The payload of a token whose signature, algorithm and times are good; throws fast-jwt's TokenError. */
@@ -78,9 +125,9 @@ export type TokenServiceOptions = {
   /** Clock for issuance and expiry, in milliseconds; injectable for tests. */
   now?: () => number
 } & (
-  /** The app's signer and verifier (`fastify.jwt`). */
+  /** The app's signer and verifier. */
   { jwt: Jwt } |
-  /** Used on its own: signs and verifies with this secret, under the same options. */
+  /** Used on its own: signs and verifies with HS256 under this secret, under the same options. */
   { secret: string }
 )
 
@@ -99,9 +146,12 @@ export class TokenService {
 
   constructor (options: TokenServiceOptions) {
     this.#now = options.now ?? Date.now
-    this.#jwt = 'jwt' in options
-      ? options.jwt
-      : { sign: createSigner({ ...JWT_SIGN_OPTIONS, key: options.secret }), verify: createVerifier({ ...JWT_VERIFY_OPTIONS, key: options.secret }) }
+    if ('jwt' in options) {
+      this.#jwt = options.jwt
+    } else {
+      const keys = secretSigningKeys(options.secret)
+      this.#jwt = { sign: createSigner({ ...jwtSignOptions(keys), key: keys.signingKey }), verify: keyedVerifier(keys) }
+    }
   }
 
   /**

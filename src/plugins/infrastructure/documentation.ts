@@ -71,7 +71,8 @@ export default fp(async (fastify) => {
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
         { name: 'audit', description: 'Audit log' },
-        { name: 'security', description: 'Zero-trust access check' }
+        { name: 'security', description: 'Zero-trust access check' },
+        { name: 'keys', description: 'Public keys and discovery, for services that verify tokens' }
       ]
     },
     // Only an OpenAPI 3 document is built; the other branch is for the typings.

@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+import { component } from './components.js'
+
+const Base64UrlSchema = Type.String({ pattern: '^[A-Za-z0-9_-]+$' })
+
+/** A public key as RFC 7517 writes it; which members it has depends on `kty`. */
+export const PublicJwkSchema = component('PublicJwk', Type.Object({
+  kty: Type.Union([Type.Literal('OKP'), Type.Literal('EC'), Type.Literal('RSA')]),
+  kid: Type.String({ description: 'RFC 7638 thumbprint of the key; the `kid` header of the tokens it signs' }),
+  alg: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256'), Type.Literal('RS256')]),
+  use: Type.Literal('sig'),
+  crv: Type.Optional(Type.Union([Type.Literal('Ed25519'), Type.Literal('P-256')], { description: 'OKP and EC keys' })),
+  x: Type.Optional({ ...Base64UrlSchema, description: 'OKP and EC keys' }),
+  y: Type.Optional({ ...Base64UrlSchema, description: 'EC keys' }),
+  n: Type.Optional({ ...Base64UrlSchema, description: 'RSA keys: the modulus' }),
+  e: Type.Optional({ ...Base64UrlSchema, description: 'RSA keys: the exponent' })
+}))
+
+/** The JWK Set: no envelope, as verifiers expect it. */
+export const JwksSchema = component('Jwks', Type.Object({
+  keys: Type.Array(PublicJwkSchema, { description: 'The signing key and the previous keys still accepted; empty under HS256' })
+}))
+
+/** OpenID Connect Discovery 1.0 metadata, the part that applies to this service. */
+export const OpenIdConfigurationSchema = component('OpenIdConfiguration', Type.Object({
+  issuer: Type.String({ description: 'JWT_ISSUER, or this service\'s address when unset (tokens then carry no `iss`)' }),
+  jwks_uri: Type.String(),
+  token_endpoint: Type.String({ description: 'Password sign-in (JSON body, not the OAuth 2 form)' }),
+  userinfo_endpoint: Type.String({ description: 'The caller, for a bearer access token' }),
+  subject_types_supported: Type.Array(Type.String()),
+  id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'The algorithm tokens are signed with' }),
+  token_endpoint_auth_methods_supported: Type.Array(Type.String(), { description: '`none`: sign-in authenticates the user, not a client' }),
+  claims_supported: Type.Array(Type.String())
+}))

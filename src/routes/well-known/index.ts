@@ -1,0 +1,55 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../../schemas/errors.js'
+import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
+import { publicJwks } from '../../security/signing-keys.js'
+
+/**
+ * Caches may keep these: they hold no personal data, and a resource server that meets an
+ * unknown `kid` fetches the set again (jose's createRemoteJWKSet does).
+ */
+const PUBLIC_CACHING = 'public, max-age=300'
+
+/**
+ * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
+ * "Signing keys"); public, in the general rate-limit tier.
+ */
+const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { jwt } = fastify.config
+  const jwks = { keys: publicJwks(jwt) }
+  // With JWT_ISSUER set the document does not depend on the Host header a client sends.
+  const configuredBase = jwt.issuer?.replace(/\/+$/, '') ?? null
+
+  fastify.get('/jwks.json', {
+    schema: {
+      tags: ['keys'],
+      summary: 'Public keys that verify access tokens (JWK Set)',
+      response: { 200: JwksSchema, ...errorResponses({}) }
+    }
+  }, async (_request, reply) => {
+    reply.header('cache-control', PUBLIC_CACHING)
+    return jwks
+  })
+
+  fastify.get('/openid-configuration', {
+    schema: {
+      tags: ['keys'],
+      summary: 'Discovery: issuer, JWKS address, token endpoint, algorithm',
+      response: { 200: OpenIdConfigurationSchema, ...errorResponses({}) }
+    }
+  }, async (request, reply) => {
+    const base = configuredBase ?? `${request.protocol}://${request.host}`
+    reply.header('cache-control', PUBLIC_CACHING)
+    return {
+      issuer: jwt.issuer ?? base,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      token_endpoint: `${base}/api/v1/auth/login`,
+      userinfo_endpoint: `${base}/api/v1/auth/me`,
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: [jwt.current.algorithm],
+      token_endpoint_auth_methods_supported: ['none'],
+      claims_supported: ['sub', 'iss', 'iat', 'exp', 'jti', 'roles', 'type']
+    }
+  })
+}
+
+export default wellKnown

@@ -1,0 +1,160 @@
+import { createHash, createPrivateKey, createPublicKey, createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import type { Static } from '@sinclair/typebox'
+import type { PublicJwkSchema } from '../../schemas/keys.js'
+
+/** The token signing algorithms (docs/api.md, "Signing keys"). */
+export const JWT_ALGORITHMS = ['HS256', 'EdDSA', 'ES256', 'RS256'] as const
+export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
+export type AsymmetricAlgorithm = Exclude<JwtAlgorithm, 'HS256'>
+
+/** RSA keys shorter than this are refused (NIST SP 800-57: 112-bit security). */
+const RSA_MIN_BITS = 2048
+
+/** A public key as the JWKS publishes it. */
+export type PublicJwk = Static<typeof PublicJwkSchema>
+
+/** A key tokens are verified with: an HS256 secret, or a public key. */
+export interface VerificationKey {
+  kid: string
+  algorithm: JwtAlgorithm
+  /** What fast-jwt verifies with: the secret, or the public key as PEM. */
+  key: string
+  /** null for an HS256 secret, which is never published. */
+  jwk: PublicJwk | null
+}
+
+/** The key tokens are signed with, and every key they are still verified with. */
+export interface SigningKeys {
+  /** What fast-jwt signs with: the secret, or the private key as PEM. */
+  signingKey: string
+  /** The signing key's verification half. */
+  current: VerificationKey
+  /** Former keys, still accepted (JWT_PREVIOUS_KEYS). */
+  previous: VerificationKey[]
+  /** The `iss` claim of every token, or null for none. */
+  issuer: string | null
+}
+
+/** A bad key; the configuration names the variable it came from. */
+export class KeyError extends Error {}
+
+/**
+ * RFC 7638 thumbprint: SHA-256 of the key's required members in lexicographic order. A
+ * stable id that reveals nothing the key does not (an HS256 secret's is a hash of it, no
+ * easier to reverse than the token signatures themselves).
+ */
+function thumbprint (jwk: Record<string, unknown>): string {
+  const members: Record<string, string[]> = { EC: ['crv', 'kty', 'x', 'y'], OKP: ['crv', 'kty', 'x'], RSA: ['e', 'kty', 'n'], oct: ['k', 'kty'] }
+  const required = members[String(jwk.kty)] ?? []
+  const canonical = JSON.stringify(Object.fromEntries(required.map((name) => [name, jwk[name]])))
+  return createHash('sha256').update(canonical).digest('base64url')
+}
+
+/** The algorithm a key is for, or a sentence saying why it cannot sign tokens. */
+function algorithmOf (key: KeyObject): AsymmetricAlgorithm {
+  const type = key.asymmetricKeyType
+  const details = key.asymmetricKeyDetails ?? {}
+  if (type === 'ed25519') return 'EdDSA'
+  if (type === 'ec') {
+    if (details.namedCurve !== 'prime256v1') throw new KeyError(`is an EC key on ${details.namedCurve ?? 'an unknown curve'}; ES256 needs P-256`)
+    return 'ES256'
+  }
+  if (type === 'rsa') {
+    const bits = details.modulusLength ?? 0
+    if (bits < RSA_MIN_BITS) throw new KeyError(`is a ${bits}-bit RSA key; at least ${RSA_MIN_BITS} bits are required`)
+    return 'RS256'
+  }
+  throw new KeyError(`is a ${type ?? 'unknown'} key; only Ed25519, P-256 and RSA keys are supported`)
+}
+
+function publicKeyOf (key: KeyObject): VerificationKey {
+  const algorithm = algorithmOf(key)
+  const { kty, crv, x, y, n, e } = key.export({ format: 'jwk' })
+  const kid = thumbprint({ kty, crv, x, y, n, e })
+  const jwk = Object.fromEntries(Object.entries({ kty, kid, alg: algorithm, use: 'sig', crv, x, y, n, e })
+    .filter(([, value]) => value !== undefined)) as unknown as PublicJwk
+  return { kid, algorithm, key: key.export({ type: 'spki', format: 'pem' }).toString(), jwk }
+}
+
+/** An HS256 secret as a verification key. */
+export function secretKey (secret: string): VerificationKey {
+  const kid = thumbprint(createSecretKey(Buffer.from(secret)).export({ format: 'jwk' }))
+  return { kid, algorithm: 'HS256', key: secret, jwk: null }
+}
+
+/** Environments often write PEM with `\n` escapes on one line. */
+function unescaped (pem: string): string {
+  return pem.replace(/\\n/g, '\n')
+}
+
+/** A private key for `algorithm`, from PEM; throws KeyError saying what is wrong with it. */
+export function privateKey (pem: string, algorithm: AsymmetricAlgorithm): { signingKey: string, verification: VerificationKey } {
+  const text = unescaped(pem)
+  if (/-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')
+  let key: KeyObject
+  try {
+    key = createPrivateKey(text)
+  } catch {
+    throw new KeyError('is not a PEM private key')
+  }
+  const verification = publicKeyOf(createPublicKey(key))
+  if (verification.algorithm !== algorithm) throw new KeyError(`is a key for ${verification.algorithm}, not for JWT_ALGORITHM ${algorithm}`)
+  return { signingKey: key.export({ type: 'pkcs8', format: 'pem' }).toString(), verification }
+}
+
+const PEM_BLOCK = /-----BEGIN ([A-Z ]+)-----[\s\S]*?-----END \1-----/g
+
+/**
+ * Former keys still accepted: PEM public keys, and HS256 secrets separated by commas or
+ * white space; throws KeyError naming the bad entry by its position.
+ */
+export function previousKeys (text: string): VerificationKey[] {
+  const source = unescaped(text)
+  const keys: VerificationKey[] = []
+  let position = 0
+  for (const [block, label] of source.matchAll(PEM_BLOCK)) {
+    position++
+    if (label !== 'PUBLIC KEY' && label !== 'RSA PUBLIC KEY') throw new KeyError(`entry ${position} is a ${label}; only public keys (or former HS256 secrets) belong here`)
+    let key: KeyObject
+    try {
+      key = createPublicKey(block)
+    } catch {
+      throw new KeyError(`entry ${position} is not a readable PEM public key`)
+    }
+    try {
+      keys.push(publicKeyOf(key))
+    } catch (error) {
+      throw new KeyError(`entry ${position} ${(error as Error).message}`)
+    }
+  }
+  for (const secret of source.replace(PEM_BLOCK, ' ').split(/[\s,]+/).filter((item) => item.length > 0)) {
+    position++
+    if (secret.startsWith('-----')) throw new KeyError(`entry ${position} is an incomplete PEM block`)
+    if (secret.length < 32) throw new KeyError(`entry ${position} is a secret shorter than 32 characters`)
+    keys.push(secretKey(secret))
+  }
+  return keys
+}
+
+/** A new key pair for `algorithm`, as PEM (PKCS#8 and SPKI). */
+export function generateKeyPair (algorithm: AsymmetricAlgorithm): { privateKey: string, publicKey: string } {
+  const pair = algorithm === 'EdDSA'
+    ? generateKeyPairSync('ed25519')
+    : algorithm === 'ES256'
+      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : generateKeyPairSync('rsa', { modulusLength: 3072 })
+  return {
+    privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    publicKey: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
+  }
+}
+
+/** The keys of the JWKS: public keys in use and still accepted, each once. */
+export function publicJwks (keys: SigningKeys): PublicJwk[] {
+  const seen = new Set<string>()
+  return [keys.current, ...keys.previous].flatMap(({ jwk }) => {
+    if (jwk === null || seen.has(jwk.kid)) return []
+    seen.add(jwk.kid)
+    return [jwk]
+  })
+}
