@@ -56,6 +56,16 @@ for (const backend of backends()) {
       t.same(await names('_'), [])
     })
 
+    t.test('indexed searches (3 characters or more) answer as the scan does', async (t) => {
+      await createAccount(app, { name: 'Émile "Zola" Ünal' })
+      const names = async (search: string) => (await users.list(firstPage({ search }))).items.map((user) => user.name)
+      t.same(await names('zola" ü'), ['Émile "Zola" Ünal'], 'quotes are characters, not query syntax')
+      for (const search of ['ÉMILE', 'émile', 'mile', '"zola"', 'zola" ü', 'ÜNAL', 'é', 'ü', '00%', 'OB']) {
+        const all = (await users.list(firstPage())).items.map((user) => user.name)
+        t.same(await names(search), all.filter((name) => name.toLowerCase().includes(search.toLowerCase())), search)
+      }
+    })
+
     t.test('offset pages and cursors of one shape bind their own bounds', async (t) => {
       const ids = (await users.list(firstPage())).items.map((user) => user.id)
       const pageOf = async (page: number) => (await users.list(firstPage({ pagination: { kind: 'offset', page, limit: 1 } }))).items.map((user) => user.id)
