@@ -85,6 +85,8 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
  */
 export class PageQueries<Row extends object, Values extends FilterValues> {
   readonly #shapes = new Map<string, Shape>()
+  /** Counts a search's trigram-index matches, up to COUNT_LIMIT + 1 (SQLite). */
+  #probe: CompiledQuery<any> | undefined
 
   readonly #searchIn: readonly string[]
 
@@ -116,7 +118,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       values.$limit = pagination.limit + 1
       pagination.after?.forEach((value, index) => { values[`$after${index}`] = value })
     }
-    const shape = this.#shape(request, filters, countKey !== undefined)
+    const shape = this.#shape(request, filters, countKey !== undefined, this.#useIndex(request.search))
     const bind = <Result>(query: CompiledQuery<any>) =>
       this.store.read<Result>({ ...query, parameters: query.parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
 
@@ -141,6 +143,25 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     return { kind: 'cursor', items, nextCursor, hasMore }
   }
 
+  /**
+   * Whether a search reads the trigram index (SQLite). The index answers which rows match, not
+   * in the page's order: its matches are read whole and sorted, which is cheap while they are
+   * few. A search matching more than COUNT_LIMIT rows reads the collection in its order instead,
+   * checking each row: with that many matches the page fills quickly. The probe itself reads at
+   * most COUNT_LIMIT + 1 index entries.
+   */
+  #useIndex (search: string | undefined): boolean {
+    const index = this.options.searchIndex
+    const phrase = searchPhrase(search)
+    if (this.store.dialect !== 'sqlite' || index === undefined || phrase === undefined) return false
+    this.#probe ??= this.store.db.selectFrom(sql<{ rowid: number }>`(select rowid from ${sql.table(index.table)} where ${sql.table(index.table)} match ${new Placeholder('$phrase')} limit ${new Placeholder('$countLimit')})`.as('matches'))
+      .select((eb) => eb.fn.countAll().as('total')).compile()
+    const probe = this.#probe
+    const matches = this.store.read<{ total: number }>({ ...probe, parameters: [phrase, COUNT_LIMIT + 1] })
+    if (matches instanceof Promise) return false
+    return Number(matches[0]?.total ?? 0) <= COUNT_LIMIT
+  }
+
   /** The maintained count serving this request, if any: only without search and createdAfter. */
   #countKey (request: CollectionRequest, filters: Values): string | undefined {
     if (request.pagination.kind !== 'offset' || request.search !== undefined || request.createdAfter !== undefined) return undefined
@@ -148,13 +169,11 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
   }
 
   /** The compiled queries for this request's shape, built on first use. */
-  #shape (request: CollectionRequest, filters: Values, maintained: boolean): Shape {
+  #shape (request: CollectionRequest, filters: Values, maintained: boolean, indexed: boolean): Shape {
     const { pagination } = request
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
     const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
     const search = request.search !== undefined && this.#searchIn.length > 0
-    // SQLite's trigram index answers 3 characters or more; shorter searches scan (bounded by the limits).
-    const indexed = search && this.store.dialect === 'sqlite' && this.options.searchIndex !== undefined && searchPhrase(request.search) !== undefined
     const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}` +
       `|${search ? 's' : ''}${indexed ? 'i' : ''}${request.createdAfter !== undefined ? 'c' : ''}${maintained ? 'm' : ''}`
     let shape = this.#shapes.get(key)
@@ -166,6 +185,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     if (search) {
       const pattern = new Placeholder('$search') as unknown as string
       if (indexed && this.options.searchIndex !== undefined) {
+        // SQLite's trigram index answers searches of 3 characters or more (see #useIndex).
         filtered = filtered.where(indexedSearch(this.options.searchIndex, new Placeholder('$phrase') as unknown as string))
       }
       // Also with the index: its candidates are checked against the very same condition.

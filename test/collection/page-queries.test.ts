@@ -3,7 +3,6 @@ import type { CompiledQuery } from 'kysely'
 import t from 'tap'
 import { CursorCodec } from '../../src/collection/cursor.js'
 import { COUNT_LIMIT, type CollectionRequest } from '../../src/collection/query.js'
-import { readThrough } from '../../src/store/prepared.js'
 import { createRepositories } from '../../src/store/repositories.js'
 import { backends, build, createAccount, queryPlan, TEST_SECRET } from '../helper.js'
 
@@ -80,12 +79,13 @@ for (const backend of backends()) {
 /** Repositories over the app's database that keep every query a page ran, with its values. */
 function recordingRepositories (app: FastifyInstance) {
   const ran: Array<CompiledQuery<unknown>> = []
-  const read = readThrough(app.database.db)
+  const read = app.database.readRows
   const repositories = createRepositories({
     ...app.database,
-    readRows: async <Row>(query: CompiledQuery<Row>) => {
+    // Synchronous on SQLite, as the service's reads are.
+    readRows: <Row>(query: CompiledQuery<Row>) => {
       ran.push(query)
-      return await read(query)
+      return read(query)
     }
   }, new CursorCodec(TEST_SECRET))
   return { repositories, ran }
@@ -113,7 +113,7 @@ for (const backend of backends()) {
     for (let chunk = 0; chunk < 3; chunk++) {
       const at = new Date(Date.UTC(2025, 0, 1, chunk)).toISOString()
       const users = Array.from({ length: 1000 }, (_, index) => ({
-        id: `00000000-0000-7000-800${chunk}-${String(index).padStart(12, '0')}`, email: `filler-${chunk}-${index}@example.com`, name: `Filler ${chunk} ${index}`, created_at: at, updated_at: at
+        id: `00000000-0000-7000-800${chunk}-${String(index).padStart(12, '0')}`, email: `filler-${chunk}-${index}@example.com`, name: `Filler ${chunk} ${index}`, email_verified: 0, created_at: at, updated_at: at
       }))
       await db.insertInto('users').values(users).execute()
       await db.insertInto('posts').values(users.map((user) => ({ id: user.id, author_id: user.id, title: user.name, body: 'lorem ipsum', status: 'published', created_at: at, updated_at: at }))).execute()
