@@ -28,13 +28,20 @@ const HEALTH_EVERY_MS = 5
 interface Timing { median: number, max: number }
 type Results = Map<string, Map<number, Timing>>
 
+async function dropSchema (size: number): Promise<void> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`drop schema if exists bench_scale_${size} cascade`)
+  await admin.end()
+}
+
 /** The database URL for one size: a fresh SQLite file, or a fresh PostgreSQL schema. */
 async function freshDatabase (kind: string, size: number, dir: string): Promise<string> {
   if (kind === 'sqlite') return `sqlite://${join(dir, `scale-${size}.db`)}`
+  await dropSchema(size)
   const schema = `bench_scale_${size}`
   const admin = new pg.Client({ connectionString: POSTGRES_URL })
   await admin.connect()
-  await admin.query(`drop schema if exists ${schema} cascade`)
   await admin.query(`create schema ${schema}`)
   await admin.end()
   const url = new URL(POSTGRES_URL)
@@ -139,6 +146,7 @@ async function run (kind: string, size: number, dir: string, results: Results, h
     health.set(size, longest)
   } finally {
     await stop(child)
+    if (kind !== 'sqlite') await dropSchema(size)
   }
 }
 
