@@ -27,7 +27,7 @@ export interface CollectionFields {
  */
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
-    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Offset pagination page, 1-based (default 1)' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Offset pagination page, 1-based (default 1); page × limit at most 10000, cursor beyond' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size (default 20)' })),
     cursor: Type.Optional(Type.String({
       maxLength: 1024,
@@ -58,8 +58,9 @@ export function CollectionQuerySchema<T extends TProperties = {}> (fields: Colle
 export const OffsetMetaSchema = Type.Object({
   page: Type.Integer(),
   limit: Type.Integer(),
-  total: Type.Integer({ description: 'Number of matching records' }),
-  totalPages: Type.Integer()
+  total: Type.Integer({ description: 'Number of matching records; at most 10000 when the collection is filtered or searched (see totalExact)' }),
+  totalExact: Type.Boolean({ description: 'false when the count stopped at 10000: there are more matching records' }),
+  totalPages: Type.Integer({ description: 'ceil(total / limit)' })
 }, { title: 'OffsetMeta' })
 
 export const CursorMetaSchema = Type.Object({

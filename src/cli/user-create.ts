@@ -34,7 +34,7 @@ async function main (): Promise<void> {
     await migrateToLatest(database.db, database.dialect)
     const password = values.password ?? randomBytes(12).toString('base64url')
     const user = await createAccount({
-      users: new UsersRepository(database.db, new CursorCodec(config.jwtSecret), database.readRows),
+      users: new UsersRepository(database.db, database.readRows, { ...database, cursors: new CursorCodec(config.jwtSecret), read: database.readRows }),
       passwords: new PasswordHasher({ concurrency: availableParallelism(), queueLimit: 1 }),
       passwordPolicy: config.passwordPolicy
     }, { email: values.email, name: values.name ?? values.email.split('@')[0] ?? 'User', password, roles: roles as Role[], emailVerified: true })

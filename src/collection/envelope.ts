@@ -14,8 +14,8 @@ function project<Row extends { id: string }> (row: Row, fields: string[] | null)
 export function collectionEnvelope<Row extends { id: string }> (result: CollectionResult<Row>, fields: string[] | null) {
   const data = result.items.map((row) => project(row, fields))
   if (result.kind === 'cursor') return { data, meta: { nextCursor: result.nextCursor, hasMore: result.hasMore } }
-  const { page, limit, total, totalPages } = result
-  return { data, meta: { page, limit, total, totalPages } }
+  const { page, limit, total, totalExact, totalPages } = result
+  return { data, meta: { page, limit, total, totalExact, totalPages } }
 }
 
 /** Parses a collection's query (throwing 400 on a bad one), reads that page with `read`, and answers its envelope. */

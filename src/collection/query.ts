@@ -38,6 +38,12 @@ export function queryFingerprint (request: Pick<CollectionRequest, 'sort' | 'sea
 /** The page size when none is given (docs/api.md, "Collections"). */
 export const DEFAULT_LIMIT = 20
 
+/**
+ * How far counts and offset pages reach (docs/api.md, "Collections"): counting or skipping
+ * more rows costs in proportion to them; cursors reach every record.
+ */
+export const COUNT_LIMIT = 10_000
+
 export interface CollectionQueryInput {
   page?: number
   limit?: number
@@ -109,6 +115,9 @@ export function parseCollectionQuery (
   const createdAfter = parseInstant(query.createdAfter, issues)
   const limit = query.limit ?? DEFAULT_LIMIT
   let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit }
+  if (query.cursor === undefined && Number.isFinite(pagination.page * limit) && pagination.page * limit > COUNT_LIMIT) {
+    issues.push({ path: '/page', message: `page × limit must be at most ${COUNT_LIMIT}; use cursor pagination (cursor=) to reach later records` })
+  }
   if (query.cursor !== undefined) {
     if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })
     const after = query.cursor === '' ? null : cursors.decode(query.cursor, queryFingerprint({ sort, search: query.search, createdAfter, filters }))

@@ -1,8 +1,6 @@
 import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
-import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
-import { type CollectionResult, PageQueries } from './paginate.js'
-import type { ReadRows } from './prepared.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import type { AuditLogsTable, Db } from './types.js'
 
 const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
@@ -13,13 +11,15 @@ const INSERT_CHUNK = 100
 export class AuditLogsRepository {
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, pages: PageStore) {
     this.#pages = new PageQueries<AuditLogsTable, { event?: string, actorId?: string }>(({ event, actorId }) => {
       let filtered = db.selectFrom('audit_logs')
       if (event !== undefined) filtered = filtered.where('event', '=', event)
       if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
       return filtered
-    }, COLUMNS, cursors, readRows)
+    }, COLUMNS, pages, {
+      maintainedCount: ({ event, actorId }) => event === undefined && actorId === undefined ? 'audit_logs' : undefined
+    })
   }
 
   async insertMany (rows: AuditLogsTable[]): Promise<void> {

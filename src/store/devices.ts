@@ -1,10 +1,8 @@
-import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { canonicalUuid, uuidv7 } from './ids.js'
-import { type CollectionResult, PageQueries } from './paginate.js'
-import type { ReadRows } from './prepared.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import type { Db, TrustedDevicesTable } from './types.js'
 import { holdUserRow } from './users.js'
 
@@ -17,9 +15,12 @@ const COLUMNS = ['id', 'device_id', 'name', 'created_at'] as const
 export class DevicesRepository {
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, pages: PageStore) {
     this.#pages = new PageQueries<Device, { userId: string }>(({ userId }) =>
-      db.selectFrom('trusted_devices').where('user_id', '=', userId), COLUMNS, cursors, readRows, ['name'])
+      db.selectFrom('trusted_devices').where('user_id', '=', userId), COLUMNS, pages, {
+      // A user trusts at most 5 devices: a search reads those through the user's index, no more.
+      searchIn: ['name']
+    })
   }
 
   /**

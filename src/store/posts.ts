@@ -1,9 +1,8 @@
 import type { Comment, Post } from '../../schemas/post.js'
-import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, PageQueries } from './paginate.js'
-import type { ReadRows } from './prepared.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
+import { SEARCH_INDEXES } from './search.js'
 import type { Db } from './types.js'
 
 /** Who is reading: anonymous readers see published posts; a caller also their own; moderators all. */
@@ -23,10 +22,22 @@ type PostFilters = {
   status?: string
 }
 
+/**
+ * The maintained count of the posts these filters select (migration 0010 keeps `posts` and
+ * `posts:<status>`): every post or one status (a moderator), published ones (anonymous).
+ * A signed-in reader's own posts among the published, and one author's, are counted.
+ */
+function postsCount ({ authorId, visibleTo, status }: PostFilters): string | undefined {
+  if (authorId !== undefined) return undefined
+  if (visibleTo === undefined) return status === undefined ? 'posts' : `posts:${status}`
+  if (visibleTo === null && (status === undefined || status === 'published')) return 'posts:published'
+  return undefined
+}
+
 export class PostsRepository {
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, pages: PageStore) {
     this.#pages = new PageQueries<Post, PostFilters>(({ authorId, visibleTo, status }) => {
       let filtered = db.selectFrom('posts')
       if (authorId !== undefined) filtered = filtered.where('author_id', '=', authorId)
@@ -34,7 +45,11 @@ export class PostsRepository {
       else if (visibleTo !== undefined) filtered = filtered.where((eb) => eb.or([eb('status', '=', 'published'), eb('author_id', '=', visibleTo)]))
       if (status !== undefined) filtered = filtered.where('status', '=', status as Post['status'])
       return filtered
-    }, POST_COLUMNS, cursors, readRows, ['title', 'body'])
+    }, POST_COLUMNS, pages, {
+      searchIn: SEARCH_INDEXES.posts.columns,
+      searchIndex: SEARCH_INDEXES.posts,
+      maintainedCount: postsCount
+    })
   }
 
   async create (authorId: string, post: Pick<Post, 'title' | 'body' | 'status'>): Promise<Post> {
@@ -72,9 +87,12 @@ export class PostsRepository {
 export class CommentsRepository {
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, pages: PageStore) {
     this.#pages = new PageQueries<Comment, { postId: string }>(({ postId }) =>
-      db.selectFrom('comments').where('post_id', '=', postId), COMMENT_COLUMNS, cursors, readRows, ['body'])
+      db.selectFrom('comments').where('post_id', '=', postId), COMMENT_COLUMNS, pages, {
+      searchIn: SEARCH_INDEXES.comments.columns,
+      searchIndex: SEARCH_INDEXES.comments
+    })
   }
 
   async create (postId: string, authorId: string, body: string): Promise<Comment> {

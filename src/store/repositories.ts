@@ -6,6 +6,7 @@ import { IdentitiesRepository } from './identities.js'
 import { MfaRepository } from './mfa.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OutboxRepository } from './outbox.js'
+import type { PageStore } from './paginate.js'
 import { CommentsRepository, PostsRepository } from './posts.js'
 import { RevocationsRepository } from './revocations.js'
 import { SessionsRepository } from './sessions.js'
@@ -15,21 +16,22 @@ import { UsersRepository } from './users.js'
 export type Repositories = ReturnType<typeof createRepositories>
 
 /** The data layer over one database: the only code that builds SQL. */
-export function createRepositories ({ db, readRows }: Pick<Database, 'db' | 'readRows'>, cursors: CursorCodec) {
-  const users = new UsersRepository(db, cursors, readRows)
+export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'db' | 'dialect' | 'readRows'>, cursors: CursorCodec) {
+  const pages: PageStore = { db, dialect, cursors, read: readRows }
+  const users = new UsersRepository(db, readRows, pages)
   const outbox = new OutboxRepository(db)
   return {
     users,
     outbox,
     oneTimeTokens: new OneTimeTokensRepository(db, outbox),
-    sessions: new SessionsRepository(db, cursors, readRows),
+    sessions: new SessionsRepository(db, pages),
     revocations: new RevocationsRepository(db),
     signInFailures: new SignInFailuresRepository(db, readRows),
-    auditLogs: new AuditLogsRepository(db, cursors, readRows),
-    devices: new DevicesRepository(db, cursors, readRows),
+    auditLogs: new AuditLogsRepository(db, pages),
+    devices: new DevicesRepository(db, pages),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),
-    posts: new PostsRepository(db, cursors, readRows),
-    comments: new CommentsRepository(db, cursors, readRows)
+    posts: new PostsRepository(db, pages),
+    comments: new CommentsRepository(db, pages)
   }
 }

@@ -1,10 +1,8 @@
 import type { Session } from '../../schemas/auth.js'
-import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, PageQueries } from './paginate.js'
-import type { ReadRows } from './prepared.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import type { Db } from './types.js'
 import { holdUserRow } from './users.js'
 
@@ -62,9 +60,9 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
 export class SessionsRepository {
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, pages: PageStore) {
     this.#pages = new PageQueries<Omit<Session, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
-      ({ userId, ...cutoffs }) => liveSessions(db, userId, cutoffs), SESSION_COLUMNS, cursors, readRows)
+      ({ userId, ...cutoffs }) => liveSessions(db, userId, cutoffs), SESSION_COLUMNS, pages)
   }
 
   /**

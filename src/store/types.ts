@@ -177,6 +177,13 @@ export interface CommentsTable {
   created_at: string
 }
 
+/** Exact row counts kept by triggers (migration 0010): `users`, `audit_logs`, `posts`, `posts:<status>`. */
+export interface CollectionCountsTable {
+  name: string
+  /** bigint: PostgreSQL hands it back as a string. */
+  total: number | string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -195,6 +202,7 @@ export interface DatabaseSchema {
   one_time_tokens: OneTimeTokensTable
   outbox: OutboxTable
   mfa_message_codes: MfaMessageCodesTable
+  collection_counts: CollectionCountsTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -1,12 +1,12 @@
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import type { User } from '../../schemas/user.js'
-import type { CursorCodec } from '../collection/cursor.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
-import { type CollectionResult, PageQueries } from './paginate.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
+import { SEARCH_INDEXES } from './search.js'
 import type { Db } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'email_verified', 'name', 'created_at'] as const
@@ -78,14 +78,18 @@ export class UsersRepository {
   readonly #selectCredentials
   readonly #pages
 
-  constructor (private readonly db: Db, cursors: CursorCodec, readRows: ReadRows) {
+  constructor (private readonly db: Db, readRows: ReadRows, pages: PageStore) {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'user_roles.role'])
       .where('users.id', '=', ''))
     this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
-    this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, cursors, readRows, ['name'])
+    this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, pages, {
+      searchIn: SEARCH_INDEXES.users.columns,
+      searchIndex: SEARCH_INDEXES.users,
+      maintainedCount: () => 'users'
+    })
   }
 
   /**

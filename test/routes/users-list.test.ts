@@ -23,7 +23,7 @@ for (const backend of backends()) {
       const response = await list('')
       t.equal(response.statusCode, 200)
       const body = response.json()
-      t.same(body.meta, { page: 1, limit: 20, total: 25, totalPages: 2 })
+      t.same(body.meta, { page: 1, limit: 20, total: 25, totalExact: true, totalPages: 2 })
       t.equal(body.data.length, 20)
       t.notMatch(response.body, /password|hash/i)
     })
@@ -31,20 +31,20 @@ for (const backend of backends()) {
     t.test('limit and page at their boundaries', async (t) => {
       for (const [query, status] of [['limit=0', 400], ['limit=1', 200], ['limit=100', 200], ['limit=101', 400],
         ['page=0', 400], ['page=1', 200], ['page=-1', 400], ['limit=abc', 400], ['limit=1.5', 400],
-        ['limit=100&page=2147483647', 200], ['limit=100&page=2147483648', 400], ['page=461168601842738800', 400], ['page=1e400', 400], ['page=Infinity', 400], ['limit=-Infinity', 400]] as const) {
+        ['limit=100&page=100', 200], ['limit=100&page=101', 400], ['limit=100&page=2147483647', 400], ['limit=100&page=2147483648', 400], ['page=461168601842738800', 400], ['page=1e400', 400], ['page=Infinity', 400], ['limit=-Infinity', 400]] as const) {
         const response = await list(query)
         t.equal(response.statusCode, status, query)
         if (status === 400) t.equal(response.json().error.code, 'VALIDATION_FAILED')
       }
       t.equal((await list('limit=1')).json().data.length, 1)
-      t.same((await list('limit=100')).json().meta, { page: 1, limit: 100, total: 25, totalPages: 1 })
+      t.same((await list('limit=100')).json().meta, { page: 1, limit: 100, total: 25, totalExact: true, totalPages: 1 })
     })
 
     t.test('offset walk: pages of 10 cover everything once, past the end is empty', async (t) => {
       const seen: string[] = []
       for (const page of [1, 2, 3]) {
         const body = (await list(`limit=10&page=${page}`)).json()
-        t.same(body.meta, { page, limit: 10, total: 25, totalPages: 3 })
+        t.same(body.meta, { page, limit: 10, total: 25, totalExact: true, totalPages: 3 })
         seen.push(...body.data.map((user: { id: string }) => user.id))
       }
       t.equal(new Set(seen).size, 25)

@@ -1,0 +1,188 @@
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import { loadConfig } from '../src/config.js'
+import { bulkSeed } from '../src/store/bulk-seed.js'
+import { openDatabase } from '../src/store/database.js'
+import { migrateToLatest } from '../src/store/migrations.js'
+import type { DatabaseSchema } from '../src/store/types.js'
+import { json, median, ROOT, START_FLAGS, serviceEnv, start, stop } from './harness.js'
+
+/**
+ * `npm run bench:scale`: the collections at 10k and 1M rows (docs/performance.md, "Scale").
+ * For each database and size, users, posts and audit entries are generated in bulk, the
+ * service is started on them, and each request is sent REQUESTS times one after another while
+ * /health is asked every few milliseconds: per request the median and longest answer, how the
+ * median grew from the smallest size to the largest, and the longest /health answer meanwhile.
+ * BENCH_SCALE_SIZES (default 10000,1000000), BENCH_SCALE_DATABASES (sqlite,postgres),
+ * BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test; a schema per size).
+ */
+const SIZES = (process.env.BENCH_SCALE_SIZES ?? '10000,1000000').split(',').map(Number)
+const DATABASES = (process.env.BENCH_SCALE_DATABASES ?? 'sqlite,postgres').split(',')
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const REQUESTS = Number(process.env.BENCH_SCALE_REQUESTS ?? 30)
+const HEALTH_EVERY_MS = 5
+
+interface Timing { median: number, max: number }
+type Results = Map<string, Map<number, Timing>>
+
+async function dropSchema (size: number): Promise<void> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`drop schema if exists bench_scale_${size} cascade`)
+  await admin.end()
+}
+
+/** The database URL for one size: a fresh SQLite file, or a fresh PostgreSQL schema. */
+async function freshDatabase (kind: string, size: number, dir: string): Promise<string> {
+  if (kind === 'sqlite') return `sqlite://${join(dir, `scale-${size}.db`)}`
+  await dropSchema(size)
+  const schema = `bench_scale_${size}`
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`create schema ${schema}`)
+  await admin.end()
+  const url = new URL(POSTGRES_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return url.toString()
+}
+
+function postgresWithoutTimeouts (url: string) {
+  const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) })
+  return { db, dialect: 'postgres' as const, close: async () => await db.destroy() }
+}
+
+async function seed (databaseUrl: string, size: number): Promise<number> {
+  const began = performance.now()
+  // PostgreSQL without the service's query timeouts, which seeding a million rows exceeds.
+  const database = databaseUrl.startsWith('sqlite:')
+    ? openDatabase(loadConfig({ DATABASE_URL: databaseUrl, JWT_SECRET: 'bench-secret-bench-secret-bench-secret' }).database)
+    : postgresWithoutTimeouts(databaseUrl)
+  try {
+    await migrateToLatest(database.db, database.dialect)
+    await bulkSeed(database.db, database.dialect, size)
+    // The admin that reads everything: created here, signed in through the API.
+    await database.db.insertInto('user_roles').values({ user_id: '00000000-0000-7000-8000-000000000000', role: 'admin', created_at: new Date().toISOString() }).execute()
+  } finally {
+    await database.close()
+  }
+  return (performance.now() - began) / 1000
+}
+
+/** Times `path` REQUESTS times in a row while /health is polled; answers the timings and /health's longest. */
+async function measure (base: string, path: string, token: string | null): Promise<Timing & { health: number }> {
+  const poll = { on: true }
+  let health = 0
+  const poller = (async () => {
+    while (poll.on) {
+      const began = performance.now()
+      await fetch(`${base}/health`).then(async (response) => await response.arrayBuffer())
+      health = Math.max(health, performance.now() - began)
+      await new Promise((resolve) => setTimeout(resolve, HEALTH_EVERY_MS))
+    }
+  })()
+  const times: number[] = []
+  for (let index = 0; index < REQUESTS; index++) {
+    const began = performance.now()
+    const response = await fetch(`${base}${path}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } })
+    await response.arrayBuffer()
+    times.push(performance.now() - began)
+    if (!response.ok) throw new Error(`${path}: ${response.status}`)
+  }
+  poll.on = false
+  await poller
+  return { median: median(times), max: Math.max(...times), health }
+}
+
+const REQUESTS_MEASURED: Array<{ path: string, anonymous?: boolean }> = [
+  { path: '/api/v1/users?limit=20' },
+  { path: '/api/v1/users?limit=20&page=500' },
+  { path: '/api/v1/users?limit=20&cursor=' },
+  { path: '/api/v1/users?limit=20&sort=-created_at' },
+  { path: '/api/v1/users?limit=20&search=zebrafish' },
+  { path: '/api/v1/users?limit=20&search=smith' },
+  { path: '/api/v1/users?limit=20&search=nomatch' },
+  { path: '/api/v1/users?limit=20&search=sm' },
+  { path: '/api/v1/users?limit=20&createdAfter=2025-01-01' },
+  { path: '/api/v1/posts?limit=20' },
+  { path: '/api/v1/posts?limit=20&status=draft' },
+  { path: '/api/v1/posts?limit=20', anonymous: true },
+  { path: '/api/v1/posts?limit=20&search=zebrafish' },
+  { path: '/api/v1/posts?limit=20&search=lorem' },
+  { path: '/api/v1/users/00000000-0000-7000-8000-000000000007/posts?limit=20' },
+  { path: '/api/v1/audit-logs?limit=20' },
+  { path: '/api/v1/audit-logs?limit=20&event=auth.login' },
+  { path: '/api/v1/audit-logs?limit=20&actor_id=00000000-0000-7000-8000-000000000007' },
+  { path: '/api/v1/audit-logs?limit=20&createdAfter=2025-01-01' }
+]
+
+async function run (kind: string, size: number, dir: string, results: Results, health: Map<number, number>): Promise<void> {
+  const databaseUrl = await freshDatabase(kind, size, dir)
+  const seconds = await seed(databaseUrl, size)
+  process.stdout.write(`${kind} ${size}: seeded in ${seconds.toFixed(0)} s\n`)
+  const env = { ...serviceEnv(join(dir, 'unused.db')), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', RATE_LIMIT_ADMIN_MAX: '1000000000' }
+  const { child, base } = await start([...START_FLAGS, join(ROOT, 'dist', 'src', 'server.js')], env, join(dir, 'server.log'))
+  try {
+    // The seeded admin has no password: set one by the store is not possible through the API,
+    // so a fresh account is registered and given the admin role in the database.
+    const email = `admin-${size}@example.com`
+    const password = 'bench-password-long-enough'
+    const created = await json(`${base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email, name: 'Admin', password }) })
+    const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl, JWT_SECRET: 'bench-secret-bench-secret-bench-secret' }).database)
+    await database.db.insertInto('user_roles').values({ user_id: created.data.id, role: 'admin', created_at: new Date().toISOString() }).execute()
+    await database.close()
+    const token = (await json(`${base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email, password }) })).data.access_token as string
+    let longest = 0
+    for (const request of REQUESTS_MEASURED) {
+      const name = `${request.path}${request.anonymous === true ? ' (anonymous)' : ''}`
+      const timing = await measure(base, request.path, request.anonymous === true ? null : token)
+      longest = Math.max(longest, timing.health)
+      if (!results.has(name)) results.set(name, new Map())
+      results.get(name)?.set(size, timing)
+      process.stdout.write(`  ${name}: median ${timing.median.toFixed(1)} ms, max ${timing.max.toFixed(1)} ms, /health max ${timing.health.toFixed(1)} ms\n`)
+    }
+    health.set(size, longest)
+  } finally {
+    await stop(child)
+    if (kind !== 'sqlite') await dropSchema(size)
+  }
+}
+
+function table (kind: string, results: Results, health: Map<number, number>): string {
+  const ms = (value: number | undefined) => value === undefined ? '—' : `${value.toFixed(1)}`
+  const smallest = SIZES[0] ?? 0
+  const largest = SIZES.at(-1) ?? 0
+  const lines = [
+    `### ${kind}`,
+    '',
+    `| request | ${SIZES.map((size) => `${size.toLocaleString('en')} rows: median / max ms`).join(' | ')} | growth of the median ${smallest.toLocaleString('en')} → ${largest.toLocaleString('en')} |`,
+    `|---|${SIZES.map(() => '---').join('|')}|---|`
+  ]
+  for (const [name, bySize] of results) {
+    const first = bySize.get(smallest)
+    const last = bySize.get(largest)
+    const growth = first !== undefined && last !== undefined ? `× ${(last.median / first.median).toFixed(2)}` : '—'
+    lines.push(`| \`GET ${name}\` | ${SIZES.map((size) => `${ms(bySize.get(size)?.median)} / ${ms(bySize.get(size)?.max)}`).join(' | ')} | ${growth} |`)
+  }
+  lines.push(`| longest \`GET /health\` while these ran | ${SIZES.map((size) => `${ms(health.get(size))}`).join(' | ')} | |`, '')
+  return lines.join('\n')
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'users-api-scale-'))
+try {
+  const heading = `## ${new Date().toISOString().slice(0, 10)} — scale: ${SIZES.map((size) => size.toLocaleString('en')).join(', ')} users, posts and audit entries — ${REQUESTS} sequential requests each, /health polled every ${HEALTH_EVERY_MS} ms`
+  appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), `\n${heading}\n\n`)
+  // Each database's table as soon as it is measured: a later failure keeps it.
+  for (const kind of DATABASES) {
+    const results: Results = new Map()
+    const health = new Map<number, number>()
+    for (const size of SIZES) await run(kind, size, dir, results, health)
+    const section = table(kind, results, health)
+    process.stdout.write(`\n${section}\n`)
+    appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), `${section}\n`)
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
