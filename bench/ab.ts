@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FLAGS, start, stop } from './harness.js'
+import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, serviceEnv, START_FLAGS, start, stop } from './harness.js'
 
 /**
  * `npm run bench:ab -- <git ref> [<git ref>]`: the service as it was at the first ref (A)
@@ -42,17 +42,7 @@ async function main () {
   const [refA, refB] = process.argv.slice(2)
   if (refA === undefined) throw new Error('usage: npm run bench:ab -- <git ref of A> [<git ref of B>]')
   const dir = mkdtempSync(join(tmpdir(), 'users-api-ab-'))
-  const env = (name: string) => ({
-    DATABASE_URL: `sqlite://${join(dir, `${name}.db`)}`,
-    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
-    CORS_ORIGINS: ORIGIN,
-    // As in `npm run bench`: limits out of reach, so the store still counts, in a 1 s window.
-    RATE_LIMIT_MAX: '1000000000',
-    RATE_LIMIT_AUTH_MAX: '1000000000',
-    RATE_LIMIT_WINDOW_MS: '1000',
-    MFA_REQUIRED_ROLES: 'none',
-    LOG_LEVEL: 'info'
-  })
+  const env = (name: string) => ({ ...serviceEnv(join(dir, `${name}.db`)), CORS_ORIGINS: ORIGIN })
   const children: Array<Awaited<ReturnType<typeof start>>['child']> = []
   try {
     const treeA = buildCommit(refA, dir, 'A')

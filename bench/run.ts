@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
 import { compareAlgorithms } from './algorithms.js'
-import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FLAGS, start, stop } from './harness.js'
+import { CONNECTIONS, json, load, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 
 /**
  * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
@@ -24,8 +24,6 @@ import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, START_FL
  * conforming service starts.
  */
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60)
-const WARM_UP_SECONDS = 3
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 /** Rounds of the cluster comparison: each starts a cluster twice, so fewer than the others. */
 const CLUSTER_ROUNDS = 3
 
@@ -57,19 +55,7 @@ function summary (rounds: Measured[]): Measured {
 
 async function main () {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
-  const env = {
-    DATABASE_URL: `sqlite://${join(dir, 'bench.db')}`,
-    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
-    CORS_ORIGINS: 'http://localhost',
-    // Every protection stays on; the limits are set out of reach so the store still counts.
-    // A 1 s window keeps the sliding log (one entry per admitted request) at a realistic size:
-    // with a 60 s window and an unreachable limit it would hold every request of the last minute.
-    RATE_LIMIT_MAX: '1000000000',
-    RATE_LIMIT_AUTH_MAX: '1000000000',
-    RATE_LIMIT_WINDOW_MS: '1000',
-    MFA_REQUIRED_ROLES: 'none',
-    LOG_LEVEL: 'info'
-  }
+  const env = serviceEnv(join(dir, 'bench.db'))
   const service = await start([...START_FLAGS, 'dist/src/server.js'], env, join(dir, 'service.log'))
   const ceiling = await start(['dist/bench/ceiling.js'], {}, join(dir, 'ceiling.log'))
   const obligations = await start(['dist/bench/ceiling.js'], { SPEC_OBLIGATIONS: '1' }, join(dir, 'obligations.log'))
