@@ -114,7 +114,7 @@ export class SessionsRepository {
    * Spends the presented token and records the pair it is rotated into, with the rotation kept
    * for retries, in one transaction that holds the account's row and locks the session's.
    * Answers 'rotated'; 'lost' when another request spent the token first (its pair, and the
-   * rotation kept with it, are committed by then: the spend waits for that transaction); or
+   * rotation kept with it, are committed by then: this waited on the rows that one held); or
    * 'ended' when the session has ended or the account is gone (nothing is recorded). A
    * concurrent revoke either commits first or waits for this one and then finds, and revokes,
    * the new access token: a refresh racing a logout never answers a pair no revocation lists.
