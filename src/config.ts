@@ -6,6 +6,7 @@ import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
 import { generateKeyPair, JWT_ALGORITHMS, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
+import { ACCESS_TOKEN_TTL_S } from './security/tokens.js'
 
 /**
  * Environment → validated, typed configuration (docs/operations.md, "Configuration"). Every
@@ -50,6 +51,7 @@ const EnvSchema = Type.Object({
   SESSION_IDLE_TIMEOUT_S: positiveInteger('1800'),
   SESSION_ABSOLUTE_TIMEOUT_S: positiveInteger('28800'),
   SESSION_MAX_CONCURRENT: positiveInteger('3'),
+  REFRESH_RETRY_WINDOW_S: Type.String({ default: '10', pattern: '^[0-9]{1,10}$', description: 'a whole number of seconds' }),
   PASSWORD_POLICY: oneOf(['basic', 'strong'], 'basic'),
   TRUSTED_NETWORKS: commaList('192.168.1.0/24,10.0.0.0/8,172.16.0.0/12'),
   ZERO_TRUST_MODE: oneOf(['off', 'monitor', 'enforce'], 'monitor'),
@@ -121,7 +123,13 @@ export interface Config {
   rateLimit: { max: number, windowMs: number, authMax: number, adminMax: number }
   admin: { email: string, password: string } | null
   mfa: { issuer: string, requiredRoles: Role[] }
-  session: { idleTimeoutS: number, absoluteTimeoutS: number, maxConcurrent: number }
+  session: {
+    idleTimeoutS: number
+    absoluteTimeoutS: number
+    maxConcurrent: number
+    /** A spent refresh token presented again this soon after its rotation gets the same pair (docs/api.md, "Sessions"); 0: never. */
+    refreshRetryWindowS: number
+  }
   passwordPolicy: 'basic' | 'strong'
   oauth: Partial<Record<OAuthProviderKey, OAuthProviderConfig>>
   trustedNetworks: string[]
@@ -305,6 +313,10 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const port = Number(env.PORT)
   if (port > 65535) problems.push(`PORT must be at most 65535 (got "${env.PORT}")`)
 
+  // A retried refresh answers the access token issued at the rotation: kept longer, it would have expired.
+  const refreshRetryWindowS = Number(env.REFRESH_RETRY_WINDOW_S)
+  if (refreshRetryWindowS > ACCESS_TOKEN_TTL_S) problems.push(`REFRESH_RETRY_WINDOW_S must be at most ${ACCESS_TOKEN_TTL_S}, the access token's lifetime (got "${env.REFRESH_RETRY_WINDOW_S}")`)
+
   const corsOrigins = env.CORS_ORIGINS === undefined ? null : list(env.CORS_ORIGINS)
   if (corsOrigins === null) {
     if (env.NODE_ENV === 'production') problems.push('CORS_ORIGINS must be set when NODE_ENV=production')
@@ -361,7 +373,8 @@ export function loadConfig (source: Record<string, string | undefined> = process
     session: {
       idleTimeoutS: Number(env.SESSION_IDLE_TIMEOUT_S),
       absoluteTimeoutS: Number(env.SESSION_ABSOLUTE_TIMEOUT_S),
-      maxConcurrent: Number(env.SESSION_MAX_CONCURRENT)
+      maxConcurrent: Number(env.SESSION_MAX_CONCURRENT),
+      refreshRetryWindowS
     },
     passwordPolicy: env.PASSWORD_POLICY,
     oauth,

@@ -30,7 +30,7 @@ t.test('nothing is needed to start: every default of the configuration', async (
   t.same(config.rateLimit, { max: 100, windowMs: 60000, authMax: 10, adminMax: 5 })
   t.equal(config.admin, null)
   t.same(config.mfa, { issuer: 'Users API', requiredRoles: ['admin', 'super_admin'] })
-  t.same(config.session, { idleTimeoutS: 1800, absoluteTimeoutS: 28800, maxConcurrent: 3 })
+  t.same(config.session, { idleTimeoutS: 1800, absoluteTimeoutS: 28800, maxConcurrent: 3, refreshRetryWindowS: 10 })
   t.equal(config.passwordPolicy, 'basic')
   t.same(config.oauth, {})
   t.same(config.trustedNetworks, ['192.168.1.0/24', '10.0.0.0/8', '172.16.0.0/12'])
@@ -79,6 +79,7 @@ t.test('values are read and typed', async (t) => {
   t.equal(config.oauth.google, undefined, 'a provider without client id is disabled')
   t.same(loadConfig({ DATABASE_URL: 'sqlite://:memory:' }).database, { dialect: 'sqlite', url: 'sqlite://:memory:', path: ':memory:' })
   t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+  t.equal(loadConfig({ REFRESH_RETRY_WINDOW_S: '0' }).session.refreshRetryWindowS, 0, '0 turns refresh retries off')
   t.match(loadConfig({ TRUST_PROXY: 'true' }).warnings.join(), /forge/)
 })
 
@@ -88,6 +89,8 @@ t.test('a bad value stops start-up with a message naming the variable', async (t
     [{ RATE_LIMIT_MAX: 'abc' }, /^RATE_LIMIT_MAX must be a positive integer \(got "abc"\)/],
     [{ RATE_LIMIT_WINDOW_MS: '0' }, /^RATE_LIMIT_WINDOW_MS must be a positive integer/],
     [{ SESSION_MAX_CONCURRENT: '-1' }, /^SESSION_MAX_CONCURRENT must be a positive integer/],
+    [{ REFRESH_RETRY_WINDOW_S: '-1' }, /^REFRESH_RETRY_WINDOW_S must be a whole number of seconds \(got "-1"\)/],
+    [{ REFRESH_RETRY_WINDOW_S: '901' }, /^REFRESH_RETRY_WINDOW_S must be at most 900, the access token's lifetime/],
     [{ PORT: '70000' }, /^PORT must be at most 65535/],
     [{ PORT: 'http' }, /^PORT must be a port number/],
     [{ JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 characters long/],

@@ -2,6 +2,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import type { Config } from '../config.js'
 import type { OAuthStateStore } from '../oauth/state-store.js'
 import type { PasswordHasher } from '../security/passwords.js'
+import { SecretBox } from '../security/secret-box.js'
 import type { TokenService } from '../security/tokens.js'
 import { trustedNetworks } from '../security/zero-trust.js'
 import type { Repositories } from '../store/repositories.js'
@@ -49,7 +50,9 @@ export type Services = ReturnType<typeof createServices>
 export function createServices (deps: ServiceDependencies) {
   const { config, repositories, cursors, passwords, tokens, audit } = deps
   const { users } = repositories
-  const sessions = new SessionService({ tokens, sessions: repositories.sessions, users, revokeAccessToken: deps.revokeAccessToken, policy: config.session, cursors })
+  const sessions = new SessionService({
+    tokens, sessions: repositories.sessions, users, revokeAccessToken: deps.revokeAccessToken, policy: config.session, cursors, retryBox: new SecretBox(config.jwtSecret, 'refresh-retry')
+  })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
   const oauth = new OAuthService({ providers: config.oauth, states: deps.oauthStates, users, identities: repositories.identities })

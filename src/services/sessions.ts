@@ -4,6 +4,7 @@ import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
 import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
+import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
@@ -15,6 +16,8 @@ export interface SessionServiceDependencies {
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   cursors: CursorCodec
+  /** Seals the pairs kept for refresh retries, under a key derived from the signing secret. */
+  retryBox: SecretBox
   now?: () => number
 }
 
@@ -77,11 +80,13 @@ export class SessionService {
   }
 
   /**
-   * Rotates: the presented token is spent, a new pair is issued in the same session.
-   * `receivedAt` (when the request arrived, in ms) tells a replay from a race: a request
-   * that arrived before the token was spent ran concurrently with the one that spent it.
+   * Rotates: the presented token is spent, a new pair is issued in the same session. A spent
+   * token presented again within the retry window of its rotation, before the new refresh
+   * token is spent, gets that same pair (`retry`), and nothing is written. `receivedAt` (when
+   * the request arrived, in ms) tells a replay from a race: a request that arrived before the
+   * token was spent ran concurrently with the one that spent it.
    */
-  async refresh (refreshToken: string, receivedAt: number): Promise<{ pair: TokenPair, userId: string }> {
+  async refresh (refreshToken: string, receivedAt: number): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
     const { tokens, sessions, users } = this.#deps
     let claims
     try {
@@ -100,27 +105,38 @@ export class SessionService {
       await this.#endSessions([presented.sessionId], 'expired', now)
       throw new Errors.SESSION_EXPIRED()
     }
-    if (presented.spentAt === null && await sessions.spend(presented.jti, now)) {
+    let spent = presented
+    if (presented.spentAt === null) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      return { pair: await this.#issue(principal, presented.sessionId, claims.device, now), userId: principal.id }
-    }
-    if (presented.spentAt === null) {
-      // Read unspent, yet not spent here: a concurrent refresh spent it (the race below), or a
-      // concurrent logout revoked it, which is no reuse.
+      const pair = await this.#rotate(principal, presented, claims.device, now)
+      if (pair !== null) return { pair, userId: principal.id, retry: false }
+      // Read unspent, yet not spent here: a concurrent refresh spent it, and its pair was
+      // committed with the spend; or the session ended meanwhile (a logout is no reuse).
       const current = await sessions.findByTokenHash(tokenHash)
       if (current === undefined) throw new Errors.INVALID_TOKEN()
-      if (current.spentAt === null) throw endedSessionError(current)
+      if (current.sessionRevokedAt !== null) throw endedSessionError(current)
+      spent = current
     }
-    // Spent already. Sent again after it was spent: stolen or replayed, so the whole
-    // session ends. Sent while it was being spent (two tabs refreshing at once): the loser
-    // of that race is refused, but the session lives on, so a client racing itself is not
-    // logged out. A request that read the token unspent ran while it was being spent; one
-    // that read it spent is a replay only if it arrived in a later millisecond than the
-    // spend (the spend's time is kept to the millisecond, the arrival's is finer).
+    // Spent already. Within the window of its rotation, before its successor was spent, it
+    // gets the pair it was rotated into: a client retrying a request whose answer was lost,
+    // or two tabs refreshing at once, get one pair, and instances answering them alike.
+    const kept = this.#keptPair(spent, now)
+    if (kept !== null) return { pair: kept, userId: spent.userId, retry: true }
+    // Otherwise, sent again after it was spent: stolen or replayed, so the whole session
+    // ends. Sent while it was being spent (the race above, with retries off or past the
+    // window): refused, but the session lives on, so a client racing itself is not logged
+    // out. A request that read the token unspent ran while it was being spent; one that read
+    // it spent is a replay only if it arrived in a later millisecond than the spend (the
+    // spend's time is kept to the millisecond, the arrival's is finer).
     const replayed = presented.spentAt !== null && Math.floor(receivedAt) > Date.parse(presented.spentAt)
     if (replayed) await this.#endSessions([presented.sessionId], 'reuse', now)
     throw new Errors.TOKEN_REUSED()
+  }
+
+  /** Erases the pairs kept for refresh retries whose window has passed. */
+  async eraseLapsedRetries (): Promise<void> {
+    await this.#deps.sessions.eraseLapsedRetries(new Date(this.#now()).toISOString())
   }
 
   /** Revokes the access token and ends its session, and the given refresh token's when it is the caller's. */
@@ -183,10 +199,30 @@ export class SessionService {
     }
   }
 
-  /** A new pair in the session; INVALID_TOKEN when the session has ended meanwhile (a logout), or the account gone. */
-  async #issue (user: { id: string, roles: string[] }, sessionId: string, device: Record<string, unknown>, now: string): Promise<TokenPair> {
-    const { access, refresh } = this.#sign(user, device, Date.parse(now))
-    if (!await this.#deps.sessions.addTokenIfLive(sessionId, user.id, refresh, access.jti, device, now)) throw new Errors.INVALID_TOKEN()
-    return tokenPair(access.token, refresh.token)
+  /**
+   * Spends the presented token for a new pair in the session, kept sealed for retries while
+   * they are on; null when the token was spent by another request or the session ended
+   * meanwhile (a logout), or the account is gone.
+   */
+  async #rotate (user: { id: string, roles: string[] }, presented: PresentedRefreshToken, device: Record<string, unknown>, now: string): Promise<TokenPair | null> {
+    const { sessions, policy, retryBox } = this.#deps
+    const nowMs = Date.parse(now)
+    const { access, refresh } = this.#sign(user, device, nowMs)
+    const pair = tokenPair(access.token, refresh.token)
+    const retry = policy.refreshRetryWindowS === 0
+      ? null
+      : { pair: retryBox.seal(JSON.stringify({ access_token: pair.access_token, refresh_token: pair.refresh_token })), until: new Date(nowMs + policy.refreshRetryWindowS * 1000).toISOString() }
+    const outcome = await sessions.rotate({ spentJti: presented.jti, sessionId: presented.sessionId, userId: user.id, issued: refresh, accessJti: access.jti, device, now, retry })
+    return outcome === 'rotated' ? pair : null
+  }
+
+  /** The pair the token was rotated into, while kept for retries of it; null otherwise. */
+  #keptPair (token: PresentedRefreshToken, now: string): TokenPair | null {
+    const kept = token.sessionRetry
+    if (this.#deps.policy.refreshRetryWindowS === 0 || kept === null || kept.jti !== token.jti || Date.parse(kept.until) <= Date.parse(now)) return null
+    const opened = this.#deps.retryBox.open(kept.pair)
+    if (opened === null) return null // sealed under another secret
+    const { access_token: accessToken, refresh_token: refreshToken } = JSON.parse(opened) as Pick<TokenPair, 'access_token' | 'refresh_token'>
+    return tokenPair(accessToken, refreshToken)
   }
 }

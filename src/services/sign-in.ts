@@ -112,12 +112,12 @@ export class SignInService {
     await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
   }
 
-  /** A new pair for a refresh token, which is spent; `receivedAt`: when the request arrived (ms). */
+  /** A new pair for a refresh token, which is spent (or, for a retry, the pair it was spent for); `receivedAt`: when the request arrived (ms). */
   async refresh (context: RequestContext, refreshToken: string, receivedAt: number): Promise<TokenPair> {
     const { sessions, audit } = this.deps
     try {
-      const { pair, userId } = await sessions.refresh(refreshToken, receivedAt)
-      await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId })
+      const { pair, userId, retry } = await sessions.refresh(refreshToken, receivedAt)
+      await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId, ...(retry && { details: { retry: true } }) })
       return pair
     } catch (error) {
       if (error instanceof Errors.TOKEN_REUSED) await audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })

@@ -17,6 +17,26 @@ export interface PresentedRefreshToken {
   sessionLastUsedAt: string
   sessionRevokedAt: string | null
   sessionRevokedReason: string | null
+  /** The session's last rotation, while kept for retries (SessionsRepository.rotate). */
+  sessionRetry: KeptRotation | null
+}
+
+/** A rotation kept for retries of its spent token: that token's jti, the pair it was rotated into (sealed), and until when. */
+export interface KeptRotation { jti: string, pair: string, until: string }
+
+/** What a refresh records (SessionsRepository.rotate). */
+export interface Rotation {
+  /** The presented token, spent by the rotation. */
+  spentJti: string
+  sessionId: string
+  userId: string
+  /** The new refresh token, and the access token issued with it. */
+  issued: IssuedRefreshToken
+  accessJti: string
+  device: Record<string, unknown>
+  now: string
+  /** The new pair sealed, kept on the session for retries; null when they are off. */
+  retry: { pair: string, until: string } | null
 }
 
 /** The instants before which a session counts as ended (docs/api.md, "Sessions"). */
@@ -55,7 +75,7 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
 /**
  * Sessions and their refresh-token families. Refresh tokens are kept only as SHA-256
  * hashes; a token is spent by a conditional update, so of two concurrent refreshes with
- * one token exactly one wins.
+ * one token exactly one wins, and it records the new pair in the same transaction.
  */
 export class SessionsRepository {
   readonly #pages
@@ -89,22 +109,33 @@ export class SessionsRepository {
   }
 
   /**
-   * Records a session's new token pair and marks the session used, only while it lives and its
-   * account exists: one transaction that locks the session's row. A concurrent revoke either
-   * commits first (nothing is recorded: false) or waits for this one and then finds, and
-   * revokes, the new access token. Without the lock, a refresh racing a logout could answer a
-   * pair whose access token no revocation lists. The account's row is held first, as opening
-   * a session holds it, so that deleting the account (which locks that row, then its
-   * sessions) cannot deadlock with this on PostgreSQL.
+   * Spends the presented token and records the pair it is rotated into, with the rotation kept
+   * for retries, in one transaction that holds the account's row and locks the session's.
+   * Answers 'rotated'; 'lost' when another request spent the token first (its pair, and the
+   * rotation kept with it, are committed by then: this waited on the rows that one held); or
+   * 'ended' when the session has ended or the account is gone (nothing is recorded). A
+   * concurrent revoke either commits first or waits for this one and then finds, and revokes,
+   * the new access token: a refresh racing a logout never answers a pair no revocation lists.
+   * The account's row is held first, as opening a session holds it, so that deleting the
+   * account (which locks that row, then its sessions) cannot deadlock with this on PostgreSQL;
+   * the session's row before the token's, in the order a revoke takes them.
    */
-  async addTokenIfLive (sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<boolean> {
+  async rotate (rotation: Rotation): Promise<'rotated' | 'lost' | 'ended'> {
+    const { sessionId, userId, now } = rotation
     return await this.db.transaction().execute(async (trx) => {
-      if (!await holdUserRow(trx, userId)) return false
+      if (!await holdUserRow(trx, userId)) return 'ended'
       const touched = await trx.updateTable('sessions').set({ last_used_at: now })
         .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
-      if (touched.numUpdatedRows === 0n) return false
-      await insertRefreshToken(trx, sessionId, userId, issued, accessJti, device, now)
-      return true
+      if (touched.numUpdatedRows === 0n) return 'ended'
+      const spent = await trx.updateTable('refresh_tokens').set({ spent_at: now })
+        .where('jti', '=', rotation.spentJti).where('spent_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst()
+      if (spent.numUpdatedRows === 0n) return 'lost'
+      await insertRefreshToken(trx, sessionId, userId, rotation.issued, rotation.accessJti, rotation.device, now)
+      // Replaces the rotation kept before: the token it names has just had its successor spent.
+      await trx.updateTable('sessions').set({
+        retry_jti: rotation.retry === null ? null : rotation.spentJti, retry_pair: rotation.retry?.pair ?? null, retry_until: rotation.retry?.until ?? null
+      }).where('id', '=', sessionId).execute()
+      return 'rotated'
     })
   }
 
@@ -114,7 +145,7 @@ export class SessionsRepository {
       .select([
         'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
         'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
-        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason'
+        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until'
       ])
       .where('refresh_tokens.token_hash', '=', tokenHash)
       .executeTakeFirst()
@@ -128,19 +159,17 @@ export class SessionsRepository {
       sessionCreatedAt: row.created_at,
       sessionLastUsedAt: row.last_used_at,
       sessionRevokedAt: row.session_revoked_at,
-      sessionRevokedReason: row.revoked_reason
+      sessionRevokedReason: row.revoked_reason,
+      sessionRetry: row.retry_jti === null || row.retry_pair === null || row.retry_until === null
+        ? null
+        : { jti: row.retry_jti, pair: row.retry_pair, until: row.retry_until }
     }
   }
 
-  /** Marks the token spent; false when another request spent (or revoked) it first. */
-  async spend (jti: string, now: string): Promise<boolean> {
-    const result = await this.db.updateTable('refresh_tokens')
-      .set({ spent_at: now })
-      .where('jti', '=', jti)
-      .where('spent_at', 'is', null)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
+  /** Erases the rotations kept for retries whose window ended at `now` or before. */
+  async eraseLapsedRetries (now: string): Promise<void> {
+    await this.db.updateTable('sessions').set({ retry_jti: null, retry_pair: null, retry_until: null })
+      .where('retry_until', '<=', now).execute()
   }
 
   /**
@@ -219,7 +248,7 @@ async function insertRefreshToken (trx: Db, sessionId: string, userId: string, i
 /** Ends the sessions and their refresh tokens within `trx`; answers the access tokens they issued after `accessIssuedAfter`. */
 async function revokeSessions (trx: Db, sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
   if (sessionIds.length === 0) return []
-  await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason })
+  await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason, retry_jti: null, retry_pair: null, retry_until: null })
     .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
   await trx.updateTable('refresh_tokens').set({ revoked_at: now })
     .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()

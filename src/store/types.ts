@@ -96,6 +96,12 @@ export interface SessionsTable {
   last_used_at: string
   revoked_at: string | null
   revoked_reason: string | null
+  /** The session's last rotation, kept for retries (docs/api.md, "Sessions"): the spent token's jti, */
+  retry_jti: string | null
+  /** the pair it was rotated into, sealed (SecretBox), */
+  retry_pair: string | null
+  /** and until when a retry gets that pair. */
+  retry_until: string | null
 }
 
 /** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */

@@ -26,10 +26,13 @@ for (const backend of backends()) {
       await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: 'wrong-password' } })
       await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: 'ghost@example.com', password: 'wrong-password' } })
       const pair = (await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).json().data
-      const rotated = (await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })).json().data
+      const refresh = async (token: string) => (await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })).json().data
+      const rotated = await refresh(pair.refresh_token)
+      await refresh(pair.refresh_token) // a retry, answered the same pair
+      const next = await refresh(rotated.refresh_token)
       await untilReplayWouldShow()
-      await inject(null, { method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: pair.refresh_token } })
-      t.equal((await inject(null, { method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${String(rotated.access_token)}` } })).statusCode, 401,
+      await refresh(pair.refresh_token)
+      t.equal((await inject(null, { method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${String(next.access_token)}` } })).statusCode, 401,
         'the reuse ended the session and its access tokens')
       const fresh = (await inject(null, { method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })).json().data
       await inject(null, { method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${String(fresh.access_token)}` } })
@@ -48,6 +51,7 @@ for (const backend of backends()) {
         'user.updated', 'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'user.deleted']) {
         t.ok(events.has(event), event)
       }
+      t.equal(data.filter((entry) => entry.event === 'auth.refresh' && entry.details.retry === true).length, 1, 'the retry, as one')
       const failures = data.filter((entry) => entry.event === 'auth.login_failed').map((entry) => entry.details.reason).sort()
       t.same(failures, ['unknown_email', 'wrong_password'])
       const login = data.find((entry) => entry.event === 'auth.login' && entry.actor_id === user.id)

@@ -29,34 +29,33 @@ for (const backend of backends()) {
       t.equal((await refresh(app, second.refresh_token)).statusCode, 200, 'the new one rotates in turn')
     })
 
-    t.test('reuse of a spent token revokes the whole session', async (t) => {
+    t.test('reuse once the next token was spent revokes the whole session', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)
       const first = await login(app, account)
       const second = (await refresh(app, first.refresh_token)).json().data
+      const third = (await refresh(app, second.refresh_token)).json().data
       await untilReplayWouldShow()
       const reused = await refresh(app, first.refresh_token)
       t.equal(reused.statusCode, 401)
       t.equal(reused.json().error.code, 'TOKEN_REUSED')
-      const descendant = await refresh(app, second.refresh_token)
+      const descendant = await refresh(app, third.refresh_token)
       t.equal(descendant.statusCode, 401, 'the token issued after the spent one dies with the session')
       t.equal(descendant.json().error.code, 'TOKEN_REUSED')
       const other = await login(app, account)
       t.equal((await refresh(app, other.refresh_token)).statusCode, 200, 'other sessions are untouched')
+      t.equal((await refresh(app, second.refresh_token)).json().error.code, 'TOKEN_REUSED', 'the last rotation is no longer retried either')
     })
 
-    t.test('concurrent refreshes with one token: one pair, one TOKEN_REUSED, the session survives', async (t) => {
+    t.test('concurrent refreshes with one token: one rotation, every request answered its pair', async (t) => {
       const app = await build(t, { postgresUrl: backend.url })
       const account = await createAccount(app)
       const { refresh_token: token } = await login(app, account)
       const results = await Promise.all([refresh(app, token), refresh(app, token), refresh(app, token)])
-      const winners = results.filter((response) => response.statusCode === 200)
-      t.equal(winners.length, 1, 'never two pairs')
-      for (const loser of results.filter((response) => response.statusCode !== 200)) {
-        t.equal(loser.statusCode, 401)
-        t.equal(loser.json().error.code, 'TOKEN_REUSED')
-      }
-      t.equal((await refresh(app, winners[0]?.json().data.refresh_token)).statusCode, 200, 'a client racing itself stays signed in')
+      t.same(results.map((response) => response.statusCode), [200, 200, 200])
+      t.equal(new Set(results.map((response) => response.body)).size, 1, 'never two pairs')
+      t.equal((await app.database.db.selectFrom('refresh_tokens').select('jti').where('user_id', '=', account.id).execute()).length, 3, 'the sign-ins\' two and one successor')
+      t.equal((await refresh(app, results[0]?.json().data.refresh_token)).statusCode, 200, 'a client racing itself stays signed in')
     })
 
     t.test('refresh refuses what is not a live refresh token', async (t) => {
@@ -172,10 +171,13 @@ for (const backend of backends()) {
 
       const stolen = await login(app, account)
       const rotated = (await refresh(app, stolen.refresh_token)).json().data
+      // The thief's second token is spent before the replay: no retry of the first then.
+      const next = (await refresh(app, rotated.refresh_token)).json().data
       await untilReplayWouldShow()
       t.equal((await refresh(app, stolen.refresh_token)).json().error.code, 'TOKEN_REUSED', 'a replayed refresh token')
       t.equal((await me(rotated.access_token)).statusCode, 401, 'reuse: the access token issued by the rotation is revoked')
       t.equal((await me(stolen.access_token)).statusCode, 401, 'reuse: and the first one')
+      t.equal((await me(next.access_token)).statusCode, 401, 'reuse: and the last one')
 
       const ended = await login(app, account, { id: 'tablet-1', name: 'Tablet' })
       const listed = await app.inject(withToken(account.token, { method: 'GET', url: '/api/v1/auth/sessions' }))

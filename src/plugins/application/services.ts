@@ -39,9 +39,19 @@ export default fp(async (fastify) => {
   })
   fastify.decorate('services', services)
   services.outbox.start(OUTBOX_POLL_MS)
+  // A pair kept for refresh retries is erased within one more window once its own has passed.
+  const retryWindowMs = config.session.refreshRetryWindowS * 1000
+  let erasing: Promise<void> = Promise.resolve()
+  const eraseTimer = retryWindowMs === 0
+    ? null
+    : setInterval(() => {
+      erasing = services.sessions.eraseLapsedRetries().catch((error: unknown) => { fastify.log.warn({ err: error }, 'erasing refresh retries failed') })
+    }, retryWindowMs).unref()
   // Work taken in by the last requests finishes before the database closes; what is not
   // delivered yet stays in the outbox for the next instance to start.
   fastify.addHook('onClose', async () => {
+    if (eraseTimer !== null) clearInterval(eraseTimer)
+    await erasing
     await services.passwordReset.settled()
     await services.outbox.stop()
   })

@@ -28,7 +28,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/refresh', {
     schema: {
       tags: ['auth'],
-      summary: 'Exchange a refresh token for a new pair (the presented token is spent)',
+      summary: 'Exchange a refresh token for a new pair (the presented token is spent; a retry within REFRESH_RETRY_WINDOW_S gets the same pair)',
       body: RefreshBodySchema,
       response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401) }
     }
