@@ -26,7 +26,12 @@ function heldStorage () {
 
 /** A trail on `storage` whose timer never fires during a test: flushes are the test's. */
 function trailOn (t: TestContext, storage: ReturnType<typeof heldStorage>, onError: AuditTrailOptions['onError']): AuditTrail & { add: (id: string) => void } {
-  const trail = new AuditTrail({ write: storage.write, onError, flushIntervalMs: 60_000 })
+  const trail = new AuditTrail({
+    write: storage.write,
+    writeWith: async () => { throw new Error('these tests record no changes') },
+    onError,
+    flushIntervalMs: 60_000
+  })
   t.teardown(async () => { await trail.close() })
   return Object.assign(trail, { add: (id: string) => { trail.record({ event: 'user.created', outcome: 'success', targetId: id }) } })
 }

@@ -7,8 +7,8 @@ import { Errors, validationFailed } from '../errors.js'
 import { type PasswordPolicy, passwordPolicyProblems } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
-import { normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
+import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
+import type { AuditChange, AuditTrail } from './audit-trail.js'
 import { authorize } from './authorization.js'
 import type { Caller, RequestContext } from './context.js'
 import type { EmailVerificationService } from './email-verification.js'
@@ -30,16 +30,18 @@ export function assertPasswordPolicy (password: string, policy: PasswordPolicy, 
 
 /**
  * Registers an account: policy check, a taken address refused before paying for a hash,
- * then hash and insert (the unique index settles concurrent registrations).
+ * then hash and insert (the unique index settles concurrent registrations), through `insert`
+ * when the insert is to be recorded with it.
  */
 export async function createAccount (
   { users, passwords, passwordPolicy }: AccountDependencies,
-  input: { email: string, name: string, password: string, roles: Role[], emailVerified: boolean }
+  input: { email: string, name: string, password: string, roles: Role[], emailVerified: boolean },
+  insert: (user: NewUser) => Promise<User> = async (user) => await users.create(user)
 ): Promise<User> {
   assertPasswordPolicy(input.password, passwordPolicy)
   if (await users.findByEmail(input.email) !== undefined) throw new Errors.EMAIL_ALREADY_REGISTERED()
   const passwordHash = await passwords.hash(input.password)
-  return await users.create({ email: input.email, name: input.name, passwordHash, roles: input.roles, emailVerified: input.emailVerified })
+  return await insert({ email: input.email, name: input.name, passwordHash, roles: input.roles, emailVerified: input.emailVerified })
 }
 
 /**
@@ -91,8 +93,10 @@ export class AccountService {
 
   /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
-    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false })
-    await this.deps.audit.recordIn(context, 'user.created', { outcome: 'success', actorId: user.id, targetId: user.id, details: { email: user.email } })
+    const { users, audit } = this.deps
+    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, async (newUser) =>
+      await audit.recordChange(context, async (trx) => await users.create(newUser, trx),
+        (created) => [{ event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { email: created.email } }]))
     await this.deps.verification.sendOnChange(context, user)
     return user
   }
@@ -126,15 +130,20 @@ export class AccountService {
     // Giving the same address or number again changes nothing (and keeps it verified).
     if (update.email !== undefined && normalizeEmail(update.email) === before?.email) delete update.email
     if (update.phone !== undefined && update.phone === phone) delete update.phone
-    const user = before === undefined ? undefined : await users.update(id, update)
-    if (before === undefined || user === undefined) throw new Errors.NOT_FOUND('User')
+    if (before === undefined) throw new Errors.NOT_FOUND('User')
+    const changed = Object.keys(body).filter((key) => key !== 'current_password')
+    const user = await audit.recordChange(context, async (trx) => await users.update(id, update, trx), (updated): AuditChange[] => updated === undefined
+      ? []
+      : [
+          { event: 'user.updated', outcome: 'success', targetId: id, details: { changed } },
+          ...(updated.email === before.email ? [] : [{ event: 'email.changed' as const, outcome: 'success' as const, targetId: id, details: { previous: before.email, current: updated.email } }])
+        ])
+    if (user === undefined) throw new Errors.NOT_FOUND('User')
     if (update.passwordHash !== undefined) {
       await sessions.endAll(id, 'password_changed')
       await notices.send(user.email, 'password_changed')
     }
-    await audit.recordIn(context, 'user.updated', { outcome: 'success', targetId: id, details: { changed: Object.keys(body).filter((key) => key !== 'current_password') } })
     if (user.email !== before.email) {
-      await audit.recordIn(context, 'email.changed', { outcome: 'success', targetId: id, details: { previous: before.email, current: user.email } })
       await notices.send(before.email, 'email_changed')
       await verification.sendOnChange(context, user)
     }
@@ -144,8 +153,8 @@ export class AccountService {
   /** Deletes an account; deleting one that does not exist succeeds too. */
   async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
     await this.#assertMayManage(caller, id)
-    const deleted = await this.deps.users.delete(id)
-    await this.deps.audit.recordIn(context, 'user.deleted', { outcome: 'success', targetId: id, details: { existed: deleted } })
+    await this.deps.audit.recordChange(context, async (trx) => await this.deps.users.delete(id, trx),
+      (deleted) => [{ event: 'user.deleted', outcome: 'success', targetId: id, details: { existed: deleted } }])
   }
 
   /**

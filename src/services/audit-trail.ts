@@ -1,7 +1,7 @@
 import type { AuditEvent } from '../../schemas/audit.js'
 import { redact } from '../security/redaction.js'
 import { uuidv7 } from '../store/ids.js'
-import type { AuditLogsTable } from '../store/types.js'
+import type { AuditLogsTable, Db } from '../store/types.js'
 import type { RequestContext } from './context.js'
 
 export interface AuditRecord {
@@ -17,6 +17,16 @@ export interface AuditRecord {
 /** What a service says of an event; the request context adds where it came from. */
 export type AuditEntry = Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>
 
+/** An entry recording a change, with its event. */
+export type AuditChange = AuditEntry & { event: AuditEvent }
+
+/**
+ * Makes a change with the entries that record it in one transaction (AuditTrail.recorded):
+ * `change` runs its statements on the transaction it is given; the entries are stored unless
+ * `recordedIf` says, from its result, that nothing changed.
+ */
+export type Recorded = <T>(change: (trx: Db) => Promise<T>, recordedIf?: (result: T) => boolean) => Promise<T>
+
 function toRow (entry: AuditRecord): AuditLogsTable {
   return {
     id: uuidv7(),
@@ -31,8 +41,15 @@ function toRow (entry: AuditRecord): AuditLogsTable {
   }
 }
 
+/** The entry's row, from the context's address and user agent; its caller is the actor unless the entry names one. */
+function rowIn (context: RequestContext, event: AuditEvent, entry: AuditEntry): AuditLogsTable {
+  return toRow({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
+}
+
 export interface AuditTrailOptions {
   write: (rows: AuditLogsTable[]) => Promise<void>
+  /** Runs `change` and writes the rows that record it in one transaction. */
+  writeWith: <T>(change: (trx: Db) => Promise<T>, rowsOf: (result: T) => AuditLogsTable[]) => Promise<T>
   onError: (error: unknown, pending: number) => void
   /** Flush at least this often. */
   flushIntervalMs?: number
@@ -43,9 +60,10 @@ export interface AuditTrailOptions {
 }
 
 /**
- * The audit table's writer. An entry a service records (`recordIn`) is written at once: the
- * caller awaits it before answering, so an acknowledged action has its entry, after a crash
- * too, and every instance lists it. Only what may be batched (`record`: a rate-limit refusal,
+ * The audit table's writer. A change a service makes is stored with its entries in one
+ * transaction (`recordChange`), and an event that changes nothing (a refused sign-in) is
+ * written at once (`recordIn`): the caller awaits either before answering, so an acknowledged
+ * action has its entry, after a crash too, and every instance lists it. Only what may be batched (`record`: a rate-limit refusal,
  * at most one per client, tier and window) is queued and written off the request path; a failed
  * batch keeps its rows for the next try, and `close()` writes everything still waiting.
  */
@@ -77,7 +95,21 @@ export class AuditTrail {
    * the entry names one); resolves once it is stored.
    */
   async recordIn (context: RequestContext, event: AuditEvent, entry: AuditEntry): Promise<void> {
-    await this.#options.write([toRow({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })])
+    await this.#options.write([rowIn(context, event, entry)])
+  }
+
+  /**
+   * Makes a change and stores the entries that record it in one transaction (docs/api.md,
+   * "Audit log"): `change` runs its statements on the transaction it is given, and
+   * `entriesOf` says, from its result, what happened.
+   */
+  async recordChange<T> (context: RequestContext, change: (trx: Db) => Promise<T>, entriesOf: (result: T) => AuditChange[]): Promise<T> {
+    return await this.#options.writeWith(change, (result) => entriesOf(result).map(({ event, ...entry }) => rowIn(context, event, entry)))
+  }
+
+  /** A change made through the result is stored with `entries`, for a service that makes it on another's behalf. */
+  recorded (context: RequestContext, entries: AuditChange[]): Recorded {
+    return async (change, recordedIf = () => true) => await this.recordChange(context, change, (result) => recordedIf(result) ? entries : [])
   }
 
   /**

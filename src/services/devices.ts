@@ -28,15 +28,15 @@ export class DeviceService {
   /** Trusts a device; the sixth is refused (409). */
   async add (context: RequestContext, userId: string, { device_id: deviceId, name }: DeviceBody) {
     await this.#assertUser(userId)
-    const device = await this.deps.devices.add(userId, deviceId, name)
-    await this.deps.audit.recordIn(context, 'device.added', { outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } })
-    return device
+    return await this.deps.audit.recordChange(context, async (trx) => await this.deps.devices.add(userId, deviceId, name, trx),
+      (device) => [{ event: 'device.added', outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } }])
   }
 
   /** Stops trusting a device, named by its record id or its device_id. */
   async remove (context: RequestContext, userId: string, deviceId: string): Promise<void> {
-    if (!await this.deps.devices.remove(userId, deviceId)) throw new Errors.NOT_FOUND('Device')
-    await this.deps.audit.recordIn(context, 'device.removed', { outcome: 'success', targetId: userId, details: { device: deviceId } })
+    const removed = await this.deps.audit.recorded(context, [{ event: 'device.removed', outcome: 'success', targetId: userId, details: { device: deviceId } }])(
+      async (trx) => await this.deps.devices.remove(userId, deviceId, trx), (result) => result)
+    if (!removed) throw new Errors.NOT_FOUND('Device')
   }
 
   async #assertUser (id: string): Promise<void> {

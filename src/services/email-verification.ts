@@ -54,11 +54,13 @@ export class EmailVerificationService {
   /** Spends a verification token: its address is verified, if it is still the account's. */
   async verify (context: RequestContext, token: string): Promise<User> {
     const { tokens, users, audit } = this.deps
-    const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString())
-    const user = spent === undefined ? undefined : await users.markEmailVerified(spent.userId, spent.email)
-    if (spent === undefined || user === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
-    await audit.recordIn(context, 'email.verified', { outcome: 'success', actorId: user.id, targetId: user.id })
-    return user
+    return await audit.recordChange(context, async (trx) => {
+      const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString(), trx)
+      const verified = spent === undefined ? undefined : await users.markEmailVerified(spent.userId, spent.email, trx)
+      // Nothing is kept of a token spent for an address the account no longer has.
+      if (verified === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
+      return verified
+    }, (verified) => [{ event: 'email.verified', outcome: 'success', actorId: verified.id, targetId: verified.id }])
   }
 
   /** False when the account was sent enough verification messages this hour. */

@@ -29,8 +29,7 @@ export class MfaSettingsService {
 
   /** Turns TOTP on with a first code of the pending secret; answers the first backup codes. */
   async enable (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
-    const backupCodes = await this.deps.mfa.enable(caller.id, code)
-    await this.deps.audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    const backupCodes = await this.deps.mfa.enable(caller.id, code, this.deps.audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }]))
     await this.#notify(caller.id, 'mfa_enabled')
     return backupCodes
   }
@@ -45,8 +44,7 @@ export class MfaSettingsService {
   async disable (context: RequestContext, caller: Caller, code: string): Promise<void> {
     const { mfa, audit } = this.deps
     await this.#assertFactorCode(context, caller.id, 'disable', async () => await mfa.verifyCode(caller.id, code) !== null)
-    await mfa.disable(caller.id)
-    await audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: 'totp' } })
+    await mfa.disable(caller.id, audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }]))
     await this.#notify(caller.id, 'mfa_disabled')
   }
 
@@ -60,14 +58,14 @@ export class MfaSettingsService {
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     if (factor === 'email' && !user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
     if (factor === 'sms' && await users.findPhone(caller.id) === null) throw new Errors.CONFLICT('Set a phone number (PATCH /api/v1/users/{id}) before turning SMS codes on')
-    await users.setMessageFactor(caller.id, factor, new Date().toISOString())
-    await audit.recordIn(context, 'mfa.enabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])(
+      async (trx) => { await users.setMessageFactor(caller.id, factor, new Date().toISOString(), trx) })
     await this.#notify(caller.id, 'mfa_enabled')
   }
 
   async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
-    await this.deps.users.setMessageFactor(caller.id, factor, null)
-    await this.deps.audit.recordIn(context, 'mfa.disabled', { outcome: 'success', targetId: caller.id, details: { method: factor } })
+    await this.deps.audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])(
+      async (trx) => { await this.deps.users.setMessageFactor(caller.id, factor, null, trx) })
     await this.#notify(caller.id, 'mfa_disabled')
   }
 

@@ -5,6 +5,7 @@ import { Errors } from '../errors.js'
 import { SecretBox } from '../security/secret-box.js'
 import { hashBackupCode, matchBackupCode, newBackupCodes, newTotpSecret, provisioningUri, verifyTotp } from '../security/totp.js'
 import type { MfaRepository } from '../store/mfa.js'
+import type { Recorded } from './audit-trail.js'
 
 /** How a sign-in code was proved: the methods a challenge offers. */
 export type MfaMethod = MfaChallenge['methods'][number]
@@ -49,14 +50,15 @@ export class MfaService {
   }
 
   /** Turns TOTP on with a first good code; answers the first set of backup codes. */
-  async enable (userId: string, code: string): Promise<string[]> {
+  async enable (userId: string, code: string, recorded: Recorded): Promise<string[]> {
     const state = await this.#state(userId)
     if (state.enabledAt !== null) throw new Errors.CONFLICT('TOTP is already enabled')
     const pending = state.pendingSecret === null ? null : this.#box.open(state.pendingSecret)
     if (pending === null) throw new Errors.CONFLICT('No TOTP setup in progress: call /auth/mfa/totp/setup first')
     if (!await this.#acceptStep(userId, pending, code, state.lastStep)) throw new Errors.INVALID_MFA_CODE()
     const codes = newBackupCodes()
-    await this.#mfa.enable(userId, state.pendingSecret ?? '', codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString())
+    const codeHashes = codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup))
+    await recorded(async (trx) => { await this.#mfa.enable(userId, state.pendingSecret ?? '', codeHashes, new Date(this.#now()).toISOString(), trx) })
     return codes
   }
 
@@ -79,8 +81,8 @@ export class MfaService {
   }
 
   /** Turns TOTP off, its secret and backup codes gone. */
-  async disable (userId: string): Promise<void> {
-    await this.#mfa.disable(userId)
+  async disable (userId: string, recorded: Recorded): Promise<void> {
+    await recorded(async (trx) => { await this.#mfa.disable(userId, trx) })
   }
 
   /** Checks a sign-in code: a TOTP code, else a backup code (spent on use). Null when neither. */

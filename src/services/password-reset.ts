@@ -71,12 +71,14 @@ export class PasswordResetService {
     const user = spent === undefined ? undefined : await users.findById(spent.userId)
     // A reset sent before an e-mail change does not reset the account the new address holds.
     if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
-    await users.update(user.id, { passwordHash: await passwords.hash(password) })
-    await users.markEmailVerified(user.id, spent.email)
-    await tokens.spendAll(user.id, 'password_reset', now)
+    const passwordHash = await passwords.hash(password)
+    await audit.recorded(context, [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }])(async (trx) => {
+      await users.update(user.id, { passwordHash }, trx)
+      await users.markEmailVerified(user.id, spent.email, trx)
+      await tokens.spendAll(user.id, 'password_reset', now, trx)
+    })
     await sessions.endAll(user.id, 'password_reset')
     await notices.send(user.email, 'password_reset')
-    await audit.recordIn(context, 'auth.password_reset', { outcome: 'success', actorId: user.id, targetId: user.id })
   }
 
   async #sendReset (context: RequestContext, email: string): Promise<void> {

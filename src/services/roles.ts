@@ -20,8 +20,8 @@ export class RoleService {
   async assign (context: RequestContext, caller: Caller, userId: string, role: Role) {
     this.#assertMayGrant(caller, role)
     await this.assignment(userId) // 404 before writing for a user that does not exist
-    await this.deps.users.addRole(userId, role)
-    await this.deps.audit.recordIn(context, 'role.assigned', { outcome: 'success', targetId: userId, details: { role } })
+    await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.addRole(userId, role, trx) },
+      () => [{ event: 'role.assigned', outcome: 'success', targetId: userId, details: { role } }])
     return await this.assignment(userId)
   }
 
@@ -29,8 +29,8 @@ export class RoleService {
   async remove (context: RequestContext, caller: Caller, userId: string, role: Role) {
     this.#assertMayGrant(caller, role)
     await this.assignment(userId) // 404 before writing (and auditing a removal) for a user that does not exist
-    await this.deps.users.removeRole(userId, role)
-    await this.deps.audit.recordIn(context, 'role.removed', { outcome: 'success', targetId: userId, details: { role } })
+    await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.removeRole(userId, role, trx) },
+      () => [{ event: 'role.removed', outcome: 'success', targetId: userId, details: { role } }])
     return await this.assignment(userId)
   }
 

@@ -7,7 +7,9 @@ import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
+import type { Db } from '../store/types.js'
 import type { UsersRepository } from '../store/users.js'
+import type { Recorded } from './audit-trail.js'
 
 export interface SessionServiceDependencies {
   tokens: TokenService
@@ -63,18 +65,22 @@ export class SessionService {
    * Opens a session and answers its first pair; beyond the concurrency limit the oldest other
    * sessions end, and their access tokens are revoked before the pair is answered (this
    * session, in turn, is ended by whichever later sign-in finds it the oldest). An account
-   * deleted as it signs in fails like an unknown one.
+   * deleted as it signs in fails like an unknown one. The session is stored through
+   * `recorded`, with the entry of the sign-in.
    */
-  async start (user: { id: string, roles: string[] }, device: Device | undefined): Promise<TokenPair> {
+  async start (user: { id: string, roles: string[] }, device: Device | undefined, recorded: Recorded): Promise<TokenPair> {
     const { sessions, policy } = this.#deps
     const nowMs = this.#now()
     const now = new Date(nowMs).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
     const { access, refresh } = this.#sign(user, deviceInfo, nowMs)
-    const ended = await sessions.open({
-      userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
+    const ended = await recorded(async (trx) => {
+      const opened = await sessions.open({
+        userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
+      }, trx)
+      if (opened === undefined) throw new Errors.INVALID_CREDENTIALS()
+      return opened
     })
-    if (ended === undefined) throw new Errors.INVALID_CREDENTIALS()
     await this.#revokeAccessTokens(ended)
     return tokenPair(access.token, refresh.token)
   }
@@ -84,9 +90,10 @@ export class SessionService {
    * token presented again within the retry window of its rotation, before the new refresh
    * token is spent, gets that same pair (`retry`), and nothing is written. `receivedAt` (when
    * the request arrived, in ms) tells a replay from a race: a request that arrived before the
-   * token was spent ran concurrently with the one that spent it.
+   * token was spent ran concurrently with the one that spent it. A rotation is stored through
+   * what `recordedFor` gives for the account.
    */
-  async refresh (refreshToken: string, receivedAt: number): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
+  async refresh (refreshToken: string, receivedAt: number, recordedFor: (userId: string) => Recorded): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
     const { tokens, sessions, users } = this.#deps
     let claims
     try {
@@ -109,7 +116,7 @@ export class SessionService {
     if (presented.spentAt === null) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      const pair = await this.#rotate(principal, presented, claims.device, now)
+      const pair = await this.#rotate(principal, presented, claims.device, now, recordedFor(principal.id))
       if (pair !== null) return { pair, userId: principal.id, retry: false }
       // Read unspent, yet not spent here: a concurrent refresh spent it, and its pair was
       // committed with the spend; or the session ended meanwhile (a logout is no reuse).
@@ -139,8 +146,11 @@ export class SessionService {
     await this.#deps.sessions.eraseLapsedRetries(new Date(this.#now()).toISOString())
   }
 
-  /** Revokes the access token and ends its session, and the given refresh token's when it is the caller's. */
-  async logout (caller: { id: string, jti: string, tokenExpiresAt: Date }, refreshToken?: string): Promise<void> {
+  /**
+   * Revokes the access token and ends its session, and the given refresh token's when it is
+   * the caller's; the sessions end through `recorded`.
+   */
+  async logout (caller: { id: string, jti: string, tokenExpiresAt: Date }, refreshToken: string | undefined, recorded: Recorded): Promise<void> {
     const { sessions, revokeAccessToken } = this.#deps
     await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
     const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
@@ -148,7 +158,7 @@ export class SessionService {
     const own = await sessions.sessionOfAccessToken(caller.id, caller.jti)
     if (own !== undefined) sessionIds.add(own)
     if (presented?.userId === caller.id) sessionIds.add(presented.sessionId)
-    await this.#endSessions([...sessionIds], 'logout', new Date(this.#now()).toISOString(), caller.jti)
+    await this.#endSessions([...sessionIds], 'logout', new Date(this.#now()).toISOString(), caller.jti, recorded)
   }
 
   /** The user's live sessions, oldest first by default. */
@@ -174,8 +184,9 @@ export class SessionService {
    * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
-  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string, revokedAlready?: string): Promise<void> {
-    const accessTokens = await this.#deps.sessions.revoke(sessionIds, reason, now, accessIssuedAfter(now))
+  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string, revokedAlready?: string, recorded?: Recorded): Promise<void> {
+    const revoke = async (trx?: Db) => await this.#deps.sessions.revoke(sessionIds, reason, now, accessIssuedAfter(now), trx)
+    const accessTokens = recorded === undefined ? await revoke() : await recorded(revoke)
     await this.#revokeAccessTokens(accessTokens.filter(({ jti }) => jti !== revokedAlready))
   }
 
@@ -204,7 +215,7 @@ export class SessionService {
    * they are on; null when the token was spent by another request or the session ended
    * meanwhile (a logout), or the account is gone.
    */
-  async #rotate (user: { id: string, roles: string[] }, presented: PresentedRefreshToken, device: Record<string, unknown>, now: string): Promise<TokenPair | null> {
+  async #rotate (user: { id: string, roles: string[] }, presented: PresentedRefreshToken, device: Record<string, unknown>, now: string, recorded: Recorded): Promise<TokenPair | null> {
     const { sessions, policy, retryBox } = this.#deps
     const nowMs = Date.parse(now)
     const { access, refresh } = this.#sign(user, device, nowMs)
@@ -212,7 +223,8 @@ export class SessionService {
     const retry = policy.refreshRetryWindowS === 0
       ? null
       : { pair: retryBox.seal(JSON.stringify({ access_token: pair.access_token, refresh_token: pair.refresh_token })), until: new Date(nowMs + policy.refreshRetryWindowS * 1000).toISOString() }
-    const outcome = await sessions.rotate({ spentJti: presented.jti, sessionId: presented.sessionId, userId: user.id, issued: refresh, accessJti: access.jti, device, now, retry })
+    const rotation = { spentJti: presented.jti, sessionId: presented.sessionId, userId: user.id, issued: refresh, accessJti: access.jti, device, now, retry }
+    const outcome = await recorded(async (trx) => await sessions.rotate(rotation, trx), (result) => result === 'rotated')
     return outcome === 'rotated' ? pair : null
   }
 

@@ -89,9 +89,9 @@ export class SignInService {
       return method !== null
     })
     if (!right) throw new Errors.INVALID_MFA_CODE()
-    const claimed = await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString())
+    const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
+      async (trx) => await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx), (result) => result)
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    await audit.recordIn(context, 'auth.mfa_verified', { outcome: 'success', actorId: userId, targetId: userId, details: { method } })
     return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`)
   }
 
@@ -116,8 +116,10 @@ export class SignInService {
   async refresh (context: RequestContext, refreshToken: string, receivedAt: number): Promise<TokenPair> {
     const { sessions, audit } = this.deps
     try {
-      const { pair, userId, retry } = await sessions.refresh(refreshToken, receivedAt)
-      await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId, ...(retry && { details: { retry: true } }) })
+      const { pair, userId, retry } = await sessions.refresh(refreshToken, receivedAt,
+        (userId) => audit.recorded(context, [{ event: 'auth.refresh', outcome: 'success', actorId: userId, targetId: userId }]))
+      // A retry changes nothing: it is recorded on its own.
+      if (retry) await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId, details: { retry: true } })
       return pair
     } catch (error) {
       if (error instanceof Errors.TOKEN_REUSED) await audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })
@@ -127,8 +129,7 @@ export class SignInService {
 
   /** Revokes the caller's access token and ends its session (and the given refresh token's). */
   async signOut (context: RequestContext, caller: Caller, refreshToken: string | undefined): Promise<void> {
-    await this.deps.sessions.logout(caller, refreshToken)
-    await this.deps.audit.recordIn(context, 'auth.logout', { outcome: 'success', targetId: caller.id })
+    await this.deps.sessions.logout(caller, refreshToken, this.deps.audit.recorded(context, [{ event: 'auth.logout', outcome: 'success', targetId: caller.id }]))
   }
 
   /**
@@ -173,8 +174,7 @@ export class SignInService {
   async #startSession (context: RequestContext, principal: UserPrincipal, device: Device | undefined, method: string): Promise<TokenPair> {
     const { guard, sessions, audit } = this.deps
     await guard.recordSuccess(principal.id, context.ip)
-    const pair = await sessions.start(principal, device)
-    await audit.recordIn(context, 'auth.login', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } })
-    return pair
+    return await sessions.start(principal, device,
+      audit.recorded(context, [{ event: 'auth.login', outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } }]))
   }
 }

@@ -1,7 +1,7 @@
 import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
-import type { AuditLogsTable, Db } from './types.js'
+import { type AuditLogsTable, type Db, atomically } from './types.js'
 
 const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
 
@@ -22,10 +22,22 @@ export class AuditLogsRepository {
     })
   }
 
-  async insertMany (rows: AuditLogsTable[]): Promise<void> {
+  async insertMany (rows: AuditLogsTable[], db: Db = this.db): Promise<void> {
     for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-      await this.db.insertInto('audit_logs').values(rows.slice(start, start + INSERT_CHUNK)).execute()
+      await db.insertInto('audit_logs').values(rows.slice(start, start + INSERT_CHUNK)).execute()
     }
+  }
+
+  /**
+   * Makes a change and stores the entries that record it in one transaction: neither is kept
+   * without the other. `change` runs its statements on the transaction it is given.
+   */
+  async insertWith<T> (change: (trx: Db) => Promise<T>, rowsOf: (result: T) => AuditLogsTable[]): Promise<T> {
+    return await atomically(this.db, async (trx) => {
+      const result = await change(trx)
+      await this.insertMany(rowsOf(result), trx)
+      return result
+    })
   }
 
   async list (request: CollectionRequest): Promise<CollectionResult<AuditEntry>> {

@@ -3,7 +3,7 @@ import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
 import { canonicalUuid, uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
-import type { Db, TrustedDevicesTable } from './types.js'
+import { type Db, type TrustedDevicesTable, atomically } from './types.js'
 import { holdUserRow } from './users.js'
 
 /** At most this many trusted devices per user (docs/api.md, "Trusted devices"). */
@@ -29,10 +29,10 @@ export class DevicesRepository {
    * committed data statement by statement, two concurrent adds would otherwise both count five
    * and both insert. The unique (user, device) index refuses the same device twice.
    */
-  async add (userId: string, deviceId: string, name: string): Promise<Device> {
+  async add (userId: string, deviceId: string, name: string, db: Db = this.db): Promise<Device> {
     const device = { id: uuidv7(), device_id: deviceId, name, created_at: new Date().toISOString() }
     try {
-      await this.db.transaction().execute(async (trx) => {
+      await atomically(db, async (trx) => {
         await holdUserRow(trx, userId)
         const { count } = await trx.selectFrom('trusted_devices').select((eb) => eb.fn.countAll().as('count'))
           .where('user_id', '=', userId).executeTakeFirstOrThrow()
@@ -52,8 +52,8 @@ export class DevicesRepository {
    * Removes by record id (a UUID, in any spelling) or device_id (the client's own text, as
    * given); false when there was none.
    */
-  async remove (userId: string, idOrDeviceId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('trusted_devices')
+  async remove (userId: string, idOrDeviceId: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('trusted_devices')
       .where('user_id', '=', userId)
       .where((eb) => eb.or([eb('id', '=', canonicalUuid(idOrDeviceId)), eb('device_id', '=', idOrDeviceId)]))
       .executeTakeFirst()

@@ -1,5 +1,5 @@
 import { uuidv7 } from './ids.js'
-import type { Db } from './types.js'
+import { type Db, atomically } from './types.js'
 
 export interface TotpState {
   enabledAt: string | null
@@ -43,8 +43,8 @@ export class MfaRepository {
   }
 
   /** Turns the pending secret on and stores the first set of backup codes, atomically. */
-  async enable (userId: string, sealedSecret: string, codeHashes: string[], now: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  async enable (userId: string, sealedSecret: string, codeHashes: string[], now: string, db: Db = this.db): Promise<void> {
+    await atomically(db, async (trx) => {
       await trx.updateTable('users')
         .set({ totp_secret: sealedSecret, totp_pending_secret: null, totp_enabled_at: now })
         .where('id', '=', userId).execute()
@@ -56,8 +56,8 @@ export class MfaRepository {
     this.changed(userId)
   }
 
-  async disable (userId: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  async disable (userId: string, db: Db = this.db): Promise<void> {
+    await atomically(db, async (trx) => {
       await trx.updateTable('users')
         .set({ totp_secret: null, totp_pending_secret: null, totp_enabled_at: null, totp_last_step: null })
         .where('id', '=', userId).execute()

@@ -51,8 +51,8 @@ export class OneTimeTokensRepository {
    * Spends a token of `purpose` that is unused and unexpired at `now`: its user and address,
    * or undefined. One statement, so of two simultaneous uses exactly one succeeds.
    */
-  async spend (tokenHash: string, purpose: OneTimeTokenPurpose, now: string): Promise<{ userId: string, email: string } | undefined> {
-    const row = await this.db.updateTable('one_time_tokens').set({ used_at: now })
+  async spend (tokenHash: string, purpose: OneTimeTokenPurpose, now: string, db: Db = this.db): Promise<{ userId: string, email: string } | undefined> {
+    const row = await db.updateTable('one_time_tokens').set({ used_at: now })
       .where('token_hash', '=', tokenHash).where('purpose', '=', purpose)
       .where('used_at', 'is', null).where('expires_at', '>', now)
       .returning(['user_id', 'email'])
@@ -61,8 +61,8 @@ export class OneTimeTokensRepository {
   }
 
   /** Every unused token of `purpose` the user holds stops working. */
-  async spendAll (userId: string, purpose: OneTimeTokenPurpose, now: string): Promise<void> {
-    await this.db.updateTable('one_time_tokens').set({ used_at: now })
+  async spendAll (userId: string, purpose: OneTimeTokenPurpose, now: string, db: Db = this.db): Promise<void> {
+    await db.updateTable('one_time_tokens').set({ used_at: now })
       .where('user_id', '=', userId).where('purpose', '=', purpose).where('used_at', 'is', null)
       .execute()
   }

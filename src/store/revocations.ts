@@ -17,8 +17,8 @@ export class RevocationsRepository {
    * Adds the identifier unless it is there already: true for the one caller that added it,
    * which makes single-use tokens (the MFA challenge) single use across instances.
    */
-  async claim (jti: string, expiresAt: string, now: string): Promise<boolean> {
-    const inserted = await this.db.insertInto('revoked_tokens')
+  async claim (jti: string, expiresAt: string, now: string, db: Db = this.db): Promise<boolean> {
+    const inserted = await db.insertInto('revoked_tokens')
       .values({ jti, expires_at: expiresAt, created_at: now })
       .onConflict((conflict) => conflict.column('jti').doNothing())
       .returning('jti')

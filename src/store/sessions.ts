@@ -3,7 +3,7 @@ import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
-import type { Db } from './types.js'
+import { type Db, atomically } from './types.js'
 import { holdUserRow } from './users.js'
 
 /** A refresh token as found by its hash, with its session. */
@@ -92,9 +92,9 @@ export class SessionsRepository {
    * opened. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
    * the caller to revoke; undefined when the account is gone.
    */
-  async open (opening: SessionOpening): Promise<IssuedAccessToken[] | undefined> {
+  async open (opening: SessionOpening, db: Db = this.db): Promise<IssuedAccessToken[] | undefined> {
     const { userId, device, now, cutoffs, maxConcurrent } = opening
-    return await this.db.transaction().execute(async (trx) => {
+    return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return undefined
       const sessionId = uuidv7()
       await trx.insertInto('sessions').values({
@@ -120,9 +120,9 @@ export class SessionsRepository {
    * account (which locks that row, then its sessions) cannot deadlock with this on PostgreSQL;
    * the session's row before the token's, in the order a revoke takes them.
    */
-  async rotate (rotation: Rotation): Promise<'rotated' | 'lost' | 'ended'> {
+  async rotate (rotation: Rotation, db: Db = this.db): Promise<'rotated' | 'lost' | 'ended'> {
     const { sessionId, userId, now } = rotation
-    return await this.db.transaction().execute(async (trx) => {
+    return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return 'ended'
       const touched = await trx.updateTable('sessions').set({ last_used_at: now })
         .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
@@ -176,9 +176,9 @@ export class SessionsRepository {
    * Ends the sessions and their refresh tokens. Answers the access tokens the sessions issued
    * after `accessIssuedAfter` (those that may not have expired yet), for the caller to revoke.
    */
-  async revoke (sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
+  async revoke (sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string, db: Db = this.db): Promise<IssuedAccessToken[]> {
     if (sessionIds.length === 0) return []
-    return await this.db.transaction().execute(async (trx) => await revokeSessions(trx, sessionIds, reason, now, accessIssuedAfter))
+    return await atomically(db, async (trx) => await revokeSessions(trx, sessionIds, reason, now, accessIssuedAfter))
   }
 
   /** The user's sessions not yet ended. */

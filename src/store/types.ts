@@ -212,4 +212,13 @@ export interface DatabaseSchema {
 }
 
 export type Db = Kysely<DatabaseSchema>
+
+/**
+ * Runs `work` in a transaction, or in the one `db` already is: a repository's own transaction
+ * then joins its caller's (a change and the audit entry that records it commit together).
+ */
+export async function atomically<T> (db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  return db.isTransaction ? await work(db) : await db.transaction().execute(work)
+}
+
 export type Dialect = 'sqlite' | 'postgres'

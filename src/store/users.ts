@@ -7,7 +7,7 @@ import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
 import { SEARCH_INDEXES } from './search.js'
-import type { Db } from './types.js'
+import { type Db, atomically } from './types.js'
 
 const PUBLIC_COLUMNS = ['id', 'email', 'email_verified', 'name', 'created_at'] as const
 
@@ -116,7 +116,7 @@ export class UsersRepository {
   }
 
   /** Inserts the user and its roles atomically; a taken e-mail is EMAIL_ALREADY_REGISTERED. */
-  async create (user: NewUser): Promise<User> {
+  async create (user: NewUser, db: Db = this.db): Promise<User> {
     const now = new Date().toISOString()
     const row = {
       id: uuidv7(),
@@ -129,7 +129,7 @@ export class UsersRepository {
       updated_at: now
     }
     try {
-      await this.db.transaction().execute(async (trx) => {
+      await atomically(db, async (trx) => {
         await trx.insertInto('users').values(row).execute()
         if (user.roles.length > 0) {
           await trx.insertInto('user_roles')
@@ -210,22 +210,22 @@ export class UsersRepository {
   }
 
   /** Turns a second factor sent by message on (an instant) or off (null). */
-  async setMessageFactor (id: string, factor: MessageFactor, enabledAt: string | null): Promise<void> {
-    await this.db.updateTable('users').set(factor === 'email' ? { mfa_email_enabled_at: enabledAt } : { mfa_sms_enabled_at: enabledAt })
+  async setMessageFactor (id: string, factor: MessageFactor, enabledAt: string | null, db: Db = this.db): Promise<void> {
+    await db.updateTable('users').set(factor === 'email' ? { mfa_email_enabled_at: enabledAt } : { mfa_sms_enabled_at: enabledAt })
       .where('id', '=', id).execute()
     this.invalidate(id)
   }
 
   /** Removes the user with its roles and refresh tokens (foreign keys cascade). */
-  async delete (id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst()
+  async delete (id: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('users').where('id', '=', id).executeTakeFirst()
     this.invalidate(id)
     return result.numDeletedRows > 0n
   }
 
   /** Adds a role; adding one already held changes nothing. */
-  async addRole (userId: string, role: Role): Promise<void> {
-    await this.db.insertInto('user_roles')
+  async addRole (userId: string, role: Role, db: Db = this.db): Promise<void> {
+    await db.insertInto('user_roles')
       .values({ user_id: userId, role, created_at: new Date().toISOString() })
       .onConflict((conflict) => conflict.columns(['user_id', 'role']).doNothing())
       .execute()
@@ -233,8 +233,8 @@ export class UsersRepository {
   }
 
   /** Removes a role; removing one not held changes nothing. */
-  async removeRole (userId: string, role: Role): Promise<void> {
-    await this.db.deleteFrom('user_roles').where('user_id', '=', userId).where('role', '=', role).execute()
+  async removeRole (userId: string, role: Role, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_roles').where('user_id', '=', userId).where('role', '=', role).execute()
     this.invalidate(userId)
   }
 

@@ -39,21 +39,23 @@ function aroundNextCall<T extends object, K extends keyof T> (t: Test, object: T
 }
 
 /**
- * Holds each call of `object[method]` until `count` calls have arrived, then lets them
- * all run at once: the way to make requests that would otherwise pass that point one by one
- * overlap there.
+ * Holds each call of `method` on any of `objects` until `count` calls have arrived, then lets
+ * them all run at once: the way to make requests that would otherwise pass that point one by
+ * one overlap there (over several instances: none runs before all have arrived).
  */
-function gatherCalls<T extends object, K extends keyof T> (t: Test, object: T, method: K, count: number): void {
+function gatherCalls<T extends object, K extends keyof T> (t: Test, objects: T[], method: K, count: number): void {
   let arrived = 0
   let release: () => void = () => {}
   const everyone = new Promise<void>((resolve) => { release = resolve })
-  const original = object[method] as (...args: unknown[]) => Promise<unknown>
-  object[method] = (async (...args: unknown[]) => {
-    if (++arrived >= count) release()
-    await within(`${count} calls of ${String(method)} gathered`, 10_000, everyone)
-    return await original.apply(object, args)
-  }) as T[K]
-  t.teardown(() => { object[method] = original as T[K] })
+  for (const object of objects) {
+    const original = object[method] as (...args: unknown[]) => Promise<unknown>
+    object[method] = (async (...args: unknown[]) => {
+      if (++arrived >= count) release()
+      await within(`${count} calls of ${String(method)} gathered`, 10_000, everyone)
+      return await original.apply(object, args)
+    }) as T[K]
+    t.teardown(() => { object[method] = original as T[K] })
+  }
 }
 
 /** What is left in the store that belongs to the user, table by table. */
@@ -93,10 +95,13 @@ async function family (app: FastifyInstance, accessToken: string) {
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {
     // Two instances on one database (on PostgreSQL each with its own pool of connections):
-    // every test spreads its requests over both.
+    // every test spreads its requests over both. Racing writes go over one on SQLite: a write
+    // and its audit entry share a transaction that spans awaits, and two instances in one
+    // process on one file would wait on each other's locks with the thread both run on.
     const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
     const apps: [FastifyInstance, FastifyInstance] = [await build(t, { databaseUrl }), await build(t, { databaseUrl })]
     const [app] = apps
+    const writers = backend.url === null ? [app] : apps
     const admin = await createAccount(app, { roles: ['super_admin'] })
     const deleteUser = async (id: string) => {
       const response = await apps[1].inject(withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${id}` }))
@@ -107,7 +112,7 @@ for (const backend of backends()) {
       const email = uniqueEmail('race')
       const password = TEST_PASSWORD
       // Some in upper case: addresses are unique regardless of case.
-      const responses = await together(apps, Array.from({ length: 8 }, (_, index) => ({
+      const responses = await together(writers, Array.from({ length: 8 }, (_, index) => ({
         method: 'POST' as const, url: '/api/v1/users', payload: { email: index % 3 === 0 ? email.toUpperCase() : email, name: `Racer ${index}`, password }
       })))
       const created = responses.filter((response) => response.statusCode === 201)
@@ -125,17 +130,16 @@ for (const backend of backends()) {
 
     t.test('parallel refreshes of one refresh token: every request answered the same pair, one rotation, the session lives on', async (t) => {
       // Of concurrent refreshes of one token, one spends it and the others get the pair it was
-      // spent for (docs/api.md, "Sessions"). Every request reaches the spend before any has
-      // spent it. On PostgreSQL over both instances, each with its pool; SQLite over one, as
-      // two in one process on one file would wait on each other's locks with the thread both
-      // run on. Several rounds, since the interleaving differs from one to the next.
-      const racing = backend.url === null ? [app] : apps
+      // spent for (docs/api.md, "Sessions"). Every request, on either instance, reaches the
+      // spend before any has spent it. Several rounds, since the interleaving differs from one
+      // to the next.
       const account = await createAccount(app)
       for (let round = 1; round <= 6; round++) {
         const instance = apps[round % 2] as FastifyInstance
         const pair = await signIn(instance, account)
-        for (const each of racing) gatherCalls(t, each.repositories.sessions, 'rotate', 6 / racing.length)
-        const responses = await together(racing, Array.from({ length: 6 }, () => refresh(pair.refresh_token)))
+        // Rotations are stored with their audit entries, in the transaction insertWith opens.
+        gatherCalls(t, writers.map((each) => each.repositories.auditLogs), 'insertWith', 6)
+        const responses = await together(writers, Array.from({ length: 6 }, () => refresh(pair.refresh_token)))
         t.same(statuses(responses), Array(6).fill(200), `round ${round}: every request answered`)
         const issued = responses[0]?.json().data
         t.same(new Set(responses.map((response) => response.body)), new Set([responses[0]?.body]), `round ${round}: with one pair`)
@@ -175,27 +179,30 @@ for (const backend of backends()) {
      * token unspent; the second then tries to spend it after the first has.
      */
     async function raceOnRotate (t: Test, instance: FastifyInstance, token: string): Promise<[LightMyRequestResponse, LightMyRequestResponse]> {
-      const { sessions } = instance.repositories
+      const { sessions, auditLogs } = instance.repositories
       let second: Promise<LightMyRequestResponse> | undefined
-      let firstRotation: ReturnType<typeof sessions.rotate> | undefined
-      const rotate = sessions.rotate
-      t.teardown(() => { sessions.rotate = rotate })
-      sessions.rotate = async (rotation) => {
-        if (firstRotation === undefined) {
-          firstRotation = (async () => {
-            await clockPast(Date.parse(rotation.now))
-            const secondRead = new Promise<void>((resolve) => {
-              aroundNextCall(t, sessions, 'findByTokenHash', async (call) => { const found = await call(); resolve(); return found })
-            })
-            second = instance.inject(refresh(token))
-            await secondRead
-            return await rotate.call(sessions, rotation)
-          })()
-          return await firstRotation
+      let firstRotation: Promise<unknown> | undefined
+      // A rotation is stored in the transaction insertWith opens, with its audit entry.
+      const insertWith = auditLogs.insertWith.bind(auditLogs) as (...args: unknown[]) => Promise<unknown>
+      t.teardown(() => { Reflect.deleteProperty(auditLogs, 'insertWith') })
+      Object.assign(auditLogs, {
+        insertWith: async (...args: unknown[]) => {
+          if (firstRotation === undefined) {
+            firstRotation = (async () => {
+              await clockPast(Date.now()) // past the rotation's instant, taken before this call
+              const secondRead = new Promise<void>((resolve) => {
+                aroundNextCall(t, sessions, 'findByTokenHash', async (call) => { const found = await call(); resolve(); return found })
+              })
+              second = instance.inject(refresh(token))
+              await secondRead
+              return await insertWith(...args)
+            })()
+            return await firstRotation
+          }
+          await firstRotation
+          return await insertWith(...args)
         }
-        await firstRotation
-        return await rotate.call(sessions, rotation)
-      }
+      })
       const first = await instance.inject(refresh(token))
       return [first, await second as LightMyRequestResponse]
     }
@@ -227,14 +234,15 @@ for (const backend of backends()) {
         if (response.statusCode !== 204) throw new Error(response.body)
       }
 
-      // Between the refresh's read and its spend: invalid, not a reuse.
+      // Between the refresh's read and its spend (the transaction insertWith opens to store the
+      // rotation with its audit entry): invalid, not a reuse.
       const before = await signIn(app, account)
-      aroundNextCall(t, app.repositories.sessions, 'rotate', async (call) => { await logout(before.access_token); return await call() })
+      aroundNextCall(t, app.repositories.auditLogs, 'insertWith', async (call) => { await logout(before.access_token); return await call() })
       const refused = await app.inject(refresh(before.refresh_token))
       t.equal(errorCode(refused), 'INVALID_TOKEN', 'ended before the new pair is recorded: no pair')
 
       const after = await signIn(app, account)
-      aroundNextCall(t, app.repositories.sessions, 'rotate', async (call) => { const recorded = await call(); await logout(after.access_token); return recorded })
+      aroundNextCall(t, app.repositories.auditLogs, 'insertWith', async (call) => { const recorded = await call(); await logout(after.access_token); return recorded })
       const rotated = await app.inject(refresh(after.refresh_token))
       t.equal(rotated.statusCode, 200, 'ended just after: the pair was answered')
       t.equal(errorCode(await me(rotated.json().data.access_token)), 'INVALID_TOKEN', 'but the logout revoked its access token')
@@ -270,7 +278,7 @@ for (const backend of backends()) {
     t.test('parallel trusted devices: the limit of five holds', async (t) => {
       const account = await createAccount(app)
       for (let round = 1; round <= 3; round++) {
-        const responses = await together(apps, Array.from({ length: 8 }, (_, n) =>
+        const responses = await together(writers, Array.from({ length: 8 }, (_, n) =>
           withToken(account.token, { method: 'POST', url: `/api/v1/users/${account.id}/devices`, payload: { device_id: `round-${round}-device-${n}`, name: 'Device' } })))
         t.same(statuses(responses).sort(), [201, 201, 201, 201, 201, 409, 409, 409], `round ${round}: five trusted, three refused`)
         const stored = await app.database.db.selectFrom('trusted_devices').select('id').where('user_id', '=', account.id).execute()
@@ -287,7 +295,7 @@ for (const backend of backends()) {
         // with the thread both run on. On PostgreSQL its pool opens them side by side, and only
         // the account's row held by each open keeps the count (SQLite's one connection runs
         // one transaction at a time anyway).
-        gatherCalls(t, app.repositories.sessions, 'open', 6)
+        gatherCalls(t, [app.repositories.auditLogs], 'insertWith', 6) // the sessions open with their audit entries
         const responses = await together([app], Array.from({ length: 6 }, () =>
           ({ method: 'POST' as const, url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })))
         t.same(statuses(responses), Array(6).fill(200), `round ${round}: every sign-in answered`)
@@ -304,27 +312,27 @@ for (const backend of backends()) {
         withToken(admin.token, { method, url: `/api/v1/users/${target.id}/roles/${role}` })
       const stated = async () => (await apps[1].inject(withToken(admin.token, { method: 'GET', url: `/api/v1/users/${target.id}/roles` }))).json().data.roles.sort()
 
-      const sameGrant = await together(apps, Array.from({ length: 6 }, () => change('PUT', 'moderator')))
+      const sameGrant = await together(writers, Array.from({ length: 6 }, () => change('PUT', 'moderator')))
       t.same(statuses(sameGrant), Array(6).fill(200), 'the same role granted six times at once')
       t.same(await roleRows(app, target.id), ['moderator', 'user'], 'held once')
 
-      const differentGrants = await together(apps, [change('PUT', 'admin'), change('PUT', 'super_admin'), change('PUT', 'moderator'), change('PUT', 'admin')])
+      const differentGrants = await together(writers, [change('PUT', 'admin'), change('PUT', 'super_admin'), change('PUT', 'moderator'), change('PUT', 'admin')])
       t.same(statuses(differentGrants), [200, 200, 200, 200], 'different roles granted at once')
       t.same(await roleRows(app, target.id), ['admin', 'moderator', 'super_admin', 'user'])
 
-      const sameRevoke = await together(apps, Array.from({ length: 6 }, () => change('DELETE', 'super_admin')))
+      const sameRevoke = await together(writers, Array.from({ length: 6 }, () => change('DELETE', 'super_admin')))
       t.same(statuses(sameRevoke), Array(6).fill(200), 'the same role removed six times at once')
       t.same(await roleRows(app, target.id), ['admin', 'moderator', 'user'])
 
       // Changes to different roles commute: the end state is certain.
-      const mixed = await together(apps, [change('DELETE', 'admin'), change('PUT', 'super_admin'), change('DELETE', 'moderator'), change('DELETE', 'user')])
+      const mixed = await together(writers, [change('DELETE', 'admin'), change('PUT', 'super_admin'), change('DELETE', 'moderator'), change('DELETE', 'user')])
       t.same(statuses(mixed), [200, 200, 200, 200], 'grants and removals of different roles at once')
       t.same(await roleRows(app, target.id), ['super_admin'])
       t.same(await stated(), ['super_admin'], 'the API states what the store holds')
 
       // Grants and removals of one role: whichever lands last decides, and its answer (read
       // after its own write) shows the final state.
-      const contested = await together(apps, [change('PUT', 'moderator'), change('DELETE', 'moderator'), change('PUT', 'moderator'), change('DELETE', 'moderator')])
+      const contested = await together(writers, [change('PUT', 'moderator'), change('DELETE', 'moderator'), change('PUT', 'moderator'), change('DELETE', 'moderator')])
       t.same(statuses(contested), [200, 200, 200, 200], 'grants and removals of one role at once')
       const final = await roleRows(app, target.id)
       t.ok(['super_admin', 'moderator,super_admin'].includes(final.join(',')), `a state the changes could make: ${final.join(',')}`)
@@ -352,7 +360,7 @@ for (const backend of backends()) {
       t.same(Object.keys(before).filter((table) => before[table] === 0), ['lockouts', 'mfa_backup_codes', 'user_identities'],
         'the user has rows in every other table')
 
-      const deletes = await together(apps, Array.from({ length: 6 }, () => withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}` })))
+      const deletes = await together(writers, Array.from({ length: 6 }, () => withToken(admin.token, { method: 'DELETE', url: `/api/v1/users/${victim.id}` })))
       t.same(statuses(deletes), Array(6).fill(204), 'repeating a delete answers 204')
       t.ok(deletes.every((response) => response.body === ''), 'with no body')
       t.same(await leftovers(apps[1], victim.id, [post.id]), NOTHING_LEFT, 'nothing of the user is left')
@@ -380,7 +388,7 @@ for (const backend of backends()) {
           [{ method: 'POST', url: '/api/v1/auth/login', payload: { email: victim.email, password: 'wrong-password' } }, ['INVALID_CREDENTIALS']]),
         [withToken(victim.token, { method: 'POST', url: '/api/v1/posts', payload: { title: 'Last words', body: 'Text' } }), [201, 'INVALID_TOKEN']]
       ]
-      const responses = await together(apps, expected.map(([options]) => options))
+      const responses = await together(writers, expected.map(([options]) => options))
       responses.forEach((response, index) => {
         const [options, outcomes] = expected[index] as [InjectOptions, Array<number | string>]
         t.ok(outcomes.includes(errorCode(response) ?? response.statusCode), `${options.method as string} ${options.url as string}: ${response.statusCode} ${errorCode(response) ?? ''}`)
@@ -395,13 +403,14 @@ for (const backend of backends()) {
       const { repositories, passwords } = app
 
       const granted = await createAccount(app)
-      aroundNextCall(t, repositories.users, 'addRole', async (call) => { await deleteUser(granted.id); return await call() })
+      // Changes are stored with their audit entries (insertWith): the delete lands just before.
+      aroundNextCall(t, repositories.auditLogs, 'insertWith', async (call) => { await deleteUser(granted.id); return await call() })
       const grant = await app.inject(withToken(admin.token, { method: 'PUT', url: `/api/v1/users/${granted.id}/roles/moderator` }))
       t.equal(grant.statusCode, 404, 'a role granted to a user deleted after the existence check')
       t.equal(errorCode(grant), 'NOT_FOUND')
 
       const signingIn = await createAccount(app)
-      aroundNextCall(t, repositories.sessions, 'open', async (call) => { await deleteUser(signingIn.id); return await call() })
+      aroundNextCall(t, repositories.auditLogs, 'insertWith', async (call) => { await deleteUser(signingIn.id); return await call() })
       const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: signingIn.email, password: signingIn.password } })
       t.equal(login.statusCode, 401, 'a sign-in whose account is deleted before its session is stored')
       t.equal(errorCode(login), 'INVALID_CREDENTIALS')
@@ -414,7 +423,7 @@ for (const backend of backends()) {
 
       const rotating = await createAccount(app)
       const pair = await signIn(app, rotating)
-      aroundNextCall(t, repositories.sessions, 'rotate', async (call) => { await deleteUser(rotating.id); return await call() })
+      aroundNextCall(t, repositories.auditLogs, 'insertWith', async (call) => { await deleteUser(rotating.id); return await call() })
       const rotated = await app.inject(refresh(pair.refresh_token))
       t.equal(rotated.statusCode, 401, 'a refresh whose account is deleted while the token rotates')
       t.equal(errorCode(rotated), 'INVALID_TOKEN')

@@ -38,6 +38,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null)
   const repositories = createRepositories(database, cursors)
   const audit = new AuditTrail({
     write: async (rows) => { await repositories.auditLogs.insertMany(rows) },
+    writeWith: async (change, rowsOf) => await repositories.auditLogs.insertWith(change, rowsOf),
     onError: (error) => { throw error }
   })
   const sent: MailMessage[] = []

@@ -40,6 +40,7 @@ export default fp(async (fastify) => {
       if (failing) fastify.log.info('audit writes recovered')
       failing = false
     },
+    writeWith: async (change, rowsOf) => await repository.insertWith(change, rowsOf),
     onError: (error, pending) => {
       if (!failing) fastify.log.error({ err: error, pending }, 'audit write failed; entries kept for retry')
       failing = true

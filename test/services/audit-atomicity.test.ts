@@ -1,0 +1,52 @@
+import { sql } from 'kysely'
+import t from 'tap'
+import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
+import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
+
+/** From here on every insert into the audit table fails, as a full disk or a lost connection would fail it. */
+async function breakAuditWrites ({ database }: ServiceFixture): Promise<void> {
+  if (database.dialect === 'sqlite') {
+    await sql`create trigger audit_refused before insert on audit_logs begin select raise(abort, 'audit storage refused'); end`.execute(database.db)
+    return
+  }
+  await sql`create function audit_refused() returns trigger language plpgsql as $$ begin raise exception 'audit storage refused'; end $$`.execute(database.db)
+  await sql`create trigger audit_refused before insert on audit_logs for each row execute function audit_refused()`.execute(database.db)
+}
+
+for (const backend of backends()) {
+  t.test(`a change and its audit entry commit together (${backend.name})`, async (t) => {
+    t.test('when the entry cannot be stored, the change is not kept either', async (t) => {
+      const fixture = await buildServices(t, backend.url)
+      const { services, repositories } = fixture
+      const admin = await registered(fixture, ['super_admin'])
+      const user = await registered(fixture)
+      await breakAuditWrites(fixture)
+      const context = contextFrom('192.0.2.7', admin)
+
+      await t.rejects(services.roles.assign(context, admin, user.id, 'moderator'), /audit storage refused/)
+      t.same((await repositories.users.findPrincipal(user.id))?.roles, ['user'], 'the role was not granted')
+
+      const email = uniqueEmail('unrecorded')
+      await t.rejects(services.accounts.register(context, { email, name: 'Unrecorded', password: TEST_PASSWORD }), /audit storage refused/)
+      t.equal(await repositories.users.findByEmail(email), undefined, 'the account was not created')
+
+      await t.rejects(services.signIn.withPassword(contextFrom('192.0.2.8'), { email: user.email, password: TEST_PASSWORD }), /audit storage refused/)
+      t.same(await repositories.sessions.unrevokedIds(user.id), [], 'no session was opened')
+
+      await t.rejects(services.accounts.remove(context, admin, user.id), /audit storage refused/)
+      t.not(await repositories.users.findById(user.id), undefined, 'the account was not deleted')
+    })
+
+    t.test('a refresh stores its rotation with one entry; a retry of it changes nothing and is recorded on its own', async (t) => {
+      const fixture = await buildServices(t, backend.url)
+      const user = await registered(fixture)
+      const context = contextFrom('192.0.2.9')
+      const signedIn = await fixture.services.signIn.withPassword(context, { email: user.email, password: TEST_PASSWORD })
+      if (!('refresh_token' in signedIn)) throw new Error('expected a token pair')
+      const rotated = await fixture.services.signIn.refresh(context, signedIn.refresh_token, Date.now())
+      t.same(await fixture.services.signIn.refresh(context, signedIn.refresh_token, Date.now()), rotated, 'the retry gets the same pair')
+      t.same((await fixture.audited('auth.refresh')).map((entry) => JSON.stringify(entry.details)).sort(), ['{"retry":true}', '{}'], 'one entry each')
+      t.equal((await fixture.audited('auth.login')).length, 1)
+    })
+  })
+}
