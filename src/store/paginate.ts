@@ -49,10 +49,14 @@ export interface PageOptions<Values extends FilterValues> {
   maintainedCount?: (values: Values) => string | undefined
 }
 
-/** The compiled queries of one shape: offset pages also count the rows. */
+/**
+ * The compiled queries of one shape: offset pages also count the rows (`count`, or `probed`
+ * when the search index's probe counted them already). A windowed cursor page reads, when it
+ * is not full, the last record of its window (`windowEnd`).
+ */
 type Shape =
-  | { kind: 'offset', page: CompiledQuery<any>, count: CompiledQuery<any> }
-  | { kind: 'cursor', page: CompiledQuery<any> }
+  | { kind: 'offset', page: CompiledQuery<any>, count: CompiledQuery<any> | 'probed', windowed: boolean }
+  | { kind: 'cursor', page: CompiledQuery<any>, windowEnd: CompiledQuery<any> | undefined }
 
 /** Distinct shapes kept per collection (sort orders × filters × pagination kinds in use). */
 const MAX_SHAPES = 256
@@ -86,7 +90,7 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
 export class PageQueries<Row extends object, Values extends FilterValues> {
   readonly #shapes = new Map<string, Shape>()
   /** Counts a search's trigram-index matches, up to COUNT_LIMIT + 1 (SQLite). */
-  #probe: CompiledQuery<any> | undefined
+  #probeQuery: CompiledQuery<any> | undefined
 
   readonly #searchIn: readonly string[]
 
@@ -118,48 +122,61 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       values.$limit = pagination.limit + 1
       pagination.after?.forEach((value, index) => { values[`$after${index}`] = value })
     }
-    const shape = this.#shape(request, filters, countKey !== undefined, this.#useIndex(request.search))
+    const probed = this.#probe(request.search)
+    const indexed = probed !== undefined && probed <= COUNT_LIMIT
+    // Past the limit, the probe's count is the answer when nothing else narrows the search.
+    const countProbed = probed !== undefined && !indexed && request.createdAfter === undefined && Object.values(filters).every((value) => value === undefined)
+    const shape = this.#shape(request, filters, { maintained: countKey !== undefined, indexed, countProbed })
     const bind = <Result>(query: CompiledQuery<any>) =>
       this.store.read<Result>({ ...query, parameters: query.parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
 
     if (pagination.kind === 'offset' && shape.kind === 'offset') {
-      const [items, counted] = await Promise.all([bind<Row>(shape.page), bind<{ total: number | string | bigint }>(shape.count)])
+      const [items, counted] = await Promise.all([
+        bind<Row>(shape.page),
+        shape.count === 'probed' ? [{ total: probed ?? 0, examined: 0 }] : bind<{ total: number | string | bigint | null, examined?: number | string | bigint }>(shape.count)
+      ])
       const counts = Number(counted[0]?.total ?? 0)
-      // A maintained count is exact however large; a counted one stops past COUNT_LIMIT.
-      const totalExact = countKey !== undefined || counts <= COUNT_LIMIT
-      const total = totalExact ? counts : COUNT_LIMIT
+      // A maintained count is exact however large; a counted one stops past COUNT_LIMIT, and a
+      // windowed one is exact only when its window held every record.
+      const totalExact = countKey !== undefined || (shape.windowed ? Number(counted[0]?.examined ?? 0) < COUNT_LIMIT : counts <= COUNT_LIMIT)
+      const total = countKey === undefined ? Math.min(counts, COUNT_LIMIT) : counts
       const { page, limit } = pagination
       return { kind: 'offset', items, page, limit, total, totalExact, totalPages: Math.ceil(total / limit) }
     }
 
     const { limit } = pagination
     const rows = await bind<Row>(shape.page)
-    const hasMore = rows.length > limit
     const items = rows.slice(0, limit)
-    const last = items.at(-1)
-    const nextCursor = hasMore && last !== undefined
-      ? this.store.cursors.encode(queryFingerprint(request), request.sort.map((key) => (last as Record<string, unknown>)[key.field]))
-      : null
-    return { kind: 'cursor', items, nextCursor, hasMore }
+    let resumeAt: Row | undefined
+    if (rows.length > limit) {
+      resumeAt = items.at(-1)
+    } else if (shape.kind === 'cursor' && shape.windowEnd !== undefined) {
+      // A full window that did not fill the page: the next page goes on after the window.
+      resumeAt = (await bind<Row>(shape.windowEnd))[0]
+    }
+    const nextCursor = resumeAt === undefined
+      ? null
+      : this.store.cursors.encode(queryFingerprint(request), request.sort.map((key) => (resumeAt as Record<string, unknown>)[key.field]))
+    return { kind: 'cursor', items, nextCursor, hasMore: resumeAt !== undefined }
   }
 
   /**
-   * Whether a search reads the trigram index (SQLite). The index answers which rows match, not
-   * in the page's order: its matches are read whole and sorted, which is cheap while they are
-   * few. A search matching more than COUNT_LIMIT rows reads the collection in its order instead,
-   * checking each row: with that many matches the page fills quickly. The probe itself reads at
-   * most COUNT_LIMIT + 1 index entries.
+   * How many rows a search's trigram index matches, up to COUNT_LIMIT + 1 (SQLite); undefined
+   * when there is no index or the search is too short for it. The index answers which rows
+   * match, not in the page's order: its matches are read whole and sorted, which is cheap while
+   * they are few. A search matching more than COUNT_LIMIT rows reads the collection in its order
+   * instead, checking each row: with that many matches the page fills quickly. The probe itself
+   * reads at most COUNT_LIMIT + 1 index entries.
    */
-  #useIndex (search: string | undefined): boolean {
+  #probe (search: string | undefined): number | undefined {
     const index = this.options.searchIndex
     const phrase = searchPhrase(search)
-    if (this.store.dialect !== 'sqlite' || index === undefined || phrase === undefined) return false
-    this.#probe ??= this.store.db.selectFrom(sql<{ rowid: number }>`(select rowid from ${sql.table(index.table)} where ${sql.table(index.table)} match ${new Placeholder('$phrase')} limit ${new Placeholder('$countLimit')})`.as('matches'))
+    if (this.store.dialect !== 'sqlite' || index === undefined || phrase === undefined) return undefined
+    this.#probeQuery ??= this.store.db.selectFrom(sql<{ rowid: number }>`(select rowid from ${sql.table(index.table)} where ${sql.table(index.table)} match ${new Placeholder('$phrase')} limit ${new Placeholder('$countLimit')})`.as('matches'))
       .select((eb) => eb.fn.countAll().as('total')).compile()
-    const probe = this.#probe
-    const matches = this.store.read<{ total: number }>({ ...probe, parameters: [phrase, COUNT_LIMIT + 1] })
-    if (matches instanceof Promise) return false
-    return Number(matches[0]?.total ?? 0) <= COUNT_LIMIT
+    const matches = this.store.read<{ total: number }>({ ...this.#probeQuery, parameters: [phrase, COUNT_LIMIT + 1] })
+    if (matches instanceof Promise) return undefined
+    return Number(matches[0]?.total ?? 0)
   }
 
   /** The maintained count serving this request, if any: only without search and createdAfter. */
@@ -168,45 +185,75 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     return this.options.maintainedCount?.(filters)
   }
 
-  /** The compiled queries for this request's shape, built on first use. */
-  #shape (request: CollectionRequest, filters: Values, maintained: boolean, indexed: boolean): Shape {
+  /**
+   * The compiled queries for this request's shape, built on first use. A search too short for
+   * trigrams is windowed: it looks at the first COUNT_LIMIT records of the ordering (after the
+   * cursor), so that no query reads more than that many rows however rare its matches.
+   */
+  #shape (request: CollectionRequest, filters: Values, how: { maintained: boolean, indexed: boolean, countProbed: boolean }): Shape {
     const { pagination } = request
+    const { maintained, indexed, countProbed } = how
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
     const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
     const search = request.search !== undefined && this.#searchIn.length > 0
+    const windowed = search && searchPhrase(request.search) === undefined
     const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}` +
-      `|${search ? 's' : ''}${indexed ? 'i' : ''}${request.createdAfter !== undefined ? 'c' : ''}${maintained ? 'm' : ''}`
+      `|${search ? 's' : ''}${indexed ? 'i' : ''}${windowed ? 'w' : ''}${countProbed ? 'p' : ''}${request.createdAfter !== undefined ? 'c' : ''}${maintained ? 'm' : ''}`
     let shape = this.#shapes.get(key)
     if (shape !== undefined) return shape
 
     const placeholders = Object.fromEntries(Object.entries(filters).map(([name, value]) =>
       [name, value === undefined || value === null ? value : new Placeholder(name)])) as Values
     let filtered = this.filtered(placeholders)
+    if (request.createdAfter !== undefined) filtered = filtered.where(sql.ref('created_at'), '>', new Placeholder('$createdAfter'))
+    const bounds = Array.from({ length: afterCount }, (_, index) => new Placeholder(`$after${index}`))
+    const resumed = afterCount === 0 ? filtered : filtered.where((eb) => after(eb, request.sort, bounds))
+    const ordered = <Query extends SelectQueryBuilder<any, any, any>>(query: Query): Query => {
+      let sorted = query
+      for (const sort of request.sort) sorted = sorted.orderBy(sql.ref(sort.field), sort.descending ? 'desc' : 'asc') as Query
+      return sorted
+    }
+    const columns = [...new Set([...this.columns, ...this.#searchIn])]
+    const selected = (query: SelectQueryBuilder<any, any, object>) => query.select(columns.map((column) => sql.ref(column).as(column)))
+    // What the page and the count read: the rows the filters (and the cursor) leave, or, for a
+    // windowed search, the first COUNT_LIMIT of them in the page's order.
+    let source: SelectQueryBuilder<any, any, object> = resumed
+    if (windowed) {
+      source = this.store.db.selectFrom(ordered(selected(resumed)).limit(sql.lit(COUNT_LIMIT) as unknown as number).as('window'))
+    }
+    let matching = source
     if (search) {
       const pattern = new Placeholder('$search') as unknown as string
       if (indexed && this.options.searchIndex !== undefined) {
-        // SQLite's trigram index answers searches of 3 characters or more (see #useIndex).
-        filtered = filtered.where(indexedSearch(this.options.searchIndex, new Placeholder('$phrase') as unknown as string))
+        // SQLite's trigram index answers searches of 3 characters or more (see #probe).
+        matching = matching.where(indexedSearch(this.options.searchIndex, new Placeholder('$phrase') as unknown as string))
       }
       // Also with the index: its candidates are checked against the very same condition.
-      filtered = filtered.where((eb) => eb.or(this.#searchIn.map((column) => matchesIgnoringCase(column, pattern))))
+      matching = matching.where((eb) => eb.or(this.#searchIn.map((column) => matchesIgnoringCase(column, pattern))))
     }
-    if (request.createdAfter !== undefined) filtered = filtered.where(sql.ref('created_at'), '>', new Placeholder('$createdAfter'))
-    let ordered = filtered.select(this.columns.map((column) => sql.ref(column).as(column)))
-    for (const sort of request.sort) ordered = ordered.orderBy(sql.ref(sort.field), sort.descending ? 'desc' : 'asc')
+    const page = ordered(matching.select(this.columns.map((column) => sql.ref(column).as(column))))
     const limit = new Placeholder('$limit') as unknown as number
     if (pagination.kind === 'offset') {
-      shape = {
-        kind: 'offset',
-        page: ordered.limit(limit).offset(new Placeholder('$offset') as unknown as number).compile(),
-        count: maintained
-          ? this.store.db.selectFrom('collection_counts').select('total').where('name', '=', new Placeholder('$countKey') as unknown as string).compile()
-          : this.store.db.selectFrom(filtered.select(sql.lit(1).as('one')).limit(new Placeholder('$countLimit') as unknown as number).as('capped'))
-            .select((eb) => eb.fn.countAll().as('total')).compile()
+      let count: CompiledQuery<any> | 'probed'
+      if (maintained) {
+        count = this.store.db.selectFrom('collection_counts').select('total').where('name', '=', new Placeholder('$countKey') as unknown as string).compile()
+      } else if (countProbed) {
+        count = 'probed'
+      } else if (windowed) {
+        const match = sql.join(this.#searchIn.map((column) => matchesIgnoringCase(column, new Placeholder('$search') as unknown as string)), sql` or `)
+        count = this.store.db.selectFrom(source.selectAll().as('examined'))
+          .select((eb) => [eb.fn.countAll().as('examined'), sql<number>`coalesce(sum(case when ${match} then 1 else 0 end), 0)`.as('total')]).compile()
+      } else {
+        count = this.store.db.selectFrom(matching.select(sql.lit(1).as('one')).limit(new Placeholder('$countLimit') as unknown as number).as('capped'))
+          .select((eb) => eb.fn.countAll().as('total')).compile()
       }
+      shape = { kind: 'offset', page: page.limit(limit).offset(new Placeholder('$offset') as unknown as number).compile(), count, windowed }
     } else {
-      const bounds = Array.from({ length: afterCount }, (_, index) => new Placeholder(`$after${index}`))
-      shape = { kind: 'cursor', page: (afterCount === 0 ? ordered : ordered.where((eb) => after(eb, request.sort, bounds))).limit(limit).compile() }
+      // The window's last record, when it holds COUNT_LIMIT (there may be more after it).
+      const windowEnd = windowed
+        ? ordered(resumed.select(request.sort.map((sort) => sql.ref(sort.field).as(sort.field)))).limit(1).offset(sql.lit(COUNT_LIMIT - 1) as unknown as number).compile()
+        : undefined
+      shape = { kind: 'cursor', page: page.limit(limit).compile(), windowEnd }
     }
     if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear()
     this.#shapes.set(key, shape)

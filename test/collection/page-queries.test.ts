@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { CompiledQuery } from 'kysely'
 import t from 'tap'
 import { CursorCodec } from '../../src/collection/cursor.js'
-import { COUNT_LIMIT, type CollectionRequest } from '../../src/collection/query.js'
+import { COUNT_LIMIT, type CollectionRequest, queryFingerprint } from '../../src/collection/query.js'
 import { createRepositories } from '../../src/store/repositories.js'
 import { backends, build, createAccount, queryPlan, TEST_SECRET } from '../helper.js'
 
@@ -127,7 +127,7 @@ for (const backend of backends()) {
       ['createdAfter', { createdAfter: '2000-01-01T00:00:00.000Z' }],
       ['newest first', { sort: [{ field: 'created_at', descending: true }, { field: 'id', descending: true }] }]
     ]
-    const searched: Array<[string, Partial<CollectionRequest>]> = [['search', { search: 'émile' }]]
+    const searched: Array<[string, Partial<CollectionRequest>]> = [['search', { search: 'émile' }], ['short search', { search: 'ém' }]]
     const collections: Array<{ name: string, table: string, searches?: boolean, filters?: Array<Record<string, string>>, list: (request: CollectionRequest) => Promise<unknown> }> = [
       { name: 'users', table: 'users', searches: true, list: async (request) => await repositories.users.list(request) },
       { name: 'posts (moderator)', table: 'posts', searches: true, filters: [{}, { status: 'draft' }], list: async (request) => await repositories.posts.list(request, { viewerId: author.id, seesAll: true }) },
@@ -154,7 +154,7 @@ for (const backend of backends()) {
               // The device search reads a user's 5 devices at most; the others use the trigram index on
               // SQLite. PostgreSQL picks its pg_trgm index by cost, which needs a large table (see
               // docs/performance.md): here any index will do.
-              if (backend.url === null && overrides.search !== undefined && collection.table !== 'trusted_devices') {
+              if (backend.url === null && variant === 'search' && collection.table !== 'trusted_devices') {
                 t.match(plan, /_search VIRTUAL TABLE/, `${what}: trigram index`)
               }
             }
@@ -216,6 +216,37 @@ for (const backend of backends()) {
       t.match(filtered, { kind: 'offset', total: COUNT_LIMIT, totalExact: false, totalPages: Math.ceil(COUNT_LIMIT / 50) })
       const all = await app.repositories.auditLogs.list(firstPage())
       t.ok(all.kind === 'offset' && all.total > COUNT_LIMIT && all.totalExact, 'the unfiltered count is maintained: exact past the limit')
+    })
+
+    t.test('a search too short for trigrams looks at the first 10,000 records of the ordering, and cursor pages go on past them', async (t) => {
+      // Before every other user, oldest first: a rare name at the 11th and at the 10,003rd place.
+      const { db } = app.database
+      for (let chunk = 0; chunk * 1000 < COUNT_LIMIT + 5; chunk++) {
+        const rows = Array.from({ length: Math.min(1000, COUNT_LIMIT + 5 - chunk * 1000) }, (_, offset) => {
+          const index = chunk * 1000 + offset
+          const at = new Date(Date.UTC(2020, 0, 1) + index * 1000).toISOString()
+          return { id: `00000000-0000-7000-8001-${String(index).padStart(12, '0')}`, email: `window-${index}@example.com`, name: index === 10 || index === COUNT_LIMIT + 2 ? `Rare qx ${index}` : `Filler ${index}`, email_verified: 0, created_at: at, updated_at: at }
+        })
+        await db.insertInto('users').values(rows).execute()
+      }
+      const oldestFirst = [{ field: 'created_at', descending: false }, { field: 'id', descending: false }]
+      const offset = await users.list(firstPage({ sort: oldestFirst, search: 'qx' }))
+      t.match(offset, { kind: 'offset', total: 1, totalExact: false }, 'only the first 10,000 records were looked at, and the total says so')
+      t.same(offset.items.map((user) => user.name), ['Rare qx 10'])
+
+      const firstRequest = firstPage({ sort: oldestFirst, search: 'qx', pagination: { kind: 'cursor', limit: 50, after: null } })
+      const first = await users.list(firstRequest)
+      t.same(first.items.map((user) => user.name), ['Rare qx 10'])
+      if (first.kind !== 'cursor' || first.nextCursor === null) throw new Error('expected a cursor past the window')
+      t.equal(first.hasMore, true, 'the window ended before the page was full: there is more')
+      const after = new CursorCodec(TEST_SECRET).decode(first.nextCursor, queryFingerprint(firstRequest))
+      t.same(after, ['2020-01-01T02:46:39.000Z', '00000000-0000-7000-8001-000000009999'], "the next page starts after the window's last record")
+      const second = await users.list({ ...firstRequest, pagination: { kind: 'cursor', limit: 50, after } })
+      t.same(second.items.map((user) => user.name), [`Rare qx ${COUNT_LIMIT + 2}`], 'and finds the match beyond it')
+      t.match(second, { hasMore: false, nextCursor: null })
+
+      t.same((await users.list(firstPage({ sort: oldestFirst, search: 'rare qx' }))).items.map((user) => user.name), ['Rare qx 10', `Rare qx ${COUNT_LIMIT + 2}`],
+        'a search of 3 characters or more looks at every record')
     })
   })
 }
