@@ -58,6 +58,15 @@ type Shape =
   | { kind: 'offset', page: CompiledQuery<any>, count: CompiledQuery<any> | 'probed', windowed: boolean }
   | { kind: 'cursor', page: CompiledQuery<any>, windowEnd: CompiledQuery<any> | undefined }
 
+/**
+ * Up to this many matches, a search's page reads its matches from the trigram index and sorts
+ * them; beyond, it reads the collection in its order (see #probe). Reading and sorting 10,000
+ * posts took 40 ms at 10,000 rows (bench/RESULTS.md, "scale"); reading in order fills a page
+ * after limit × rows / matches rows, at most 500 × the limit at this many matches in a
+ * million rows.
+ */
+const MATCHES_READ_WHOLE = 2000
+
 /** Distinct shapes kept per collection (sort orders × filters × pagination kinds in use). */
 const MAX_SHAPES = 256
 
@@ -123,9 +132,9 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       pagination.after?.forEach((value, index) => { values[`$after${index}`] = value })
     }
     const probed = this.#probe(request.search)
-    const indexed = probed !== undefined && probed <= COUNT_LIMIT
-    // Past the limit, the probe's count is the answer when nothing else narrows the search.
-    const countProbed = probed !== undefined && !indexed && request.createdAfter === undefined && Object.values(filters).every((value) => value === undefined)
+    const indexed = probed !== undefined && probed <= MATCHES_READ_WHOLE
+    // The index's count is the search's when nothing else narrows it: it holds the same lowered text.
+    const countProbed = probed !== undefined && request.createdAfter === undefined && Object.values(filters).every((value) => value === undefined)
     const shape = this.#shape(request, filters, { maintained: countKey !== undefined, indexed, countProbed })
     const bind = <Result>(query: CompiledQuery<any>) =>
       this.store.read<Result>({ ...query, parameters: query.parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
@@ -133,7 +142,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     if (pagination.kind === 'offset' && shape.kind === 'offset') {
       const [items, counted] = await Promise.all([
         bind<Row>(shape.page),
-        shape.count === 'probed' ? [{ total: probed ?? 0, examined: 0 }] : bind<{ total: number | string | bigint | null, examined?: number | string | bigint }>(shape.count)
+        shape.count === 'probed' ? [{ total: probed ?? 0 }] : bind<{ total: number | string | bigint | null, examined?: number | string | bigint }>(shape.count)
       ])
       const counts = Number(counted[0]?.total ?? 0)
       // A maintained count is exact however large; a counted one stops past COUNT_LIMIT, and a
@@ -164,9 +173,9 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
    * How many rows a search's trigram index matches, up to COUNT_LIMIT + 1 (SQLite); undefined
    * when there is no index or the search is too short for it. The index answers which rows
    * match, not in the page's order: its matches are read whole and sorted, which is cheap while
-   * they are few. A search matching more than COUNT_LIMIT rows reads the collection in its order
-   * instead, checking each row: with that many matches the page fills quickly. The probe itself
-   * reads at most COUNT_LIMIT + 1 index entries.
+   * they are few (MATCHES_READ_WHOLE). A search matching more rows reads the collection in its
+   * order instead, checking each row: with that many matches the page fills quickly. The probe
+   * itself reads at most COUNT_LIMIT + 1 index entries, and no rows.
    */
   #probe (search: string | undefined): number | undefined {
     const index = this.options.searchIndex
