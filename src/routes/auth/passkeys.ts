@@ -28,11 +28,11 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['passkeys'],
       summary: 'Options for navigator.credentials.create; the challenge is good for 5 minutes, once',
       security: BEARER,
-      response: { 200: RegistrationOptionsResponseSchema, ...errorResponses({}, 401) }
+      response: { 200: RegistrationOptionsResponseSchema, ...errorResponses({ body: true }, 401) }
     }
   }, async (request) => ({ data: await passkeys.registrationOptions(fastify.authorize(request, 'read')) }))
 
-  fastify.post('/', {
+  fastify.post('', {
     onRequest: [fastify.authenticate],
     config: { allowWithoutMfa: true },
     schema: {
@@ -48,7 +48,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
     return await reply.code(201).send({ data: passkey })
   })
 
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: [fastify.authenticate],
     config: { allowWithoutMfa: true },
     schema: {
@@ -82,7 +82,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Remove one of the caller\'s passkeys; the account\'s last way to sign in is kept (409)',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({}, 401, 404, 409) }
+      response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 404, 409) }
     }
   }, async (request, reply) => {
     await passkeys.remove(request.serviceContext, fastify.authorize(request, 'read'), request.params.id)
