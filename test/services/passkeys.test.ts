@@ -185,6 +185,25 @@ for (const backend of backends()) {
       t.ok('access_token' in await services.signIn.withPassword(here, { email: user.email, password: TEST_PASSWORD }), 'other roles sign in with the password alone')
     })
 
+    t.test('a locked account, or an unverified address under EMAIL_VERIFICATION=required, is refused as with a password', async (t) => {
+      const fixture = await buildServices(t, backend.url, { EMAIL_VERIFICATION: 'required' })
+      const { services, repositories } = fixture
+      const account = await registered(fixture)
+      const authenticator = new SoftwareAuthenticator()
+      await addPasskey(fixture, account, authenticator)
+      const signIn = async (context = here) => {
+        const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(account.email)
+        return await services.signIn.withPasskey(context, { challenge_id: challengeId, response: authenticator.assert(options) })
+      }
+      await t.rejects(signIn(), Errors.EMAIL_NOT_VERIFIED)
+      await repositories.users.markEmailVerified(account.id, account.email)
+      for (let n = 0; n < 5; n++) {
+        await t.rejects(services.signIn.withPassword(here, { email: account.email, password: 'wrong-password' }), Errors.INVALID_CREDENTIALS)
+      }
+      await t.rejects(signIn(), Errors.ACCOUNT_LOCKED, 'locked from this address')
+      t.ok('access_token' in await signIn(contextFrom('198.51.100.99')), 'another address signs in')
+    })
+
     t.test('several passkeys per user: listed, renamed, removed; the last way to sign in stays', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services, repositories } = fixture
