@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Db } from '../store/types.js'
 
-/** A ceremony's challenge, and the user it was issued for (null: a sign-in without an e-mail). */
+/** A ceremony's challenge, and the user whose passkey must answer it (null: any user's, for a sign-in without an e-mail of an account). */
 export interface PendingChallenge { challenge: string, userId: string | null }
 
 /**
