@@ -78,7 +78,7 @@ for (const backend of backends()) {
     t.match(me.body, { data: { id: account.id, email: account.email } })
 
     await app.auditTrail.flush()
-    const logins = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login').where('actor_id', '=', account.id).execute()
+    const logins = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login').where('actor_id', '=', account.id).orderBy('created_at').execute()
     t.same(logins.map((row) => JSON.parse(row.details).method), ['password', 'passkey'])
   })
 }

@@ -15,9 +15,9 @@ async function addPasskey (fixture: ServiceFixture, caller: Caller, authenticato
   return await fixture.services.passkeys.register(contextFrom('198.51.100.20', caller), caller, { response, ...(options.name !== undefined && { name: options.name }) })
 }
 
-/** The reasons of the refused passkey sign-ins, in order. */
-async function refusals (fixture: ServiceFixture): Promise<unknown[]> {
-  return (await fixture.audited('auth.login_failed')).filter((row) => row.details.method === 'passkey').map((row) => row.details.reason)
+/** The reasons of the refused passkey sign-ins, sorted (entries of one millisecond have no order). */
+async function refusals (fixture: ServiceFixture): Promise<string[]> {
+  return (await fixture.audited('auth.login_failed')).filter((row) => row.details.method === 'passkey').map((row) => String(row.details.reason)).sort()
 }
 
 for (const backend of backends()) {
@@ -106,7 +106,7 @@ for (const backend of backends()) {
       stranger.register({ challenge: 'x', user: { id: 'eA' } })
       await t.rejects(signIn((options) => stranger.assert({ ...options, allowCredentials: [] })), Errors.INVALID_CREDENTIALS, 'a passkey never registered')
       await t.rejects(services.signIn.withPasskey(here, { challenge_id: 'no-such-challenge', response: assertion }), Errors.INVALID_CREDENTIALS, 'unknown challenge')
-      t.same(await refusals(fixture), ['unknown_challenge', 'not_verified', 'not_verified', 'not_verified', 'unknown_passkey', 'unknown_challenge'])
+      t.same(await refusals(fixture), ['not_verified', 'not_verified', 'not_verified', 'unknown_challenge', 'unknown_challenge', 'unknown_passkey'])
       t.ok('access_token' in await signIn((options) => authenticator.assert(options)), 'the passkey still works')
     })
 
@@ -226,7 +226,9 @@ for (const backend of backends()) {
       await repositories.identities.link('github', 'subject-1', caller.id, null)
       await services.passkeys.remove(context, caller, second.id)
       t.same((await services.passkeys.list(caller, {})).data, [], 'with a linked provider it may go')
-      t.match(await fixture.audited('passkey.removed'), [{ target_id: caller.id, details: { id: first.id } }, { details: { id: second.id } }])
+      const removals = await fixture.audited('passkey.removed')
+      t.same(removals.map((row) => row.details.id).sort(), [first.id, second.id].sort())
+      t.ok(removals.every((row) => row.target_id === caller.id))
       t.equal((await repositories.users.findPrincipal(caller.id))?.hasPasskey, false)
 
       const withPassword = await registered(fixture)
