@@ -26,8 +26,8 @@ export const BackupCodesSchema = Type.Object({
 export const MfaChallengeSchema = Type.Object({
   mfa_required: Type.Literal(true),
   mfa_token: Type.String({ description: 'Good for 5 minutes, once, at /auth/mfa/verify' }),
-  methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code'), Type.Literal('email'), Type.Literal('sms')]), {
-    description: 'What /auth/mfa/verify accepts: TOTP and backup codes, and codes sent by e-mail or SMS (ask for one at /auth/mfa/challenge)'
+  methods: Type.Array(Type.Union([Type.Literal('totp'), Type.Literal('backup_code'), Type.Literal('email'), Type.Literal('sms'), Type.Literal('passkey')]), {
+    description: 'What /auth/mfa/verify accepts: TOTP and backup codes, and codes sent by e-mail or SMS (ask for one at /auth/mfa/challenge); `passkey` alone: the account\'s role must use a second factor and its only one is a passkey, so sign in with it (/auth/passkeys/authentication) instead'
   })
 }, { title: 'MfaChallenge' })
 export type MfaChallenge = Static<typeof MfaChallengeSchema>

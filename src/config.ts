@@ -48,6 +48,9 @@ const EnvSchema = Type.Object({
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8, maxLength: 128, description: '8 to 128 characters long' })),
   MFA_ISSUER: Type.String({ default: 'Users API', maxLength: 100, description: 'at most 100 characters long' }),
   MFA_REQUIRED_ROLES: commaList('admin,super_admin'),
+  WEBAUTHN_RP_ID: Type.String({ default: 'localhost', maxLength: 253, pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$', description: 'a lower-case domain name' }),
+  WEBAUTHN_RP_NAME: Type.Optional(Type.String({ maxLength: 100, description: 'at most 100 characters long' })),
+  WEBAUTHN_ORIGINS: commaList('http://localhost:3000'),
   SESSION_IDLE_TIMEOUT_S: positiveInteger('1800'),
   SESSION_ABSOLUTE_TIMEOUT_S: positiveInteger('28800'),
   SESSION_MAX_CONCURRENT: positiveInteger('3'),
@@ -123,6 +126,8 @@ export interface Config {
   rateLimit: { max: number, windowMs: number, authMax: number, adminMax: number }
   admin: { email: string, password: string } | null
   mfa: { issuer: string, requiredRoles: Role[] }
+  /** The relying party passkeys are made for and the origins their ceremonies may run on (docs/api.md, "Passkeys"). */
+  webauthn: { rpId: string, rpName: string, origins: string[] }
   session: {
     idleTimeoutS: number
     absoluteTimeoutS: number
@@ -291,6 +296,27 @@ function readTrustProxy (value: string, problems: string[], warnings: string[]):
 }
 
 /**
+ * Passkey origins: each an http(s) origin (no path) on the relying-party id or one of its
+ * subdomains, since browsers refuse a ceremony for an RP ID the page's host is not within.
+ */
+function readWebauthnOrigins (value: string, rpId: string, problems: string[]): string[] {
+  const origins = list(value)
+  if (origins.length === 0) problems.push('WEBAUTHN_ORIGINS must list at least one origin')
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      problems.push(`WEBAUTHN_ORIGINS has an entry that is not an origin like https://example.com: ${origin}`)
+    } else if (parsed.hostname !== rpId && !parsed.hostname.endsWith(`.${rpId}`)) {
+      problems.push(`WEBAUTHN_ORIGINS has an origin outside WEBAUTHN_RP_ID ${rpId}: ${origin}`)
+    }
+  }
+  return origins
+}
+
+/**
  * A refused value as the start-up error may show it: error output ends up in logs and CI
  * transcripts, so secrets are not repeated, nor the password inside a connection URL.
  */
@@ -336,6 +362,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     problems.push(`${env.ADMIN_EMAIL === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} is required when ${env.ADMIN_EMAIL === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'} is set`)
   }
 
+  const webauthnOrigins = readWebauthnOrigins(env.WEBAUTHN_ORIGINS, env.WEBAUTHN_RP_ID, problems)
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems, warnings)
   const oauth = readOAuth(source, problems)
   const jwtSecret = env.JWT_SECRET ?? randomBytes(32).toString('base64url')
@@ -370,6 +397,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       ? { email: env.ADMIN_EMAIL, password: env.ADMIN_PASSWORD }
       : null,
     mfa: { issuer: env.MFA_ISSUER, requiredRoles: requiredRoles as Role[] },
+    webauthn: { rpId: env.WEBAUTHN_RP_ID, rpName: env.WEBAUTHN_RP_NAME ?? env.MFA_ISSUER, origins: webauthnOrigins },
     session: {
       idleTimeoutS: Number(env.SESSION_IDLE_TIMEOUT_S),
       absoluteTimeoutS: Number(env.SESSION_ABSOLUTE_TIMEOUT_S),

@@ -30,6 +30,7 @@ t.test('nothing is needed to start: every default of the configuration', async (
   t.same(config.rateLimit, { max: 100, windowMs: 60000, authMax: 10, adminMax: 5 })
   t.equal(config.admin, null)
   t.same(config.mfa, { issuer: 'Users API', requiredRoles: ['admin', 'super_admin'] })
+  t.same(config.webauthn, { rpId: 'localhost', rpName: 'Users API', origins: ['http://localhost:3000'] })
   t.same(config.session, { idleTimeoutS: 1800, absoluteTimeoutS: 28800, maxConcurrent: 3, refreshRetryWindowS: 10 })
   t.equal(config.passwordPolicy, 'basic')
   t.same(config.oauth, {})
@@ -39,6 +40,20 @@ t.test('nothing is needed to start: every default of the configuration', async (
   t.equal(config.logLevel, 'info')
   t.match(config.warnings.join('\n'), /CORS_ORIGINS/)
   t.match(config.warnings.join('\n'), /JWT_SECRET/)
+})
+
+t.test('passkey settings: the RP name follows MFA_ISSUER; origins must be origins on the RP ID', async (t) => {
+  t.same(loadConfig({ MFA_ISSUER: 'Acme', WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443' }).webauthn,
+    { rpId: 'example.com', rpName: 'Acme', origins: ['https://example.com', 'https://app.example.com:8443'] })
+  t.equal(loadConfig({ MFA_ISSUER: 'Acme', WEBAUTHN_RP_NAME: 'Acme Sign-in' }).webauthn.rpName, 'Acme Sign-in')
+  t.same(problemsOf({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://evil.example,https://example.com/login,ftp://example.com,https://notexample.com' }), [
+    'WEBAUTHN_ORIGINS has an origin outside WEBAUTHN_RP_ID example.com: https://evil.example',
+    'WEBAUTHN_ORIGINS has an entry that is not an origin like https://example.com: https://example.com/login',
+    'WEBAUTHN_ORIGINS has an entry that is not an origin like https://example.com: ftp://example.com',
+    'WEBAUTHN_ORIGINS has an origin outside WEBAUTHN_RP_ID example.com: https://notexample.com'
+  ])
+  t.match(problemsOf({ WEBAUTHN_RP_ID: 'https://example.com' }), [/^WEBAUTHN_RP_ID must be a lower-case domain name/])
+  t.same(problemsOf({ WEBAUTHN_ORIGINS: ' , ' }), ['WEBAUTHN_ORIGINS must list at least one origin'])
 })
 
 t.test('values are read and typed', async (t) => {

@@ -93,7 +93,9 @@ const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/user
  * - Any request: a 429 may be recorded as `rate_limit.exceeded` ("Rate limits": the first per
  *   client, tier and window).
  * - Sign-in and MFA verification: `auth.login_failed` / `auth.mfa_failed` ("Audit log"), and
- *   the failure count and lockout of "Brute-force lockout" (wrong passwords and codes);
+ *   the failure count and lockout of "Brute-force lockout" (wrong passwords and codes); a
+ *   refused passkey sign-in is audited as `auth.login_failed`, and a refused passkey ceremony
+ *   spends its challenge ("Passkeys");
  *   so do the other checks of a secret held to that rule: the current password of a password
  *   change, the code that turns MFA off or mints backup codes.
  * - Refresh: a reused token revokes its whole session, with the access tokens it issued, and
@@ -119,6 +121,8 @@ function permittedWrites (operationKey: string): PermittedWrites {
     permitted.auditEvents.push('auth.mfa_failed')
     permitted.appended.push('sign_in_failures', 'lockouts')
   }
+  if (operationKey === 'POST /api/v1/auth/passkeys/authentication') permitted.auditEvents.push('auth.login_failed')
+  if (operationKey === 'POST /api/v1/auth/passkeys/authentication' || operationKey === 'POST /api/v1/auth/passkeys') permitted.changed.push('passkey_challenges')
   if (operationKey === 'POST /api/v1/auth/refresh') {
     permitted.auditEvents.push('auth.token_reused')
     permitted.changed.push('sessions', 'refresh_tokens')

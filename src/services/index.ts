@@ -1,6 +1,7 @@
 import type { CursorCodec } from '../collection/cursor.js'
 import type { Config } from '../config.js'
 import type { OAuthStateStore } from '../oauth/state-store.js'
+import type { PasskeyChallengeStore } from '../passkeys/challenge-store.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { SecretBox } from '../security/secret-box.js'
 import type { TokenService } from '../security/tokens.js'
@@ -20,6 +21,7 @@ import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
 import { Notices } from './notices.js'
 import { OAuthService } from './oauth.js'
+import { PasskeyService } from './passkeys.js'
 import { MessageOutbox } from './outbox.js'
 import { PasswordResetService } from './password-reset.js'
 import { PostService } from './posts.js'
@@ -38,6 +40,7 @@ export interface ServiceDependencies {
   /** Revokes an access token on every instance until it expires. */
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   oauthStates: OAuthStateStore
+  passkeyChallenges: PasskeyChallengeStore
   mailer: Mailer
   sms: SmsSender
   /** Where message delivery, and work done after the answer, report what happened. */
@@ -60,6 +63,9 @@ export function createServices (deps: ServiceDependencies) {
   const deliver = () => { outbox.kick() }
   const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })
   const notices = new Notices({ outbox: repositories.outbox, templates, deliver })
+  const passkeys = new PasskeyService({
+    passkeys: repositories.passkeys, users, challenges: deps.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, secret: config.jwtSecret
+  })
   const emailVerification = new EmailVerificationService({
     users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver
   })
@@ -70,6 +76,7 @@ export function createServices (deps: ServiceDependencies) {
     oauth,
     outbox,
     emailVerification,
+    passkeys,
     passwordReset: new PasswordResetService({
       users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, log: deps.log
     }),
@@ -82,12 +89,14 @@ export function createServices (deps: ServiceDependencies) {
       sessions,
       mfa,
       oauth,
+      passkeys,
       audit,
       messageCodes: new MessageCodes(repositories.mfa, config.jwtSecret),
       outbox: repositories.outbox,
       templates,
       deliver,
-      requireVerifiedEmail: config.messages.emailVerification === 'required'
+      requireVerifiedEmail: config.messages.emailVerification === 'required',
+      mfaRequiredRoles: config.mfa.requiredRoles
     }),
     accounts: new AccountService({
       users, passwords, passwordPolicy: config.passwordPolicy, guard: signInGuard, sessions, audit, cursors, verification: emailVerification, notices

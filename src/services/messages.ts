@@ -1,14 +1,15 @@
 import type { OutgoingMessage } from '../store/outbox.js'
 
 /** What a security notice tells the account holder happened. */
-export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'mfa_enabled' | 'mfa_disabled'
+export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'mfa_enabled' | 'mfa_disabled' | 'passkey_added'
 
 const NOTICES: Record<NoticeKind, string> = {
   password_changed: 'The password of your account was changed',
   password_reset: 'The password of your account was reset',
   email_changed: 'The e-mail address of your account was changed',
   mfa_enabled: 'Two-factor authentication was enabled on your account',
-  mfa_disabled: 'Two-factor authentication was disabled on your account'
+  mfa_disabled: 'Two-factor authentication was disabled on your account',
+  passkey_added: 'A passkey was added to your account'
 }
 
 function escapeHtml (text: string): string {

@@ -1,4 +1,6 @@
 import type { Device, LoginBody, OAuthCallbackQuery, TokenPair } from '../../schemas/auth.js'
+import type { PasskeyAuthenticationBody } from '../../schemas/passkeys.js'
+import type { Role } from '../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
 import { Errors, tokenFailure } from '../errors.js'
 import type { PasswordHasher } from '../security/passwords.js'
@@ -12,6 +14,7 @@ import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './message-codes.js'
 import type { MessageTemplates } from './messages.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { OAuthService } from './oauth.js'
+import type { PasskeyService } from './passkeys.js'
 import type { SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
@@ -24,6 +27,7 @@ export interface SignInDependencies {
   sessions: SessionService
   mfa: MfaService
   oauth: OAuthService
+  passkeys: PasskeyService
   audit: AuditTrail
   messageCodes: MessageCodes
   outbox: OutboxRepository
@@ -31,11 +35,13 @@ export interface SignInDependencies {
   deliver: () => void
   /** EMAIL_VERIFICATION=required: an unverified account does not sign in. */
   requireVerifiedEmail: boolean
+  /** MFA_REQUIRED_ROLES: an account holding one whose only second factor is a passkey signs in with it. */
+  mfaRequiredRoles: readonly Role[]
 }
 
 /**
  * Every way into a session (docs/api.md, "Sign-in and sessions"): a password, a provider's
- * sign-in, the MFA challenge either of them may answer, a refresh; and out of one.
+ * sign-in, a passkey, the MFA challenge any of them may answer, a refresh; and out of one.
  */
 export class SignInService {
   constructor (private readonly deps: SignInDependencies) {}
@@ -75,6 +81,23 @@ export class SignInService {
       outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
     })
     return await this.#complete(context, principal, {}, `oauth:${signIn.provider}`)
+  }
+
+  /**
+   * A passkey's assertion (docs/api.md, "Passkeys"). With user verification (a PIN or a
+   * biometric on the authenticator) it proves two factors, something held and something known
+   * or been, and completes the sign-in; without, it stands for the password and the MFA rules
+   * apply as after one. Audited as `auth.login` with the method `passkey`.
+   */
+  async withPasskey (context: RequestContext, body: PasskeyAuthenticationBody): Promise<SignInResult> {
+    const { passkeys, users, guard } = this.deps
+    const { userId, userVerified } = await passkeys.verifyAssertion(context, body)
+    const principal = await users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    await guard.refuseIfLocked(context, principal.id, { method: 'passkey' })
+    await this.#assertEmailVerified(context, principal, { method: 'passkey' })
+    if (userVerified) return await this.#startSession(context, principal, undefined, 'passkey')
+    return await this.#complete(context, principal, undefined, 'passkey')
   }
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */
@@ -133,11 +156,14 @@ export class SignInService {
   }
 
   /**
-   * The last step of every sign-in path (password, provider): a session, or, when the account
-   * has MFA on, the challenge that `answerChallenge` completes.
+   * The last step of every sign-in path with one factor (password, provider, a passkey without
+   * user verification): a session, or, when the account has MFA on, the challenge that
+   * `answerChallenge` completes. An account whose role must use MFA and whose only second
+   * factor is a passkey is told to sign in with the passkey (docs/api.md, "Required roles").
    */
   async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<TokenPair | MfaChallenge> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
+    if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
     if (methods.length > 0) {
       const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
       return { mfa_required: true, mfa_token: challenge.token, methods }

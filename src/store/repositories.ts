@@ -7,6 +7,7 @@ import { MfaRepository } from './mfa.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OutboxRepository } from './outbox.js'
 import type { PageStore } from './paginate.js'
+import { PasskeysRepository } from './passkeys.js'
 import { CommentsRepository, PostsRepository } from './posts.js'
 import { RevocationsRepository } from './revocations.js'
 import { SessionsRepository } from './sessions.js'
@@ -31,6 +32,7 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     devices: new DevicesRepository(db, pages),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),
+    passkeys: new PasskeysRepository(db, pages, (userId) => users.invalidate(userId)),
     posts: new PostsRepository(db, pages),
     comments: new CommentsRepository(db, pages)
   }

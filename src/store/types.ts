@@ -190,6 +190,30 @@ export interface CollectionCountsTable {
   total: number | string
 }
 
+export interface PasskeysTable {
+  id: string
+  user_id: string
+  /** base64url, as the browser's credential id. */
+  credential_id: string
+  /** The COSE public key, base64url. */
+  public_key: string
+  /** bigint: PostgreSQL hands it back as a string. */
+  counter: number | string
+  /** Comma-separated transports the authenticator reported (may be empty). */
+  transports: string
+  name: string
+  created_at: string
+  last_used_at: string | null
+}
+
+export interface PasskeyChallengesTable {
+  key_hash: string
+  user_id: string | null
+  challenge: string
+  created_at: string
+  expires_at: string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -209,6 +233,8 @@ export interface DatabaseSchema {
   outbox: OutboxTable
   mfa_message_codes: MfaMessageCodesTable
   collection_counts: CollectionCountsTable
+  passkeys: PasskeysTable
+  passkey_challenges: PasskeyChallengesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -15,8 +15,10 @@ const PUBLIC_COLUMNS = ['id', 'email', 'email_verified', 'name', 'created_at'] a
 export interface UserPrincipal {
   id: string
   roles: Role[]
-  /** TOTP is on: the factor that meets MFA_REQUIRED_ROLES. */
+  /** TOTP is on: with a passkey, a factor that meets MFA_REQUIRED_ROLES. */
   mfaEnabled: boolean
+  /** The user has a passkey: the other factor that meets MFA_REQUIRED_ROLES. */
+  hasPasskey: boolean
   /** Second factors sent by message that are on. */
   messageFactors: MessageFactor[]
   emailVerified: boolean
@@ -83,6 +85,7 @@ export class UsersRepository {
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
       .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'user_roles.role'])
+      .select((eb) => eb.exists(eb.selectFrom('passkeys').select('passkeys.id').whereRef('passkeys.user_id', '=', 'users.id')).as('has_passkey'))
       .where('users.id', '=', ''))
     this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
     this.#pages = new PageQueries<User, Record<string, never>>(() => db.selectFrom('users'), PUBLIC_COLUMNS, pages, {
@@ -165,7 +168,7 @@ export class UsersRepository {
     return row?.password_hash
   }
 
-  /** One indexed query: the user's existence, roles and MFA state. */
+  /** One indexed query: the user's existence, roles, MFA state and whether they have a passkey. */
   async findPrincipal (id: string): Promise<UserPrincipal | undefined> {
     const rows = await this.#selectPrincipal(id)
     const first = rows[0]
@@ -174,6 +177,7 @@ export class UsersRepository {
       id: first.id,
       roles: toRoles(rows.map((row) => row.role)),
       mfaEnabled: first.totp_enabled_at !== null,
+      hasPasskey: Boolean(first.has_passkey),
       messageFactors: [...(first.mfa_email_enabled_at !== null ? ['email' as const] : []), ...(first.mfa_sms_enabled_at !== null ? ['sms' as const] : [])],
       emailVerified: Boolean(first.email_verified)
     }

@@ -1,6 +1,7 @@
 import { CursorCodec } from '../../src/collection/cursor.js'
 import { loadConfig } from '../../src/config.js'
 import { DatabaseOAuthStateStore } from '../../src/oauth/state-store.js'
+import { DatabasePasskeyChallengeStore } from '../../src/passkeys/challenge-store.js'
 import { PasswordHasher } from '../../src/security/passwords.js'
 import { TokenService } from '../../src/security/tokens.js'
 import { AuditTrail } from '../../src/services/audit-trail.js'
@@ -28,10 +29,10 @@ export interface ServiceFixture {
 /**
  * The service layer over a fresh database (SQLite in memory, or a new PostgreSQL schema), with
  * no HTTP in front: what the route handlers call, called directly. Hashing uses few rounds:
- * these tests are about the rules, not the hash's cost.
+ * these tests are about the rules, not the hash's cost. `env` adds configuration variables.
  */
-export async function buildServices (t: TestContext, postgresUrl: string | null): Promise<ServiceFixture> {
-  const config = loadConfig({ DATABASE_URL: await freshDatabaseUrl(t, postgresUrl), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MFA_REQUIRED_ROLES: 'none' })
+export async function buildServices (t: TestContext, postgresUrl: string | null, env: Record<string, string> = {}): Promise<ServiceFixture> {
+  const config = loadConfig({ DATABASE_URL: await freshDatabaseUrl(t, postgresUrl), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MFA_REQUIRED_ROLES: 'none', ...env })
   const database = openDatabase(config.database)
   await migrateToLatest(database.db, database.dialect)
   const cursors = new CursorCodec(config.jwtSecret)
@@ -57,6 +58,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null)
     audit,
     revokeAccessToken: async (jti, expiresAt) => { await repositories.revocations.add(jti, expiresAt.toISOString(), new Date().toISOString()) },
     oauthStates: new DatabaseOAuthStateStore(database.db),
+    passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
     mailer,
     sms: { async send () {} },
     log: silent

@@ -79,7 +79,8 @@ export default fp(async (fastify) => {
   function admit (request: FastifyRequest, claims: ReturnType<typeof verifiedClaims>, principal: UserPrincipal | undefined): Error | undefined {
     // A deleted user's tokens stop working with the account.
     if (principal === undefined) return new Errors.INVALID_TOKEN()
-    if (!principal.mfaEnabled && request.routeOptions.config.allowWithoutMfa !== true &&
+    // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
+    if (!principal.mfaEnabled && !principal.hasPasskey && request.routeOptions.config.allowWithoutMfa !== true &&
       principal.roles.some((role) => mfaRequiredRoles.has(role))) {
       return new Errors.MFA_ENROLLMENT_REQUIRED()
     }

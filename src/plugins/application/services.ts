@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { DatabaseOAuthStateStore, RedisOAuthStateStore } from '../../oauth/state-store.js'
 import { createDelivery } from '../../delivery/index.js'
+import { DatabasePasskeyChallengeStore, RedisPasskeyChallengeStore } from '../../passkeys/challenge-store.js'
 import { createServices, type Services } from '../../services/index.js'
 
 declare module 'fastify' {
@@ -15,8 +16,8 @@ const OUTBOX_POLL_MS = 2000
 
 /**
  * The service layer, wired to this app's repositories, token and password services, audit
- * trail and revocation list. OAuth state lives in Redis when configured, so any instance can
- * finish a flow another began.
+ * trail and revocation list. OAuth state and passkey challenges live in Redis when configured
+ * (else in the database), so any instance can finish a flow another began.
  */
 export default fp(async (fastify) => {
   const { redis, repositories, config, database } = fastify
@@ -34,6 +35,7 @@ export default fp(async (fastify) => {
     audit: fastify.auditTrail,
     revokeAccessToken: fastify.revocations.revoke,
     oauthStates: redis === null ? new DatabaseOAuthStateStore(database.db) : new RedisOAuthStateStore(redis),
+    passkeyChallenges: redis === null ? new DatabasePasskeyChallengeStore(database.db) : new RedisPasskeyChallengeStore(redis),
     ...createDelivery(config.messages, log),
     log
   })

@@ -67,6 +67,7 @@ export default fp(async (fastify) => {
         { name: 'devices', description: 'Trusted devices' },
         { name: 'auth', description: 'Sign-in, tokens and sessions' },
         { name: 'mfa', description: 'Multi-factor authentication' },
+        { name: 'passkeys', description: 'Passkeys (WebAuthn): registration, sign-in, the caller\'s passkeys' },
         { name: 'oauth', description: 'Sign-in through external providers' },
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },

@@ -7,6 +7,7 @@ import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
+import passkeys from './passkeys.js'
 import recovery from './recovery.js'
 
 /** Sign-in, sessions and the caller's own account (docs/api.md, "Sign-in and sessions"). */
@@ -14,6 +15,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const { signIn, sessions, accounts } = fastify.services
   await fastify.register(mfa, { prefix: '/mfa' })
   await fastify.register(oauth, { prefix: '/oauth' })
+  await fastify.register(passkeys, { prefix: '/passkeys' })
   await fastify.register(recovery)
 
   fastify.post('/login', {

@@ -1,0 +1,113 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { CollectionQuerySchema } from '../../../schemas/collection.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/errors.js'
+import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
+import {
+  AuthenticationOptionsResponseSchema,
+  PASSKEY_FIELDS,
+  PasskeyAuthenticationBodySchema,
+  PasskeyAuthenticationOptionsBodySchema,
+  PasskeyCollectionSchema,
+  PasskeyRegistrationBodySchema,
+  PasskeyRenameBodySchema,
+  PasskeyResponseSchema,
+  RegistrationOptionsResponseSchema
+} from '../../../schemas/passkeys.js'
+
+/** Passkey registration and sign-in, and the caller's passkeys (docs/api.md, "Passkeys"). */
+const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { passkeys, signIn } = fastify.services
+
+  // Registering a passkey is one way to meet MFA_REQUIRED_ROLES, so it is open to a caller who must.
+  fastify.post('/registration/options', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      operationId: 'auth.passkeys.registrationOptions',
+      tags: ['passkeys'],
+      summary: 'Options for navigator.credentials.create; the challenge is good for 5 minutes, once',
+      security: BEARER,
+      response: { 200: RegistrationOptionsResponseSchema, ...errorResponses({ body: true }, 401) }
+    }
+  }, async (request) => ({ data: await passkeys.registrationOptions(fastify.authorize(request, 'read')) }))
+
+  fastify.post('', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      operationId: 'auth.passkeys.create',
+      tags: ['passkeys'],
+      summary: 'Register a passkey: the browser\'s answer to the registration options',
+      security: BEARER,
+      body: PasskeyRegistrationBodySchema,
+      response: { 201: PasskeyResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+    }
+  }, async (request, reply) => {
+    const passkey = await passkeys.register(request.serviceContext, fastify.authorize(request, 'read'), request.body)
+    return await reply.code(201).send({ data: passkey })
+  })
+
+  fastify.get('', {
+    onRequest: [fastify.authenticate],
+    config: { allowWithoutMfa: true },
+    schema: {
+      operationId: 'auth.passkeys.list',
+      tags: ['passkeys'],
+      summary: 'The caller\'s passkeys',
+      security: BEARER,
+      querystring: CollectionQuerySchema(PASSKEY_FIELDS),
+      response: { 200: PasskeyCollectionSchema, ...errorResponses({}, 401) }
+    }
+  }, async (request) => await passkeys.list(fastify.authorize(request, 'read'), request.query))
+
+  fastify.patch('/:id', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      operationId: 'auth.passkeys.update',
+      tags: ['passkeys'],
+      summary: 'Rename one of the caller\'s passkeys',
+      security: BEARER,
+      params: IdParamsSchema,
+      body: PasskeyRenameBodySchema,
+      response: { 200: PasskeyResponseSchema, ...errorResponses({ body: true }, 401, 404) }
+    }
+  }, async (request) => ({ data: await passkeys.rename(fastify.authorize(request, 'read'), request.params.id, request.body.name) }))
+
+  fastify.delete('/:id', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      operationId: 'auth.passkeys.delete',
+      tags: ['passkeys'],
+      summary: 'Remove one of the caller\'s passkeys; the account\'s last way to sign in is kept (409)',
+      security: BEARER,
+      params: IdParamsSchema,
+      response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 404, 409) }
+    }
+  }, async (request, reply) => {
+    await passkeys.remove(request.serviceContext, fastify.authorize(request, 'read'), request.params.id)
+    return await reply.code(204).send()
+  })
+
+  fastify.post('/authentication/options', {
+    schema: {
+      operationId: 'auth.passkeys.authenticationOptions',
+      tags: ['passkeys'],
+      summary: 'Options for navigator.credentials.get; without an e-mail address, any discoverable passkey may answer',
+      body: PasskeyAuthenticationOptionsBodySchema,
+      response: { 200: AuthenticationOptionsResponseSchema, ...errorResponses({ body: true }) }
+    }
+  }, async (request) => ({ data: await passkeys.authenticationOptions(request.body?.email ?? undefined) }))
+
+  fastify.post('/authentication', {
+    schema: {
+      operationId: 'auth.passkeys.authenticate',
+      tags: ['passkeys'],
+      summary: 'Sign in with a passkey: a token pair (with user verification), or an MFA challenge as after a password',
+      body: PasskeyAuthenticationBodySchema,
+      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 401, 403, 423) }
+    }
+  }, async (request) => ({ data: await signIn.withPasskey(request.serviceContext, request.body) }))
+}
+
+export default passkeys

@@ -1,0 +1,211 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse
+} from '@simplewebauthn/server'
+import { PASSKEY_FIELDS, type PasskeyAuthenticationBody, type PasskeyRegistrationBody } from '../../schemas/passkeys.js'
+import type { CursorCodec } from '../collection/cursor.js'
+import { collectionPage } from '../collection/envelope.js'
+import type { CollectionQueryInput } from '../collection/query.js'
+import type { Config } from '../config.js'
+import { Errors, validationFailed } from '../errors.js'
+import type { PasskeyChallengeStore } from '../passkeys/challenge-store.js'
+import type { Passkey, PasskeysRepository } from '../store/passkeys.js'
+import { normalizeEmail, type UsersRepository } from '../store/users.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { Caller, RequestContext } from './context.js'
+import type { Notices } from './notices.js'
+
+/** A ceremony's challenge is good this long, once (docs/api.md, "Passkeys"). */
+export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
+
+/** A passkey's name when the registration gives none. */
+const DEFAULT_NAME = 'Passkey'
+
+export interface PasskeyDependencies {
+  passkeys: PasskeysRepository
+  users: UsersRepository
+  challenges: PasskeyChallengeStore
+  relyingParty: Config['webauthn']
+  cursors: CursorCodec
+  notices: Notices
+  audit: AuditTrail
+  /** Keys the stand-in credential offered for an e-mail address without passkeys. */
+  secret: string
+}
+
+/** A sign-in a passkey proved: whose, with which passkey, and whether the authenticator verified the user. */
+export interface VerifiedAssertion {
+  userId: string
+  passkeyId: string
+  userVerified: boolean
+}
+
+/** The WebAuthn user handle: the user's id, as bytes; browsers hand it back base64url-encoded. */
+function userHandle (userId: string): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(Buffer.from(userId, 'utf8'))
+}
+
+/**
+ * The caller's passkeys, and the two WebAuthn ceremonies with @simplewebauthn/server
+ * (docs/api.md, "Passkeys"): registration for a signed-in caller, and the assertion that
+ * SignInService.withPasskey turns into a session.
+ */
+export class PasskeyService {
+  constructor (private readonly deps: PasskeyDependencies) {}
+
+  /** Options for `navigator.credentials.create`, with a challenge good for 5 minutes, once. */
+  async registrationOptions (caller: Caller): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const { users, passkeys, challenges, relyingParty } = this.deps
+    const user = await users.findById(caller.id)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    const options = await generateRegistrationOptions({
+      rpName: relyingParty.rpName,
+      rpID: relyingParty.rpId,
+      userName: user.email,
+      userID: userHandle(user.id),
+      userDisplayName: user.name,
+      timeout: PASSKEY_CHALLENGE_TTL_MS,
+      attestationType: 'none',
+      // The same authenticator is not registered twice.
+      excludeCredentials: await passkeys.credentialsOf(user.id),
+      // Discoverable: the passkey signs in without an e-mail address being typed first.
+      authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' }
+    })
+    await challenges.put(`registration:${options.challenge}`, { challenge: options.challenge, userId: user.id }, PASSKEY_CHALLENGE_TTL_MS)
+    return options
+  }
+
+  /**
+   * Verifies the browser's answer to the caller's registration options and stores the new
+   * passkey. The challenge is found by the one the client data carries, and spent then: it
+   * must be one issued to this caller.
+   */
+  async register (context: RequestContext, caller: Caller, { response, name }: PasskeyRegistrationBody): Promise<Passkey> {
+    const { users, passkeys, challenges, relyingParty, notices, audit } = this.deps
+    let verification
+    try {
+      verification = await verifyRegistrationResponse({
+        response: response as RegistrationResponseJSON,
+        expectedChallenge: async (challenge) => (await challenges.take(`registration:${challenge}`))?.userId === caller.id,
+        expectedOrigin: relyingParty.origins,
+        expectedRPID: relyingParty.rpId,
+        // The caller is signed in already; user verification matters when the passkey signs in.
+        requireUserVerification: false
+      })
+    } catch {
+      verification = { verified: false as const }
+    }
+    if (!verification.verified) {
+      throw validationFailed([{ path: '/response', message: 'The passkey could not be verified: answer fresh registration options (valid 5 minutes, once) from an allowed origin' }])
+    }
+    const { credential } = verification.registrationInfo
+    const passkey = await audit.recordChange(context, async (trx) => await passkeys.add(caller.id, {
+      credentialId: credential.id,
+      publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+      counter: credential.counter,
+      transports: response.response.transports ?? [],
+      name: name ?? DEFAULT_NAME
+    }, trx), (added) => [{ event: 'passkey.added', outcome: 'success', targetId: caller.id, details: { id: added.id, name: added.name } }])
+    const user = await users.findById(caller.id)
+    if (user !== undefined) await notices.send(user.email, 'passkey_added')
+    return passkey
+  }
+
+  async list (caller: Caller, query: CollectionQueryInput) {
+    return await collectionPage(query, { ...PASSKEY_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, this.deps.cursors,
+      async (request) => await this.deps.passkeys.list(caller.id, request))
+  }
+
+  async rename (caller: Caller, id: string, name: string): Promise<Passkey> {
+    const passkey = await this.deps.passkeys.rename(caller.id, id, name)
+    if (passkey === undefined) throw new Errors.NOT_FOUND('Passkey')
+    return passkey
+  }
+
+  /** Removes one of the caller's passkeys; the account's last way to sign in stays (409). */
+  async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
+    const refusal = await this.deps.audit.recorded(context, [{ event: 'passkey.removed', outcome: 'success', targetId: caller.id, details: { id } }])(
+      async (trx) => await this.deps.passkeys.remove(caller.id, id, trx), (result) => result === null)
+    if (refusal === 'not_found') throw new Errors.NOT_FOUND('Passkey')
+    if (refusal === 'last_sign_in_method') {
+      throw new Errors.CONFLICT('This passkey is the account\'s last way to sign in: set a password or add another passkey first')
+    }
+  }
+
+  /**
+   * Options for `navigator.credentials.get`. With an e-mail address, that account's passkeys
+   * are offered and only they are accepted; an address without passkeys (or without an
+   * account) is offered a stand-in credential derived from it, so the answer does not tell
+   * whether it has any. Without one, any discoverable passkey of this site may answer.
+   */
+  async authenticationOptions (email: string | undefined): Promise<{ challenge_id: string, options: PublicKeyCredentialRequestOptionsJSON }> {
+    const { users, passkeys, challenges, relyingParty } = this.deps
+    const user = email === undefined ? undefined : await users.findByEmail(email)
+    const credentials = user === undefined ? [] : await passkeys.credentialsOf(user.id)
+    const allowCredentials = email === undefined || credentials.length > 0 ? credentials : [{ id: this.#standIn(email), transports: [] }]
+    const options = await generateAuthenticationOptions({
+      rpID: relyingParty.rpId,
+      allowCredentials,
+      timeout: PASSKEY_CHALLENGE_TTL_MS,
+      userVerification: 'preferred'
+    })
+    const challengeId = randomBytes(16).toString('base64url')
+    await challenges.put(`authentication:${challengeId}`, { challenge: options.challenge, userId: user?.id ?? null }, PASSKEY_CHALLENGE_TTL_MS)
+    return { challenge_id: challengeId, options }
+  }
+
+  /**
+   * Verifies an assertion against its challenge (spent here, whatever the outcome) and the
+   * stored passkey, and records the new signature counter. Every refusal is 401
+   * INVALID_CREDENTIALS, audited with its reason.
+   */
+  async verifyAssertion (context: RequestContext, { challenge_id: challengeId, response }: PasskeyAuthenticationBody): Promise<VerifiedAssertion> {
+    const { passkeys, challenges, relyingParty } = this.deps
+    const pending = await challenges.take(`authentication:${challengeId}`)
+    if (pending === null) return await this.#refuse(context, null, 'unknown_challenge')
+    const stored = await passkeys.findByCredentialId(response.id)
+    if (stored === undefined) return await this.#refuse(context, null, 'unknown_passkey')
+    if (pending.userId !== null && pending.userId !== stored.userId) return await this.#refuse(context, stored.userId, 'passkey_of_another_account')
+    const handle = response.response.userHandle
+    if (handle !== undefined && handle !== '' && handle !== Buffer.from(userHandle(stored.userId)).toString('base64url')) {
+      return await this.#refuse(context, stored.userId, 'user_handle_mismatch')
+    }
+    let verification
+    try {
+      verification = await verifyAuthenticationResponse({
+        response: response as AuthenticationResponseJSON,
+        expectedChallenge: pending.challenge,
+        expectedOrigin: relyingParty.origins,
+        expectedRPID: relyingParty.rpId,
+        credential: { id: stored.credentialId, publicKey: new Uint8Array(Buffer.from(stored.publicKey, 'base64url')), counter: stored.counter, transports: stored.transports },
+        // Without user verification the passkey is one factor: SignInService applies the MFA rules then.
+        requireUserVerification: false
+      })
+    } catch (error) {
+      const reason = error instanceof Error && /counter/i.test(error.message) ? 'counter_went_backwards' : 'not_verified'
+      return await this.#refuse(context, stored.userId, reason)
+    }
+    if (!verification.verified) return await this.#refuse(context, stored.userId, 'not_verified')
+    const { newCounter, userVerified } = verification.authenticationInfo
+    // Checked again as it is written: two sign-ins with one counter value (a cloned authenticator) get one success.
+    if (!await passkeys.recordUse(stored.id, newCounter, new Date().toISOString())) return await this.#refuse(context, stored.userId, 'counter_went_backwards')
+    return { userId: stored.userId, passkeyId: stored.id, userVerified }
+  }
+
+  async #refuse (context: RequestContext, userId: string | null, reason: string): Promise<never> {
+    await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { method: 'passkey', reason } })
+    throw new Errors.INVALID_CREDENTIALS()
+  }
+
+  /** A credential id no authenticator holds, the same for an address every time. */
+  #standIn (email: string): string {
+    return createHmac('sha256', this.deps.secret).update(`passkey-stand-in:${normalizeEmail(email)}`).digest('base64url')
+  }
+}
