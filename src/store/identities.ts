@@ -1,4 +1,7 @@
+import { uuidv7 } from './ids.js'
 import type { Db } from './types.js'
+
+export interface LinkedIdentity { id: string, provider: string, created_at: string }
 
 /** Links between external identities (provider, subject) and users. */
 export class IdentitiesRepository {
@@ -13,8 +16,20 @@ export class IdentitiesRepository {
   /** Links; an identity linked already (a concurrent first sign-in) keeps its first user. */
   async link (provider: string, subject: string, userId: string, email: string | null): Promise<void> {
     await this.db.insertInto('user_identities')
-      .values({ provider, subject, user_id: userId, email, created_at: new Date().toISOString() })
+      .values({ id: uuidv7(), provider, subject, user_id: userId, email, created_at: new Date().toISOString() })
       .onConflict((conflict) => conflict.columns(['provider', 'subject']).doNothing())
       .execute()
+  }
+
+  /** A user's identities, oldest first (a user has a handful at most). */
+  async listFor (userId: string): Promise<LinkedIdentity[]> {
+    return await this.db.selectFrom('user_identities').select(['id', 'provider', 'created_at'])
+      .where('user_id', '=', userId).orderBy('created_at').orderBy('id').execute()
+  }
+
+  /** Removes one of the user's identities; false when the user has none with this id. */
+  async unlink (userId: string, id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    return result.numDeletedRows > 0n
   }
 }

@@ -5,6 +5,7 @@ import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
+import identities from './identities.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
 import recovery from './recovery.js'
@@ -14,6 +15,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const { signIn, sessions, accounts } = fastify.services
   await fastify.register(mfa, { prefix: '/mfa' })
   await fastify.register(oauth, { prefix: '/oauth' })
+  await fastify.register(identities, { prefix: '/identities' })
   await fastify.register(recovery)
 
   fastify.post('/login', {
