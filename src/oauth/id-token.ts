@@ -19,9 +19,9 @@ export interface IdTokenExpectations {
  * An ID token validated as OpenID Connect Core section 3.1.3.7 asks (docs/security.md,
  * "Provider sign-in"): a signature by one of the issuer's keys, `iss`, `aud` holding the
  * client, `azp` naming it when present, `exp`, `iat`, and the `nonce` sent with this
- * flow's authorization request. Answers the claims and the profile they carry.
+ * flow's authorization request. Answers the profile its claims carry.
  */
-export async function validateIdToken (token: string, keys: JWTVerifyGetKey, expected: IdTokenExpectations): Promise<{ claims: Record<string, unknown>, profile: OAuthProfile }> {
+export async function validateIdToken (token: string, keys: JWTVerifyGetKey, expected: IdTokenExpectations): Promise<OAuthProfile> {
   let claims: Record<string, unknown>
   try {
     ({ payload: claims } = await jwtVerify(token, keys, {
@@ -44,5 +44,5 @@ export async function validateIdToken (token: string, keys: JWTVerifyGetKey, exp
   if ((audiences.length > 1 || claims.azp !== undefined) && claims.azp !== expected.clientId) throw providerError('the ID token\'s azp claim is not valid')
   if (claims.nonce !== expected.nonce) throw providerError('the ID token\'s nonce claim is not valid')
   if (typeof claims.sub !== 'string' || claims.sub === '') throw providerError('the ID token\'s sub claim is not valid')
-  return { claims, profile: oidcProfile(claims, claims.sub) }
+  return oidcProfile(claims, claims.sub)
 }

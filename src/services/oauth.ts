@@ -93,10 +93,9 @@ export class OAuthService {
   async authorize (key: string, query: OAuthAuthorizeQuery): Promise<{ url: string, state: string }> {
     const { key: provider, config } = this.provider(key)
     const browser = this.#browserReturn(query)
-    const issuer = this.#issuers.get(provider)
-    const authUrl = issuer === undefined ? (config.issuer === null ? config.authUrl : '') : (await issuer.discover()).metadata.authorizationEndpoint
+    const { authUrl, discovered } = await this.#endpoints(provider, config)
     const state = randomBytes(32).toString('base64url')
-    const nonce = issuer === undefined ? null : randomBytes(32).toString('base64url')
+    const nonce = discovered === null ? null : randomBytes(32).toString('base64url')
     const { verifier, challenge } = pkcePair()
     await this.options.states.put(state, { provider, codeVerifier: verifier, nonce, ...browser }, STATE_TTL_MS)
     const url = new URL(authUrl)
@@ -113,6 +112,17 @@ export class OAuthService {
     }
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value)
     return { url: url.toString(), state }
+  }
+
+  /** A provider by issuer's discovered endpoints and keys, else a built-in provider's fixed endpoints. */
+  async #endpoints (provider: string, config: OAuthProviderConfig) {
+    const builtIn = isBuiltIn(provider) ? OAUTH_PROVIDER_REGISTRY[provider] : null
+    if (config.issuer === null) return { authUrl: config.authUrl, tokenUrl: config.tokenUrl, userinfoUrl: config.userinfoUrl, builtIn, discovered: null }
+    const issuer = this.#issuers.get(provider)
+    if (issuer === undefined) throw new Error(`provider ${provider} has an issuer but no discovery`)
+    const discovered = await issuer.discover()
+    const { authorizationEndpoint: authUrl, tokenEndpoint: tokenUrl, userinfoEndpoint: userinfoUrl } = discovered.metadata
+    return { authUrl, tokenUrl, userinfoUrl, builtIn, discovered }
   }
 
   /**
@@ -157,43 +167,38 @@ export class OAuthService {
    */
   async finish ({ provider, pending }: ProviderFlow, query: OAuthCallbackQuery): Promise<OAuthSignIn> {
     const { config } = this.provider(provider)
-    const discovered = await this.#issuers.get(provider)?.discover()
+    const { tokenUrl, userinfoUrl, builtIn, discovered } = await this.#endpoints(provider, config)
     // RFC 9207: a response from another issuer (a mix-up), or one without `iss` from a provider that always sends it.
-    if (discovered !== undefined && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
+    if (discovered !== null && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
       throw providerError('the authorization response is not from the configured issuer')
     }
     if (query.error === 'access_denied') throw new Errors.OAUTH_ACCESS_DENIED()
     if (query.error !== undefined) throw providerError(`authorization refused (${query.error.slice(0, 100)})`)
     if (query.code === undefined || query.code === '') throw providerError('no authorization code')
     const timeoutMs = this.#timeoutMs
-    const builtIn = isBuiltIn(provider) ? OAUTH_PROVIDER_REGISTRY[provider] : null
     const tokens = await exchangeCode({
-      tokenUrl: discovered?.metadata.tokenEndpoint ?? (config.issuer === null ? config.tokenUrl : ''),
+      tokenUrl,
       clientId: config.clientId,
       clientSecret: config.clientSecret,
       redirectUri: config.redirectUri,
       headers: builtIn?.tokenRequestHeaders ?? {}
     }, query.code, pending.codeVerifier, timeoutMs)
-    let profile: OAuthProfile
-    if (discovered === undefined || config.issuer === null) {
-      if (builtIn === null || config.issuer !== null) throw new Error(`provider ${provider} has neither an issuer nor endpoints`)
-      profile = await fetchProfile(builtIn.readProfile, config.userinfoUrl, tokens.accessToken, timeoutMs)
-    } else {
-      if (tokens.idToken === null) throw providerError('no ID token in the token response')
-      const validated = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
-      profile = validated.profile
-      const userinfo = discovered.metadata.userinfoEndpoint
-      // Some providers leave the e-mail out of the ID token; userinfo has it, for the same subject (Core 5.3.4).
-      if (profile.email === null && userinfo !== null) {
-        const more = await fetchProfile(readOidcProfile, userinfo, tokens.accessToken, timeoutMs)
-        if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')
-        profile = more
-      }
-      try {
-        profile = usableProfile(profile)
-      } catch (error) {
-        throw providerError(error instanceof Error ? error.message : 'unusable profile')
-      }
+    if (discovered === null) {
+      if (builtIn === null || userinfoUrl === null) throw new Error(`provider ${provider} has no profile reader`)
+      return await this.#resolveUser(provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs))
+    }
+    if (tokens.idToken === null) throw providerError('no ID token in the token response')
+    let profile = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
+    // Some providers leave the e-mail out of the ID token; userinfo has it, for the same subject (Core 5.3.4).
+    if (profile.email === null && userinfoUrl !== null) {
+      const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, timeoutMs)
+      if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')
+      profile = more
+    }
+    try {
+      profile = usableProfile(profile)
+    } catch (error) {
+      throw providerError(error instanceof Error ? error.message : 'unusable profile')
     }
     return await this.#resolveUser(provider, profile)
   }
