@@ -89,9 +89,15 @@ export type OAuthProviderConfig = {
   scopes: string[]
 } & ({ issuer: string } | ({ issuer: null } & OAuthEndpoints))
 
-/** Public endpoints and usual sign-in scopes, overridable per variable. */
-const OAUTH_DEFAULTS: Record<BuiltInOAuthProvider, OAuthEndpoints & { scopes: string[] }> = {
+/**
+ * Public endpoints and usual sign-in scopes, overridable per variable. Google is an OpenID
+ * provider with one issuer, so it is discovered from it unless its endpoints are overridden;
+ * Microsoft's `common` endpoint answers for every tenant, each with an issuer of its own, so it
+ * needs OAUTH_MICROSOFT_ISSUER (one tenant) for its ID token to be validated.
+ */
+const OAUTH_DEFAULTS: Record<BuiltInOAuthProvider, OAuthEndpoints & { scopes: string[], issuer?: string }> = {
   google: {
+    issuer: 'https://accounts.google.com',
     scopes: ['openid', 'email', 'profile'],
     authUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
     tokenUrl: 'https://oauth2.googleapis.com/token',
@@ -232,7 +238,8 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
     }
     const client = { clientId: read('CLIENT_ID'), clientSecret: read('CLIENT_SECRET'), redirectUri: url('REDIRECT_URI') }
     const scopes = env[`${prefix}SCOPES`]?.split(/[\s,]+/).filter((scope) => scope.length > 0)
-    const issuer = env[`${prefix}ISSUER`]
+    const overridden = ['AUTH_URL', 'TOKEN_URL', 'USERINFO_URL'].some((variable) => env[prefix + variable] !== undefined)
+    const issuer = env[`${prefix}ISSUER`] ?? (isBuiltIn(name) && !overridden ? OAUTH_DEFAULTS[name].issuer : undefined)
     if (issuer !== undefined) {
       if (!isHttpUrl(issuer) || /[?#]/.test(issuer)) problems.push(`${prefix}ISSUER must be an http(s) URL without query or fragment${shown(`${prefix}ISSUER`, issuer)}`)
       oauth[name] = { ...client, scopes: scopes ?? (isBuiltIn(name) ? OAUTH_DEFAULTS[name].scopes : OIDC_SCOPES), issuer }

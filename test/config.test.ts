@@ -141,6 +141,10 @@ t.test('providers by issuer: OAUTH_PROVIDERS names them, scopes default to openi
   t.match(config.oauth.github, { issuer: null, scopes: ['read:user', 'user:email'] })
   t.same(config.oauthRedirectUrls, ['https://app.example.com/', 'https://example.org/spa/'])
   t.equal(loadConfig({}).oauthRedirectUrls, null, 'unset: browser applications are refused')
+  const google = loadConfig(OIDC_CLIENT('GOOGLE')).oauth.google
+  t.match(google, { issuer: 'https://accounts.google.com', scopes: ['openid', 'email', 'profile'] }, 'Google is discovered from its issuer')
+  t.match(loadConfig({ ...OIDC_CLIENT('GOOGLE'), OAUTH_GOOGLE_AUTH_URL: 'http://127.0.0.1:9/authorize' }).oauth.google, { issuer: null }, 'unless its endpoints are overridden')
+  t.match(loadConfig(OIDC_CLIENT('MICROSOFT')).oauth.microsoft, { issuer: null }, 'Microsoft\'s common endpoint has no single issuer')
 })
 
 t.test('refused secrets are not repeated in the message, nor a connection URL\'s password', async (t) => {
