@@ -2,7 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { generateSync } from 'otplib'
-import { type TestContext, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { type TestContext, backends, build, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
 import { OpenIdTestProvider } from '../openid-provider.js'
 
 const NAME = 'corp'
@@ -231,5 +231,33 @@ for (const backend of backends()) {
       t.equal(unlinked.statusCode, 204, 'an account with a password may drop its last identity')
       t.same((await app.inject(withToken(other.token, { method: 'GET', url: '/api/v1/auth/identities' }))).json().data, [])
     })
+  })
+}
+
+const redisUrl = process.env.TEST_REDIS_URL
+if (redisUrl !== undefined && redisUrl !== '') {
+  t.test('with Redis, a browser application\'s flow may touch three instances: authorize on one, callback on another, exchange on a third, once', async (t) => {
+    const { provider, env } = await openIdProvider(t)
+    // One database, as instances share it; the flow's state and code are in Redis only.
+    const databaseUrl = await freshDatabaseUrl(t, null, { shared: true })
+    const [first, second, third] = [
+      await build(t, { databaseUrl, env: { ...env, REDIS_URL: redisUrl } }),
+      await build(t, { databaseUrl, env: { ...env, REDIS_URL: redisUrl } }),
+      await build(t, { databaseUrl, env: { ...env, REDIS_URL: redisUrl } })
+    ]
+    for (const app of [first, second, third]) {
+      const redis = app.redis
+      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
+    }
+    provider.accounts.set('shared', { email: uniqueEmail('redis'), email_verified: true })
+    const { verifier, challenge } = pkce()
+    const authorize = await first.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/authorize?redirect_to=${encodeURIComponent(APP)}&code_challenge=${challenge}&code_challenge_method=S256` })
+    const back = await provider.signIn(String(authorize.headers.location), 'shared')
+    const callback = await second.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/callback${back.search}`, headers: { cookie: cookieOf(authorize) } })
+    t.equal(callback.statusCode, 302, callback.body)
+    const code = new URL(String(callback.headers.location)).searchParams.get('code') ?? ''
+    const exchange = async () => await third.inject({ method: 'POST', url: '/api/v1/auth/oauth/exchange', payload: { code, code_verifier: verifier } })
+    t.equal((await exchange()).statusCode, 200)
+    t.equal((await exchange()).statusCode, 400, 'single use')
   })
 }
