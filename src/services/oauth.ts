@@ -225,13 +225,9 @@ export class OAuthService {
 
   /** Unlinks one of the user's identities, unless the account could then not be signed in to at all. */
   async unlink (userId: string, id: string): Promise<void> {
-    const { users, identities } = this.options
-    const linked = await identities.listFor(userId)
-    if (!linked.some((identity) => identity.id === id)) throw new Errors.NOT_FOUND('Identity')
-    if (linked.length === 1 && (await users.findPasswordHash(userId) ?? null) === null) {
-      throw new Errors.CONFLICT('This identity is the account\'s only way to sign in; set a password or link another first')
-    }
-    if (!await identities.unlink(userId, id)) throw new Errors.NOT_FOUND('Identity')
+    const outcome = await this.options.identities.unlinkUnlessLast(userId, id)
+    if (outcome === 'not_found') throw new Errors.NOT_FOUND('Identity')
+    if (outcome === 'last') throw new Errors.CONFLICT('This identity is the account\'s only way to sign in; set a password or link another first')
   }
 
   async #resolveUser (provider: string, profile: OAuthProfile): Promise<OAuthSignIn> {

@@ -1,5 +1,6 @@
 import { uuidv7 } from './ids.js'
 import type { Db } from './types.js'
+import { holdUserRow } from './users.js'
 
 export interface LinkedIdentity { id: string, provider: string, created_at: string }
 
@@ -27,9 +28,23 @@ export class IdentitiesRepository {
       .where('user_id', '=', userId).orderBy('created_at').orderBy('id').execute()
   }
 
-  /** Removes one of the user's identities; false when the user has none with this id. */
-  async unlink (userId: string, id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
-    return result.numDeletedRows > 0n
+  /**
+   * Removes one of the user's identities, unless it is the account's last way to sign in (its
+   * only identity, and no password). One transaction holding the user's row: two concurrent
+   * unlinks of an account's last two identities run one after another, and the second sees
+   * the first's.
+   */
+  async unlinkUnlessLast (userId: string, id: string): Promise<'unlinked' | 'not_found' | 'last'> {
+    return await this.db.transaction().execute(async (trx) => {
+      if (!await holdUserRow(trx, userId)) return 'not_found'
+      const linked = await trx.selectFrom('user_identities').select('id').where('user_id', '=', userId).execute()
+      if (!linked.some((identity) => identity.id === id)) return 'not_found'
+      if (linked.length === 1) {
+        const { password_hash: passwordHash } = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
+        if (passwordHash === null) return 'last'
+      }
+      await trx.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).execute()
+      return 'unlinked'
+    })
   }
 }

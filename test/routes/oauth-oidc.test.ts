@@ -218,6 +218,14 @@ for (const backend of backends()) {
       t.equal(last.statusCode, 409)
       t.equal(last.json().error.code, 'CONFLICT')
 
+      // A second identity, then both unlinked at once: one goes, the last stays.
+      const userId = (await me(app, token)).id
+      await app.repositories.identities.link('github', '4242', userId, null)
+      const both = (await app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/identities' }))).json().data
+      t.equal(both.length, 2)
+      const together = await Promise.all(both.map((identity: { id: string }) => app.inject(withToken(token, { method: 'DELETE', url: `/api/v1/auth/identities/${identity.id}` }))))
+      t.same(together.map((response) => response.statusCode).sort(), [204, 409], 'concurrent unlinks never take the last one')
+
       const other = await createAccount(app)
       const foreign = await app.inject(withToken(other.token, { method: 'DELETE', url: `/api/v1/auth/identities/${identities[0].id}` }))
       t.equal(foreign.statusCode, 404, 'another user\'s identity is not found')
