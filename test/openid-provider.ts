@@ -71,7 +71,10 @@ export class OpenIdTestProvider {
 
   async #handle (request: IncomingMessage, response: ServerResponse): Promise<void> {
     const provider = this.#provider
-    if (provider === null) throw new Error('the provider is not started')
+    if (provider === null) {
+      response.writeHead(503).end()
+      return
+    }
     const login = /^\/interaction\/([^/]+)(\/login|\/cancel)?$/.exec((request.url ?? '').split('?')[0] ?? '')
     if (login === null) return provider.callback()(request, response)
     try {
