@@ -7,7 +7,8 @@ export const AUDIT_EVENTS = [
   'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
-  'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent'
+  'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent',
+  'identity.unlinked'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

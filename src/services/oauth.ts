@@ -9,6 +9,8 @@ import { validateIdToken } from '../oauth/id-token.js'
 import { OidcIssuer } from '../oauth/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
 import type { OAuthStateStore, PendingAuthorization } from '../oauth/state-store.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { RequestContext } from './context.js'
 
 /** State is single use and expires after 10 minutes (docs/api.md, "Authorize"). */
 export const STATE_TTL_MS = 10 * 60 * 1000
@@ -22,6 +24,7 @@ export interface OAuthServiceOptions {
   states: OAuthStateStore
   users: UsersRepository
   identities: IdentitiesRepository
+  audit: AuditTrail
   timeoutMs?: number
 }
 
@@ -223,11 +226,12 @@ export class OAuthService {
     return await this.options.identities.listFor(userId)
   }
 
-  /** Unlinks one of the user's identities, unless the account could then not be signed in to at all. */
-  async unlink (userId: string, id: string): Promise<void> {
+  /** Unlinks one of the user's identities, unless the account could then not be signed in to at all; audited. */
+  async unlink (context: RequestContext, userId: string, id: string): Promise<void> {
     const outcome = await this.options.identities.unlinkUnlessLast(userId, id)
     if (outcome === 'not_found') throw new Errors.NOT_FOUND('Identity')
     if (outcome === 'last') throw new Errors.CONFLICT('This identity is the account\'s only way to sign in; set a password or link another first')
+    await this.options.audit.recordIn(context, 'identity.unlinked', { outcome: 'success', actorId: userId, targetId: userId, details: { provider: outcome.unlinked.provider } })
   }
 
   async #resolveUser (provider: string, profile: OAuthProfile): Promise<OAuthSignIn> {

@@ -34,17 +34,18 @@ export class IdentitiesRepository {
    * unlinks of an account's last two identities run one after another, and the second sees
    * the first's.
    */
-  async unlinkUnlessLast (userId: string, id: string): Promise<'unlinked' | 'not_found' | 'last'> {
+  async unlinkUnlessLast (userId: string, id: string): Promise<{ unlinked: LinkedIdentity } | 'not_found' | 'last'> {
     return await this.db.transaction().execute(async (trx) => {
       if (!await holdUserRow(trx, userId)) return 'not_found'
-      const linked = await trx.selectFrom('user_identities').select('id').where('user_id', '=', userId).execute()
-      if (!linked.some((identity) => identity.id === id)) return 'not_found'
+      const linked = await trx.selectFrom('user_identities').select(['id', 'provider', 'created_at']).where('user_id', '=', userId).execute()
+      const identity = linked.find((candidate) => candidate.id === id)
+      if (identity === undefined) return 'not_found'
       if (linked.length === 1) {
         const { password_hash: passwordHash } = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
         if (passwordHash === null) return 'last'
       }
       await trx.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).execute()
-      return 'unlinked'
+      return { unlinked: identity }
     })
   }
 }

@@ -237,6 +237,8 @@ for (const backend of backends()) {
       t.equal(otherIdentities.length, 1)
       const unlinked = await app.inject(withToken(other.token, { method: 'DELETE', url: `/api/v1/auth/identities/${otherIdentities[0].id}` }))
       t.equal(unlinked.statusCode, 204, 'an account with a password may drop its last identity')
+      const audited = await app.database.db.selectFrom('audit_logs').selectAll().where('event', '=', 'identity.unlinked').where('target_id', '=', other.id).execute()
+      t.match(audited, [{ actor_id: other.id, outcome: 'success', details: /"provider":"corp"/ }], 'audited')
       t.same((await app.inject(withToken(other.token, { method: 'GET', url: '/api/v1/auth/identities' }))).json().data, [])
     })
   })

@@ -29,7 +29,7 @@ const identities: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 404, 409) }
     }
   }, async (request, reply) => {
-    await oauth.unlink(fastify.authorize(request, 'read').id, request.params.id)
+    await oauth.unlink(request.serviceContext, fastify.authorize(request, 'read').id, request.params.id)
     return await reply.code(204).send()
   })
 }
