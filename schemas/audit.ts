@@ -8,7 +8,7 @@ export const AUDIT_EVENTS = [
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
   'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent',
-  'passkey.added', 'passkey.removed'
+  'passkey.added', 'passkey.removed', 'identity.linked', 'identity.unlinked'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

@@ -55,22 +55,46 @@ export const SESSION_FIELDS = {
 export const SessionListItemSchema = ListItem(SessionSchema, 'SessionListItem')
 
 export const OAuthParamsSchema = Type.Object({
-  provider: Type.String({ minLength: 1, maxLength: 32, description: 'google, github or microsoft (any case)' })
+  provider: Type.String({ minLength: 1, maxLength: 32, description: 'google, github, microsoft, or a provider named in OAUTH_PROVIDERS (any case)' })
 }, { additionalProperties: false })
 
+/** RFC 7636 section 4.2: the S256 challenge, 43 base64url characters. */
+const PKCE_CHALLENGE = { pattern: '^[A-Za-z0-9_-]{43}$' }
+
+export const OAuthAuthorizeQuerySchema = Type.Object({
+  redirect_to: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'Browser applications: where the callback sends the browser back, with a one-time code; must start with an entry of OAUTH_REDIRECT_URLS' })),
+  code_challenge: Type.Optional(Type.String({ ...PKCE_CHALLENGE, description: 'Browser applications: BASE64URL(SHA-256(code_verifier)), required with redirect_to' })),
+  code_challenge_method: Type.Optional(Type.Literal('S256'))
+}, { additionalProperties: false })
+export type OAuthAuthorizeQuery = Static<typeof OAuthAuthorizeQuerySchema>
+
+/**
+ * What a provider sends back. Providers add parameters of their own (`hd`, `authuser`,
+ * `prompt`, `session_state`, ...): others than these are ignored, never refused.
+ */
 export const OAuthCallbackQuerySchema = Type.Object({
   code: Type.Optional(Type.String({ maxLength: 2048 })),
   state: Type.Optional(Type.String({ maxLength: 512 })),
+  iss: Type.Optional(Type.String({ maxLength: 2048, description: 'RFC 9207: the issuer of the response, checked against the provider\'s' })),
   error: Type.Optional(Type.String({ maxLength: 256 })),
-  error_description: Type.Optional(Type.String({ maxLength: 1024 })),
-  // Providers may add these; they carry nothing the service uses.
-  scope: Type.Optional(Type.String({ maxLength: 2048 })),
-  authuser: Type.Optional(Type.String({ maxLength: 16 })),
-  prompt: Type.Optional(Type.String({ maxLength: 64 })),
-  session_state: Type.Optional(Type.String({ maxLength: 512 }))
-}, { additionalProperties: false })
+  error_description: Type.Optional(Type.String({ maxLength: 1024 }))
+}, { additionalProperties: true })
 export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuerySchema>
+
+export const OAuthExchangeBodySchema = Type.Object({
+  code: Type.String({ minLength: 1, maxLength: 128, description: 'The one-time code the callback sent the browser back with' }),
+  code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$', description: 'The PKCE verifier whose challenge started the flow (RFC 7636)' })
+}, { additionalProperties: false })
+export type OAuthExchangeBody = Static<typeof OAuthExchangeBodySchema>
+
+/** One of the caller's linked provider identities (docs/api.md, "Identities"). */
+export const IdentitySchema = Type.Object({
+  id: IdSchema,
+  provider: Type.String(),
+  created_at: Type.String({ format: 'date-time' })
+}, { title: 'Identity' })
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const SessionCollectionSchema = CollectionEnvelope(SessionListItemSchema)
 export const TokenPairResponseSchema = DataEnvelope(TokenPairSchema)
+export const IdentityListResponseSchema = DataEnvelope(Type.Array(IdentitySchema, { title: 'IdentityList' }))

@@ -59,6 +59,8 @@ const EnvSchema = Type.Object({
   TRUSTED_NETWORKS: commaList('192.168.1.0/24,10.0.0.0/8,172.16.0.0/12'),
   ZERO_TRUST_MODE: oneOf(['off', 'monitor', 'enforce'], 'monitor'),
   AUDIT_RETENTION_DAYS: positiveInteger('90'),
+  OAUTH_PROVIDERS: Type.Optional(commaList()),
+  OAUTH_REDIRECT_URLS: Type.Optional(commaList()),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://\\S+$', description: 'an smtp:// or smtps:// URL' })),
   MAIL_FROM: Type.String({ default: 'Users API <no-reply@localhost>', maxLength: 320, pattern: '^[^\\r\\n<>]*<?[^\\s@<>]+@[^\\s@<>]+>?$', description: 'a sender address, optionally with a name (Name <address>)' }),
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
@@ -69,22 +71,36 @@ const EnvSchema = Type.Object({
 })
 type Env = Static<typeof EnvSchema>
 
-export const OAUTH_PROVIDERS = ['google', 'github', 'microsoft'] as const
-export type OAuthProviderKey = typeof OAUTH_PROVIDERS[number]
+/** The providers known by name; any other is configured by its issuer (docs/api.md, "OAuth sign-in"). */
+export const BUILT_IN_OAUTH_PROVIDERS = ['google', 'github', 'microsoft'] as const
+export type BuiltInOAuthProvider = typeof BUILT_IN_OAUTH_PROVIDERS[number]
 
-export interface OAuthProviderConfig {
-  clientId: string
-  clientSecret: string
-  redirectUri: string
-  scopes: string[]
+export interface OAuthEndpoints {
   authUrl: string
   tokenUrl: string
   userinfoUrl: string
 }
 
-/** Public endpoints and usual sign-in scopes, overridable per variable. */
-const OAUTH_DEFAULTS: Record<OAuthProviderKey, Omit<OAuthProviderConfig, 'clientId' | 'clientSecret' | 'redirectUri'>> = {
+/**
+ * One provider's client registration. With an issuer, its endpoints and keys come from the
+ * issuer's discovery document and its ID token is validated; without, the fixed endpoints.
+ */
+export type OAuthProviderConfig = {
+  clientId: string
+  clientSecret: string
+  redirectUri: string
+  scopes: string[]
+} & ({ issuer: string } | ({ issuer: null } & OAuthEndpoints))
+
+/**
+ * Public endpoints and usual sign-in scopes, overridable per variable. Google is an OpenID
+ * provider with one issuer, so it is discovered from it unless its endpoints are overridden;
+ * Microsoft's `common` endpoint answers for every tenant, each with an issuer of its own, so it
+ * needs OAUTH_MICROSOFT_ISSUER (one tenant) for its ID token to be validated.
+ */
+const OAUTH_DEFAULTS: Record<BuiltInOAuthProvider, OAuthEndpoints & { scopes: string[], issuer?: string }> = {
   google: {
+    issuer: 'https://accounts.google.com',
     scopes: ['openid', 'email', 'profile'],
     authUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
     tokenUrl: 'https://oauth2.googleapis.com/token',
@@ -103,6 +119,9 @@ const OAUTH_DEFAULTS: Record<OAuthProviderKey, Omit<OAuthProviderConfig, 'client
     userinfoUrl: 'https://graph.microsoft.com/oidc/userinfo'
   }
 }
+const OIDC_SCOPES = ['openid', 'email', 'profile']
+/** A provider's name as it appears in paths and in its variables' names. */
+const PROVIDER_NAME = /^[a-z][a-z0-9_]{0,31}$/
 
 export type DatabaseConfig =
   | { dialect: 'sqlite', url: string, path: string }
@@ -136,7 +155,10 @@ export interface Config {
     refreshRetryWindowS: number
   }
   passwordPolicy: 'basic' | 'strong'
-  oauth: Partial<Record<OAuthProviderKey, OAuthProviderConfig>>
+  /** The enabled providers by lower-case name. */
+  oauth: Record<string, OAuthProviderConfig>
+  /** Where browser applications may be sent back after a provider sign-in (prefixes); null: that mode is off. */
+  oauthRedirectUrls: string[] | null
   trustedNetworks: string[]
   zeroTrustMode: 'off' | 'monitor' | 'enforce'
   auditRetentionDays: number
@@ -191,37 +213,72 @@ function isHttpUrl (value: string): boolean {
   }
 }
 
+function isBuiltIn (name: string): name is BuiltInOAuthProvider {
+  return (BUILT_IN_OAUTH_PROVIDERS as readonly string[]).includes(name)
+}
+
+/**
+ * OAUTH_PROVIDERS names the enabled providers; unset, the built-in ones with a client id. A
+ * provider with `_ISSUER` is discovered from it; a built-in one without uses its endpoints.
+ */
 function readOAuth (env: Record<string, string | undefined>, problems: string[]): Config['oauth'] {
   const oauth: Config['oauth'] = {}
-  for (const key of OAUTH_PROVIDERS) {
-    const prefix = `OAUTH_${key.toUpperCase()}_`
-    const clientId = env[`${prefix}CLIENT_ID`]
-    if (clientId === undefined || clientId === '') continue
-    const defaults = OAUTH_DEFAULTS[key]
-    const read = (name: string, fallback?: string) => {
-      const value = env[prefix + name] ?? fallback
-      if (value === undefined || value === '') problems.push(`${prefix}${name} is required when ${prefix}CLIENT_ID is set`)
+  const listed = env.OAUTH_PROVIDERS === undefined ? null : list(env.OAUTH_PROVIDERS).map((name) => name.toLowerCase())
+  const names = listed ?? BUILT_IN_OAUTH_PROVIDERS.filter((name) => env[`OAUTH_${name.toUpperCase()}_CLIENT_ID`] !== undefined)
+  for (const name of new Set(names)) {
+    if (!PROVIDER_NAME.test(name)) {
+      problems.push(`OAUTH_PROVIDERS names must be a letter then up to 31 letters, digits or underscores${shown('OAUTH_PROVIDERS', name)}`)
+      continue
+    }
+    const prefix = `OAUTH_${name.toUpperCase()}_`
+    const read = (variable: string, fallback?: string) => {
+      const value = env[prefix + variable] ?? fallback
+      if (value === undefined) problems.push(`${prefix}${variable} is required when OAuth provider ${name} is enabled`)
       return value ?? ''
     }
-    const urls = {
-      redirectUri: read('REDIRECT_URI'),
-      authUrl: read('AUTH_URL', defaults.authUrl),
-      tokenUrl: read('TOKEN_URL', defaults.tokenUrl),
-      userinfoUrl: read('USERINFO_URL', defaults.userinfoUrl)
+    const url = (variable: string, fallback?: string) => {
+      const value = read(variable, fallback)
+      if (value !== '' && !isHttpUrl(value)) problems.push(`${prefix}${variable} must be an http(s) URL${shown(prefix + variable, value)}`)
+      return value
     }
-    const names = { redirectUri: 'REDIRECT_URI', authUrl: 'AUTH_URL', tokenUrl: 'TOKEN_URL', userinfoUrl: 'USERINFO_URL' } as const
-    for (const [field, value] of Object.entries(urls) as Array<[keyof typeof urls, string]>) {
-      if (value !== '' && !isHttpUrl(value)) problems.push(`${prefix}${names[field]} must be an http(s) URL${shown(`${prefix}${names[field]}`, value)}`)
-    }
-    const scopes = env[`${prefix}SCOPES`]
-    oauth[key] = {
-      clientId,
-      clientSecret: read('CLIENT_SECRET'),
-      ...urls,
-      scopes: scopes === undefined ? [...defaults.scopes] : scopes.split(/[\s,]+/).filter((scope) => scope.length > 0)
+    const client = { clientId: read('CLIENT_ID'), clientSecret: read('CLIENT_SECRET'), redirectUri: url('REDIRECT_URI') }
+    const scopes = env[`${prefix}SCOPES`]?.split(/[\s,]+/).filter((scope) => scope.length > 0)
+    const overridden = ['AUTH_URL', 'TOKEN_URL', 'USERINFO_URL'].some((variable) => env[prefix + variable] !== undefined)
+    const issuer = env[`${prefix}ISSUER`] ?? (isBuiltIn(name) && !overridden ? OAUTH_DEFAULTS[name].issuer : undefined)
+    if (issuer !== undefined) {
+      if (!isHttpUrl(issuer) || /[?#]/.test(issuer)) problems.push(`${prefix}ISSUER must be an http(s) URL without query or fragment${shown(`${prefix}ISSUER`, issuer)}`)
+      oauth[name] = { ...client, scopes: scopes ?? (isBuiltIn(name) ? OAUTH_DEFAULTS[name].scopes : OIDC_SCOPES), issuer }
+    } else if (isBuiltIn(name)) {
+      const defaults = OAUTH_DEFAULTS[name]
+      oauth[name] = {
+        ...client,
+        scopes: scopes ?? [...defaults.scopes],
+        issuer: null,
+        authUrl: url('AUTH_URL', defaults.authUrl),
+        tokenUrl: url('TOKEN_URL', defaults.tokenUrl),
+        userinfoUrl: url('USERINFO_URL', defaults.userinfoUrl)
+      }
+    } else {
+      problems.push(`${prefix}ISSUER is required: ${name} is not a built-in provider (${BUILT_IN_OAUTH_PROVIDERS.join(', ')})`)
     }
   }
   return oauth
+}
+
+/**
+ * OAUTH_REDIRECT_URLS: http(s) URLs without query or fragment. An entry that is only an
+ * origin gets its `/`, so that a prefix match cannot reach another host
+ * (`https://app.example` must not admit `https://app.example.evil`).
+ */
+function readRedirectUrls (value: string | undefined, problems: string[]): string[] | null {
+  if (value === undefined) return null
+  const entries = list(value)
+  const bad = entries.filter((entry) => !isHttpUrl(entry) || /[?#]/.test(entry))
+  if (bad.length > 0 || entries.length === 0) {
+    problems.push(`OAUTH_REDIRECT_URLS must be a comma-separated list of http(s) URLs without query or fragment${shown('OAUTH_REDIRECT_URLS', value)}`)
+    return null
+  }
+  return entries.map((entry) => new URL(entry).href)
 }
 
 /** JWT_PRIVATE_KEY, or the file JWT_PRIVATE_KEY_FILE names; undefined when neither is set. */
@@ -364,7 +421,8 @@ export function loadConfig (source: Record<string, string | undefined> = process
 
   const webauthnOrigins = readWebauthnOrigins(env.WEBAUTHN_ORIGINS, env.WEBAUTHN_RP_ID, problems)
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems, warnings)
-  const oauth = readOAuth(source, problems)
+  const oauth = readOAuth(present, problems)
+  const oauthRedirectUrls = readRedirectUrls(env.OAUTH_REDIRECT_URLS, problems)
   const jwtSecret = env.JWT_SECRET ?? randomBytes(32).toString('base64url')
   const jwt = readSigningKeys(env, jwtSecret, problems, warnings)
   if (problems.length > 0) throw new ConfigError(problems)
@@ -406,6 +464,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     },
     passwordPolicy: env.PASSWORD_POLICY,
     oauth,
+    oauthRedirectUrls,
     trustedNetworks,
     zeroTrustMode: env.ZERO_TRUST_MODE,
     auditRetentionDays: Number(env.AUDIT_RETENTION_DAYS),

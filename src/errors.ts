@@ -10,6 +10,7 @@ export const Errors = {
   VALIDATION_FAILED: createError('VALIDATION_FAILED', 'Validation failed', 400),
   INVALID_OAUTH_STATE: createError('INVALID_OAUTH_STATE', 'Invalid or expired OAuth state', 400),
   INVALID_ONE_TIME_TOKEN: createError('INVALID_ONE_TIME_TOKEN', 'Invalid, used or expired token', 400),
+  OAUTH_ACCESS_DENIED: createError('OAUTH_ACCESS_DENIED', 'Sign-in cancelled at the provider', 401),
   MISSING_TOKEN: createError('MISSING_TOKEN', 'Missing token', 401),
   AUTHENTICATION_REQUIRED: createError('MISSING_TOKEN', 'Authentication required', 401),
   INVALID_TOKEN: createError('INVALID_TOKEN', 'Invalid token', 401),

@@ -16,6 +16,13 @@ function problemsOf (env: Record<string, string>): string[] {
   return []
 }
 
+const OIDC_CONFIG = { clientId: 'client', clientSecret: 'secret', redirectUri: 'https://api.example.com/api/v1/auth/oauth/x/callback' }
+const OIDC_CLIENT = (name: string) => ({
+  [`OAUTH_${name}_CLIENT_ID`]: OIDC_CONFIG.clientId,
+  [`OAUTH_${name}_CLIENT_SECRET`]: OIDC_CONFIG.clientSecret,
+  [`OAUTH_${name}_REDIRECT_URI`]: OIDC_CONFIG.redirectUri
+})
+
 t.test('nothing is needed to start: every default of the configuration', async (t) => {
   const config = loadConfig({})
   t.equal(config.port, 3000)
@@ -89,8 +96,8 @@ t.test('values are read and typed', async (t) => {
   t.equal(config.zeroTrustMode, 'enforce')
   t.same(config.trustedNetworks, ['fd00::/8', '192.168.0.0/16'])
   t.same(config.oauth.github?.scopes, ['read:user', 'user:email', 'repo'])
-  t.equal(config.oauth.github?.tokenUrl, 'http://127.0.0.1:9999/token')
-  t.equal(config.oauth.github?.authUrl, 'https://github.com/login/oauth/authorize', 'public endpoint by default')
+  t.match(config.oauth.github, { issuer: null, tokenUrl: 'http://127.0.0.1:9999/token' })
+  t.match(config.oauth.github, { authUrl: 'https://github.com/login/oauth/authorize' }, 'public endpoint by default')
   t.equal(config.oauth.google, undefined, 'a provider without client id is disabled')
   t.same(loadConfig({ DATABASE_URL: 'sqlite://:memory:' }).database, { dialect: 'sqlite', url: 'sqlite://:memory:', path: ':memory:' })
   t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
@@ -120,14 +127,39 @@ t.test('a bad value stops start-up with a message naming the variable', async (t
     [{ ADMIN_EMAIL: 'root@example.com' }, /^ADMIN_PASSWORD is required when ADMIN_EMAIL is set/],
     [{ ADMIN_EMAIL: 'not-an-email', ADMIN_PASSWORD: 'long-enough' }, /^ADMIN_EMAIL must be an e-mail address/],
     [{ NODE_ENV: 'production' }, /^CORS_ORIGINS must be set when NODE_ENV=production/],
-    [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's' }, /^OAUTH_GOOGLE_REDIRECT_URI is required when OAUTH_GOOGLE_CLIENT_ID is set/],
-    [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's', OAUTH_GOOGLE_REDIRECT_URI: 'x' }, /^OAUTH_GOOGLE_REDIRECT_URI must be an http\(s\) URL/]
+    [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's' }, /^OAUTH_GOOGLE_REDIRECT_URI is required when OAuth provider google is enabled/],
+    [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's', OAUTH_GOOGLE_REDIRECT_URI: 'x' }, /^OAUTH_GOOGLE_REDIRECT_URI must be an http\(s\) URL/],
+    [{ OAUTH_PROVIDERS: 'keycloak', ...OIDC_CLIENT('KEYCLOAK') }, /^OAUTH_KEYCLOAK_ISSUER is required: keycloak is not a built-in provider/],
+    [{ OAUTH_PROVIDERS: 'keycloak', ...OIDC_CLIENT('KEYCLOAK'), OAUTH_KEYCLOAK_ISSUER: 'https://id.example.com/realms/a?x=1' }, /^OAUTH_KEYCLOAK_ISSUER must be an http\(s\) URL without query or fragment/],
+    [{ OAUTH_PROVIDERS: 'key-cloak' }, /^OAUTH_PROVIDERS names must be a letter then up to 31 letters, digits or underscores \(got "key-cloak"\)/],
+    [{ OAUTH_PROVIDERS: 'okta', ...OIDC_CLIENT('OKTA'), OAUTH_OKTA_CLIENT_ID: '', OAUTH_OKTA_ISSUER: 'https://example.okta.com' }, /^OAUTH_OKTA_CLIENT_ID is required when OAuth provider okta is enabled/],
+    [{ OAUTH_REDIRECT_URLS: 'https://app.example.com,/relative' }, /^OAUTH_REDIRECT_URLS must be a comma-separated list of http\(s\) URLs/]
   ]
   for (const [env, expected] of cases) {
     const problems = problemsOf(env)
     t.equal(problems.length, 1, `exactly one problem for ${JSON.stringify(env)}: ${problems.join('; ')}`)
     t.match(problems[0] ?? '', expected)
   }
+})
+
+t.test('providers by issuer: OAUTH_PROVIDERS names them, scopes default to openid email profile; redirect URLs end at a path boundary', async (t) => {
+  const config = loadConfig({
+    OAUTH_PROVIDERS: 'Keycloak,github',
+    ...OIDC_CLIENT('KEYCLOAK'),
+    OAUTH_KEYCLOAK_ISSUER: 'https://id.example.com/realms/staff',
+    ...OIDC_CLIENT('GITHUB'),
+    OAUTH_GOOGLE_CLIENT_ID: 'not listed, not enabled',
+    OAUTH_REDIRECT_URLS: 'https://app.example.com, https://example.org/spa/'
+  })
+  t.same(Object.keys(config.oauth).sort(), ['github', 'keycloak'])
+  t.same(config.oauth.keycloak, { ...OIDC_CONFIG, scopes: ['openid', 'email', 'profile'], issuer: 'https://id.example.com/realms/staff' })
+  t.match(config.oauth.github, { issuer: null, scopes: ['read:user', 'user:email'] })
+  t.same(config.oauthRedirectUrls, ['https://app.example.com/', 'https://example.org/spa/'])
+  t.equal(loadConfig({}).oauthRedirectUrls, null, 'unset: browser applications are refused')
+  const google = loadConfig(OIDC_CLIENT('GOOGLE')).oauth.google
+  t.match(google, { issuer: 'https://accounts.google.com', scopes: ['openid', 'email', 'profile'] }, 'Google is discovered from its issuer')
+  t.match(loadConfig({ ...OIDC_CLIENT('GOOGLE'), OAUTH_GOOGLE_AUTH_URL: 'http://127.0.0.1:9/authorize' }).oauth.google, { issuer: null }, 'unless its endpoints are overridden')
+  t.match(loadConfig(OIDC_CLIENT('MICROSOFT')).oauth.microsoft, { issuer: null }, 'Microsoft\'s common endpoint has no single issuer')
 })
 
 t.test('refused secrets are not repeated in the message, nor a connection URL\'s password', async (t) => {

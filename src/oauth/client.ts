@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto'
-import type { OAuthProviderConfig } from '../config.js'
 import { Errors } from '../errors.js'
 import { type OAuthProvider, type OAuthProfile, type ProviderGet, usableProfile } from './providers.js'
 
@@ -19,7 +18,7 @@ export function pkcePair (): { verifier: string, challenge: string } {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
 }
 
-function providerError (detail: string): Error {
+export function providerError (detail: string): Error {
   return new Errors.OAUTH_PROVIDER_ERROR(detail)
 }
 
@@ -65,37 +64,52 @@ export function providerGet (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderGet {
   }, timeoutMs)
 }
 
-/** The code exchange (docs/api.md, "Callback"): a form POST with the PKCE verifier; answers the access token. */
+/** A public JSON document (an issuer's discovery document). */
+export async function fetchJson (url: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<unknown> {
+  return await call(url, { headers: { accept: 'application/json', 'user-agent': USER_AGENT } }, timeoutMs)
+}
+
+export interface TokenRequest {
+  tokenUrl: string
+  clientId: string
+  clientSecret: string
+  redirectUri: string
+  headers: Record<string, string>
+}
+
+/**
+ * The code exchange (docs/api.md, "Callback"): a form POST with the PKCE verifier; answers
+ * the access token, and the ID token when the provider sent one.
+ */
 export async function exchangeCode (
-  provider: OAuthProvider,
-  config: OAuthProviderConfig,
+  request: TokenRequest,
   code: string,
   codeVerifier: string,
   timeoutMs = PROVIDER_TIMEOUT_MS
-): Promise<string> {
+): Promise<{ accessToken: string, idToken: string | null }> {
   const body = new URLSearchParams({
-    client_id: config.clientId,
-    client_secret: config.clientSecret,
+    client_id: request.clientId,
+    client_secret: request.clientSecret,
     code,
     grant_type: 'authorization_code',
-    redirect_uri: config.redirectUri,
+    redirect_uri: request.redirectUri,
     code_verifier: codeVerifier
   })
-  const answer = await call(config.tokenUrl, {
+  const answer = await call(request.tokenUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': USER_AGENT, ...provider.tokenRequestHeaders },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': USER_AGENT, ...request.headers },
     body
   }, timeoutMs) as Record<string, unknown>
   // GitHub reports a bad code with 200 and an `error` field.
   if (typeof answer.error === 'string') throw providerError(answer.error)
   if (typeof answer.access_token !== 'string' || answer.access_token === '') throw providerError('no access token in the token response')
-  return answer.access_token
+  return { accessToken: answer.access_token, idToken: typeof answer.id_token === 'string' ? answer.id_token : null }
 }
 
 /** The normalized profile; any failure reading it is the provider's. */
-export async function fetchProfile (provider: OAuthProvider, config: OAuthProviderConfig, accessToken: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<OAuthProfile> {
+export async function fetchProfile (readProfile: OAuthProvider['readProfile'], userinfoUrl: string, accessToken: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<OAuthProfile> {
   try {
-    return usableProfile(await provider.readProfile(config, providerGet(timeoutMs), accessToken))
+    return usableProfile(await readProfile(userinfoUrl, providerGet(timeoutMs), accessToken))
   } catch (error) {
     if (error instanceof Errors.OAUTH_PROVIDER_ERROR) throw error
     throw providerError(error instanceof Error ? error.message : 'unreadable profile')

@@ -1,5 +1,5 @@
 import { EmailSchema } from '../../schemas/user.js'
-import type { OAuthProviderConfig, OAuthProviderKey } from '../config.js'
+import type { BuiltInOAuthProvider } from '../config.js'
 import { schemaCheck } from '../validation.js'
 
 /** What a provider says about the user, normalized. */
@@ -15,16 +15,16 @@ export interface OAuthProfile {
 export type ProviderGet = (url: string, accessToken: string) => Promise<unknown>
 
 /**
- * What differs between providers (docs/api.md, "OAuth sign-in"): extra authorization
- * parameters, the token request's Accept header, and how the profile is read. Adding a
- * provider is one entry.
+ * What differs between the built-in providers used through fixed endpoints (docs/api.md,
+ * "OAuth sign-in"): extra authorization parameters, the token request's Accept header, and
+ * how the profile is read from the userinfo URL. Providers configured by issuer need none of
+ * this: their ID token carries the profile.
  */
 export interface OAuthProvider {
-  key: OAuthProviderKey
   extraAuthorizationParams: Record<string, string>
   /** GitHub answers the token request with form encoding unless asked for JSON. */
   tokenRequestHeaders: Record<string, string>
-  readProfile: (config: OAuthProviderConfig, get: ProviderGet, accessToken: string) => Promise<OAuthProfile>
+  readProfile: (userinfoUrl: string, get: ProviderGet, accessToken: string) => Promise<OAuthProfile>
 }
 
 /** OpenID Connect Core section 2: `sub` is at most 255 ASCII characters; GitHub's ids are numbers. */
@@ -50,11 +50,16 @@ function text (value: unknown): string | null {
 }
 
 /** OpenID Connect userinfo (Google, Microsoft): `sub`, `email`, `email_verified`, `name`. */
-async function readOidcProfile (config: OAuthProviderConfig, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
-  const profile = await get(config.userinfoUrl, accessToken) as Record<string, unknown>
+export async function readOidcProfile (userinfoUrl: string, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
+  const profile = await get(userinfoUrl, accessToken) as Record<string, unknown>
   const subject = text(profile.sub)
   if (subject === null) throw new Error('userinfo has no subject')
-  return { subject, email: text(profile.email), emailVerified: profile.email_verified === true, name: text(profile.name) }
+  return oidcProfile(profile, subject)
+}
+
+/** The standard claims (OpenID Connect Core section 5.1), from userinfo or an ID token. */
+export function oidcProfile (claims: Record<string, unknown>, subject: string): OAuthProfile {
+  return { subject, email: text(claims.email), emailVerified: claims.email_verified === true, name: text(claims.name) }
 }
 
 interface GithubEmail { email?: unknown, primary?: unknown, verified?: unknown }
@@ -63,10 +68,10 @@ interface GithubEmail { email?: unknown, primary?: unknown, verified?: unknown }
  * GitHub: `/user`, whose public e-mail is often empty and never marked verified, so the
  * primary verified address comes from `/user/emails` (the userinfo URL + `/emails`).
  */
-async function readGithubProfile (config: OAuthProviderConfig, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
-  const profile = await get(config.userinfoUrl, accessToken) as Record<string, unknown>
+async function readGithubProfile (userinfoUrl: string, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
+  const profile = await get(userinfoUrl, accessToken) as Record<string, unknown>
   if (typeof profile.id !== 'number' && typeof profile.id !== 'string') throw new Error('GitHub profile has no id')
-  const emails = await get(`${config.userinfoUrl.replace(/\/$/, '')}/emails`, accessToken)
+  const emails = await get(`${userinfoUrl.replace(/\/$/, '')}/emails`, accessToken)
   const primary = Array.isArray(emails)
     ? (emails as GithubEmail[]).find((entry) => entry.primary === true && entry.verified === true)
     : undefined
@@ -78,21 +83,18 @@ async function readGithubProfile (config: OAuthProviderConfig, get: ProviderGet,
   }
 }
 
-export const OAUTH_PROVIDER_REGISTRY: Record<OAuthProviderKey, OAuthProvider> = {
+export const OAUTH_PROVIDER_REGISTRY: Record<BuiltInOAuthProvider, OAuthProvider> = {
   google: {
-    key: 'google',
     extraAuthorizationParams: { access_type: 'offline', prompt: 'consent' },
     tokenRequestHeaders: {},
     readProfile: readOidcProfile
   },
   github: {
-    key: 'github',
     extraAuthorizationParams: {},
     tokenRequestHeaders: { accept: 'application/json' },
     readProfile: readGithubProfile
   },
   microsoft: {
-    key: 'microsoft',
     extraAuthorizationParams: {},
     tokenRequestHeaders: {},
     readProfile: readOidcProfile

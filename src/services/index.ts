@@ -58,7 +58,7 @@ export function createServices (deps: ServiceDependencies) {
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
-  const oauth = new OAuthService({ providers: config.oauth, states: deps.oauthStates, users, identities: repositories.identities })
+  const oauth = new OAuthService({ providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.oauthStates, users, identities: repositories.identities, audit })
   const outbox = new MessageOutbox({ outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log })
   const deliver = () => { outbox.kick() }
   const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })

@@ -1,25 +1,37 @@
-import { randomBytes } from 'node:crypto'
-import type { OAuthCallbackQuery } from '../../schemas/auth.js'
-import type { Config, OAuthProviderConfig } from '../config.js'
-import { Errors } from '../errors.js'
-import type { IdentitiesRepository } from '../store/identities.js'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../schemas/auth.js'
+import { BUILT_IN_OAUTH_PROVIDERS, type BuiltInOAuthProvider, type Config, type OAuthProviderConfig } from '../config.js'
+import { Errors, validationFailed } from '../errors.js'
+import type { IdentitiesRepository, LinkedIdentity } from '../store/identities.js'
 import type { UsersRepository } from '../store/users.js'
-import { exchangeCode, fetchProfile, pkcePair, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
-import { isUserEmail, type OAuthProfile, type OAuthProvider, OAUTH_PROVIDER_REGISTRY } from '../oauth/providers.js'
-import type { OAuthStateStore } from '../oauth/state-store.js'
+import { exchangeCode, fetchProfile, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
+import { validateIdToken } from '../oauth/id-token.js'
+import { OidcIssuer } from '../oauth/issuer.js'
+import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
+import type { OAuthStateStore, PendingAuthorization } from '../oauth/state-store.js'
+import type { AuditTrail } from './audit-trail.js'
+import type { RequestContext } from './context.js'
 
 /** State is single use and expires after 10 minutes (docs/api.md, "Authorize"). */
 export const STATE_TTL_MS = 10 * 60 * 1000
+/** A browser application's one-time code is good for 60 seconds (docs/api.md, "Browser applications"). */
+export const EXCHANGE_CODE_TTL_MS = 60 * 1000
 
 export interface OAuthServiceOptions {
   providers: Config['oauth']
+  /** OAUTH_REDIRECT_URLS, each ending at a path boundary; null: browser applications are refused. */
+  redirectUrls: string[] | null
   states: OAuthStateStore
   users: UsersRepository
   identities: IdentitiesRepository
+  audit: AuditTrail
   timeoutMs?: number
 }
 
 export interface OAuthSignIn { userId: string, provider: string, created: boolean, linked: boolean }
+
+/** A callback whose state was this browser's: the flow it finishes. */
+export interface ProviderFlow { provider: string, pending: PendingAuthorization }
 
 /** A display name within the user rules (2–100 characters). */
 function displayName (profile: OAuthProfile, email: string): string {
@@ -29,26 +41,67 @@ function displayName (profile: OAuthProfile, email: string): string {
   return [...name].slice(0, 100).join('')
 }
 
-/** Sign-in through external providers with state and PKCE (docs/api.md, "OAuth sign-in"). */
-export class OAuthService {
-  constructor (private readonly options: OAuthServiceOptions) {}
+function sameText (a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
 
-  /** The enabled provider for a key, matched case-insensitively; else UNSUPPORTED_PROVIDER. */
-  provider (key: string): { provider: OAuthProvider, config: OAuthProviderConfig } {
-    const normalized = key.toLowerCase()
-    const provider = Object.hasOwn(OAUTH_PROVIDER_REGISTRY, normalized) ? OAUTH_PROVIDER_REGISTRY[normalized as keyof typeof OAUTH_PROVIDER_REGISTRY] : undefined
-    const config = provider === undefined ? undefined : this.options.providers[provider.key]
-    if (provider === undefined || config === undefined) throw new Errors.UNSUPPORTED_PROVIDER(key)
-    return { provider, config }
+function isBuiltIn (key: string): key is BuiltInOAuthProvider {
+  return (BUILT_IN_OAUTH_PROVIDERS as readonly string[]).includes(key)
+}
+
+/**
+ * Sign-in through external providers with state, PKCE and, for OpenID providers, a nonce and
+ * a validated ID token (docs/api.md, "OAuth sign-in").
+ */
+export class OAuthService {
+  readonly #issuers = new Map<string, OidcIssuer>()
+
+  constructor (private readonly options: OAuthServiceOptions) {
+    for (const [key, config] of Object.entries(options.providers)) {
+      if (config.issuer !== null) this.#issuers.set(key, new OidcIssuer(config.issuer, this.#timeoutMs))
+    }
   }
 
-  /** The provider's authorization URL with a fresh state and PKCE challenge, both kept server-side. */
-  async authorizationUrl (key: string): Promise<string> {
-    const { provider, config } = this.provider(key)
+  get #timeoutMs (): number {
+    return this.options.timeoutMs ?? PROVIDER_TIMEOUT_MS
+  }
+
+  /** The enabled provider for a key, matched case-insensitively; else UNSUPPORTED_PROVIDER. */
+  provider (key: string): { key: string, config: OAuthProviderConfig } {
+    const normalized = key.toLowerCase()
+    const config = Object.hasOwn(this.options.providers, normalized) ? this.options.providers[normalized] : undefined
+    if (config === undefined) throw new Errors.UNSUPPORTED_PROVIDER(key)
+    return { key: normalized, config }
+  }
+
+  /** Reads every issuer's discovery document: the providers that cannot be used yet, and why (logged at start-up). */
+  async discoverAll (): Promise<Array<{ provider: string, reason: string }>> {
+    const failures: Array<{ provider: string, reason: string }> = []
+    await Promise.all([...this.#issuers].map(async ([provider, issuer]) => {
+      try {
+        await issuer.discover()
+      } catch (error) {
+        failures.push({ provider, reason: error instanceof Error ? error.message : String(error) })
+      }
+    }))
+    return failures
+  }
+
+  /**
+   * The provider's authorization URL with a fresh state, PKCE challenge and (OpenID) nonce,
+   * all kept server-side; the state also goes to the browser, in a cookie the route sets.
+   */
+  async authorize (key: string, query: OAuthAuthorizeQuery): Promise<{ url: string, state: string }> {
+    const { key: provider, config } = this.provider(key)
+    const browser = this.#browserReturn(query)
+    const { authUrl, discovered } = await this.#endpoints(provider, config)
     const state = randomBytes(32).toString('base64url')
+    const nonce = discovered === null ? null : randomBytes(32).toString('base64url')
     const { verifier, challenge } = pkcePair()
-    await this.options.states.put(state, { provider: provider.key, codeVerifier: verifier }, STATE_TTL_MS)
-    const url = new URL(config.authUrl)
+    await this.options.states.put(state, { provider, codeVerifier: verifier, nonce, ...browser }, STATE_TTL_MS)
+    const url = new URL(authUrl)
     const params = {
       client_id: config.clientId,
       redirect_uri: config.redirectUri,
@@ -57,31 +110,133 @@ export class OAuthService {
       state,
       code_challenge: challenge,
       code_challenge_method: 'S256',
-      ...provider.extraAuthorizationParams
+      ...(nonce !== null && { nonce }),
+      ...(isBuiltIn(provider) && OAUTH_PROVIDER_REGISTRY[provider].extraAuthorizationParams)
     }
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value)
-    return url.toString()
+    return { url: url.toString(), state }
+  }
+
+  /** A provider by issuer's discovered endpoints and keys, else a built-in provider's fixed endpoints. */
+  async #endpoints (provider: string, config: OAuthProviderConfig) {
+    const builtIn = isBuiltIn(provider) ? OAUTH_PROVIDER_REGISTRY[provider] : null
+    if (config.issuer === null) return { authUrl: config.authUrl, tokenUrl: config.tokenUrl, userinfoUrl: config.userinfoUrl, builtIn, discovered: null }
+    const issuer = this.#issuers.get(provider)
+    if (issuer === undefined) throw new Error(`provider ${provider} has an issuer but no discovery`)
+    const discovered = await issuer.discover()
+    const { authorizationEndpoint: authUrl, tokenEndpoint: tokenUrl, userinfoEndpoint: userinfoUrl } = discovered.metadata
+    return { authUrl, tokenUrl, userinfoUrl, builtIn, discovered }
   }
 
   /**
-   * Validates the state, exchanges the code, reads the profile, then finds the linked user,
-   * links one by verified e-mail, or creates one with role `user`. Nothing is written
-   * unless every provider call succeeded.
+   * A browser application's return URL and PKCE challenge (docs/api.md, "Browser
+   * applications"): the URL must start with an entry of OAUTH_REDIRECT_URLS.
    */
-  async callback (key: string, input: OAuthCallbackQuery): Promise<OAuthSignIn> {
-    const { provider, config } = this.provider(key)
-    const pending = input.state === undefined || input.state === '' ? null : await this.options.states.take(input.state)
-    if (pending === null || pending.provider !== provider.key) throw new Errors.INVALID_OAUTH_STATE()
-    if (input.error !== undefined) throw new Errors.OAUTH_PROVIDER_ERROR(`authorization refused (${input.error.slice(0, 100)})`)
-    if (input.code === undefined || input.code === '') throw new Errors.OAUTH_PROVIDER_ERROR('no authorization code')
-    const timeoutMs = this.options.timeoutMs ?? PROVIDER_TIMEOUT_MS
-    const accessToken = await exchangeCode(provider, config, input.code, pending.codeVerifier, timeoutMs)
-    const profile = await fetchProfile(provider, config, accessToken, timeoutMs)
-    return await this.#resolveUser(provider.key, profile)
+  #browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
+    const { redirect_to: redirectTo, code_challenge: codeChallenge, code_challenge_method: method } = query
+    if (redirectTo === undefined && codeChallenge === undefined && method === undefined) return { redirectTo: null, codeChallenge: null }
+    const allowed = this.options.redirectUrls
+    if (allowed === null) throw validationFailed([{ path: '/redirect_to', message: 'sign-in for browser applications is not enabled' }])
+    const issues = []
+    let target: string | null = null
+    try {
+      target = redirectTo === undefined ? null : new URL(redirectTo).href
+    } catch {}
+    if (target === null || !allowed.some((entry) => target.startsWith(entry))) issues.push({ path: '/redirect_to', message: 'must start with one of the allowed redirect URLs' })
+    if (codeChallenge === undefined) issues.push({ path: '/code_challenge', message: 'is required with redirect_to' })
+    if (method === undefined) issues.push({ path: '/code_challenge_method', message: 'must be S256' })
+    if (issues.length > 0 || target === null || codeChallenge === undefined) throw validationFailed(issues)
+    return { redirectTo: target, codeChallenge }
   }
 
-  async #resolveUser (provider: string, profile: OAuthProfile): Promise<OAuthSignIn> {
-    const { users, identities } = this.options
+  /**
+   * The flow a callback finishes: its state must be the one this browser's cookie holds
+   * (login CSRF), and one the service issued, unused, within 10 minutes, for this provider.
+   */
+  async takeState (key: string, query: OAuthCallbackQuery, browserState: string | undefined): Promise<ProviderFlow> {
+    const { key: provider } = this.provider(key)
+    const state = query.state ?? ''
+    if (state === '' || browserState === undefined || !sameText(state, browserState)) throw new Errors.INVALID_OAUTH_STATE()
+    const pending = await this.options.states.take(state)
+    if (pending === null || pending.provider !== provider) throw new Errors.INVALID_OAUTH_STATE()
+    return { provider, pending }
+  }
+
+  /**
+   * Checks the response's issuer, exchanges the code, reads the profile (an OpenID
+   * provider's from its validated ID token), then finds the linked user, links one by
+   * verified e-mail, or creates one with role `user`. Nothing is written unless every
+   * provider call succeeded.
+   */
+  async finish (context: RequestContext, { provider, pending }: ProviderFlow, query: OAuthCallbackQuery): Promise<OAuthSignIn> {
+    const { config } = this.provider(provider)
+    const { tokenUrl, userinfoUrl, builtIn, discovered } = await this.#endpoints(provider, config)
+    // RFC 9207: a response from another issuer (a mix-up), or one without `iss` from a provider that always sends it.
+    if (discovered !== null && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
+      throw providerError('the authorization response is not from the configured issuer')
+    }
+    if (query.error === 'access_denied') throw new Errors.OAUTH_ACCESS_DENIED()
+    if (query.error !== undefined) throw providerError(`authorization refused (${query.error.slice(0, 100)})`)
+    if (query.code === undefined || query.code === '') throw providerError('no authorization code')
+    const timeoutMs = this.#timeoutMs
+    const tokens = await exchangeCode({
+      tokenUrl,
+      clientId: config.clientId,
+      clientSecret: config.clientSecret,
+      redirectUri: config.redirectUri,
+      headers: builtIn?.tokenRequestHeaders ?? {}
+    }, query.code, pending.codeVerifier, timeoutMs)
+    if (discovered === null) {
+      if (builtIn === null || userinfoUrl === null) throw new Error(`provider ${provider} has no profile reader`)
+      return await this.#resolveUser(context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs))
+    }
+    if (tokens.idToken === null) throw providerError('no ID token in the token response')
+    let profile = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
+    // Some providers leave the e-mail out of the ID token; userinfo has it, for the same subject (Core 5.3.4).
+    if (profile.email === null && userinfoUrl !== null) {
+      const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, timeoutMs)
+      if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')
+      profile = more
+    }
+    try {
+      profile = usableProfile(profile)
+    } catch (error) {
+      throw providerError(error instanceof Error ? error.message : 'unusable profile')
+    }
+    return await this.#resolveUser(context, provider, profile)
+  }
+
+  /** A one-time code for a browser application, good for 60 seconds with the verifier of its challenge. */
+  async issueExchangeCode (userId: string, provider: string, codeChallenge: string): Promise<string> {
+    const code = randomBytes(32).toString('base64url')
+    await this.options.states.putExchange(code, { userId, provider, codeChallenge }, EXCHANGE_CODE_TTL_MS)
+    return code
+  }
+
+  /** The sign-in a one-time code stands for; the code is spent whether or not the verifier is right. */
+  async takeExchangeCode (code: string, codeVerifier: string): Promise<{ userId: string, provider: string }> {
+    const pending = await this.options.states.takeExchange(code)
+    if (pending === null || !sameText(createHash('sha256').update(codeVerifier).digest('base64url'), pending.codeChallenge)) {
+      throw new Errors.INVALID_OAUTH_STATE()
+    }
+    return { userId: pending.userId, provider: pending.provider }
+  }
+
+  async identities (userId: string): Promise<LinkedIdentity[]> {
+    return await this.options.identities.listFor(userId)
+  }
+
+  /** Unlinks one of the user's identities, unless the account could then not be signed in to at all; audited. */
+  async unlink (context: RequestContext, userId: string, id: string): Promise<void> {
+    const outcome = await this.options.audit.recordChange(context, async (trx) => await this.options.identities.unlinkUnlessLast(userId, id, trx),
+      (result) => typeof result === 'string' ? [] : [{ event: 'identity.unlinked', outcome: 'success', actorId: userId, targetId: userId, details: { provider: result.unlinked.provider } }])
+    if (outcome === 'not_found') throw new Errors.NOT_FOUND('Identity')
+    if (outcome === 'last') throw new Errors.CONFLICT('This identity is the account\'s only way to sign in; set a password, add a passkey or link another first')
+  }
+
+  /** A new link, and a new account, are stored with their audit entries (`identity.linked`, `user.created`). */
+  async #resolveUser (context: RequestContext, provider: string, profile: OAuthProfile): Promise<OAuthSignIn> {
+    const { users, identities, audit } = this.options
     const linkedUser = await identities.userOf(provider, profile.subject)
     if (linkedUser !== undefined) return { userId: linkedUser, provider, created: false, linked: false }
     if (profile.email === null) throw new Errors.OAUTH_PROVIDER_ERROR('the profile has no e-mail address')
@@ -91,11 +246,20 @@ export class OAuthService {
       // Linking on an address either side has not verified would hand the account to whoever
       // typed it in: at the provider, or here before its owner registered (pre-account takeover).
       if (!profile.emailVerified || !existing.email_verified) throw new Errors.EMAIL_ALREADY_REGISTERED()
-      await identities.link(provider, profile.subject, existing.id, profile.email)
+      const email = profile.email
+      await audit.recordChange(context, async (trx) => { await identities.link(provider, profile.subject, existing.id, email, trx) },
+        () => [{ event: 'identity.linked', outcome: 'success', actorId: existing.id, targetId: existing.id, details: { provider } }])
       return { userId: existing.id, provider, created: false, linked: true }
     }
-    const user = await users.create({ email: profile.email, name: displayName(profile, profile.email), passwordHash: null, roles: ['user'], emailVerified: profile.emailVerified })
-    await identities.link(provider, profile.subject, user.id, profile.email)
+    const newUser = { email: profile.email, name: displayName(profile, profile.email), passwordHash: null, roles: ['user' as const], emailVerified: profile.emailVerified }
+    const user = await audit.recordChange(context, async (trx) => {
+      const created = await users.create(newUser, trx)
+      await identities.link(provider, profile.subject, created.id, newUser.email, trx)
+      return created
+    }, (created) => [
+      { event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { provider } },
+      { event: 'identity.linked', outcome: 'success', actorId: created.id, targetId: created.id, details: { provider } }
+    ])
     return { userId: (await identities.userOf(provider, profile.subject)) ?? user.id, provider, created: true, linked: true }
   }
 }

@@ -1,8 +1,8 @@
-import type { Device, LoginBody, OAuthCallbackQuery, TokenPair } from '../../schemas/auth.js'
+import type { Device, LoginBody, OAuthCallbackQuery, OAuthExchangeBody, TokenPair } from '../../schemas/auth.js'
 import type { PasskeyAuthenticationBody } from '../../schemas/passkeys.js'
 import type { Role } from '../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
-import { Errors, tokenFailure } from '../errors.js'
+import { Errors, isServiceError, tokenFailure } from '../errors.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import type { TokenService } from '../security/tokens.js'
 import type { OutboxRepository } from '../store/outbox.js'
@@ -13,7 +13,7 @@ import type { Caller, RequestContext } from './context.js'
 import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './message-codes.js'
 import type { MessageTemplates } from './messages.js'
 import type { MfaMethod, MfaService } from './mfa.js'
-import type { OAuthService } from './oauth.js'
+import type { OAuthService, OAuthSignIn } from './oauth.js'
 import type { PasskeyService } from './passkeys.js'
 import type { SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
@@ -66,21 +66,52 @@ export class SignInService {
     return await this.#complete(context, principal, device, 'password')
   }
 
-  /** A provider's callback: the linked, linked-by-e-mail or new account signs in. */
-  async withProvider (context: RequestContext, provider: string, callback: OAuthCallbackQuery): Promise<SignInResult> {
-    const { oauth, users, guard, audit } = this.deps
-    const signIn = await oauth.callback(provider, callback)
+  /**
+   * A provider's callback: the linked, linked-by-e-mail or new account signs in. `browserState`
+   * is the state cookie of the browser making the callback. A flow a browser application
+   * started ends in a redirect back to it, with a one-time code or an error code
+   * (docs/api.md, "Browser applications").
+   */
+  async withProvider (context: RequestContext, provider: string, callback: OAuthCallbackQuery, browserState: string | undefined): Promise<{ result: SignInResult } | { redirect: string }> {
+    const { oauth } = this.deps
+    const flow = await oauth.takeState(provider, callback, browserState)
+    const { redirectTo, codeChallenge } = flow.pending
+    if (redirectTo === null || codeChallenge === null) {
+      const principal = await this.#providerAccount(context, await oauth.finish(context, flow, callback))
+      return { result: await this.#complete(context, principal, {}, `oauth:${flow.provider}`) }
+    }
+    const back = new URL(redirectTo)
+    try {
+      const principal = await this.#providerAccount(context, await oauth.finish(context, flow, callback))
+      back.searchParams.set('code', await oauth.issueExchangeCode(principal.id, flow.provider, codeChallenge))
+    } catch (error) {
+      if (!isServiceError(error)) throw error
+      back.searchParams.set('error', error.code)
+    }
+    return { redirect: back.href }
+  }
+
+  /** A browser application's one-time code and PKCE verifier: what the callback would have answered. */
+  async withExchangeCode (context: RequestContext, { code, code_verifier: codeVerifier }: OAuthExchangeBody): Promise<SignInResult> {
+    const { oauth, users, guard } = this.deps
+    const { userId, provider } = await oauth.takeExchangeCode(code, codeVerifier)
+    const principal = await users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.INVALID_OAUTH_STATE()
+    await guard.refuseIfLocked(context, principal.id, { provider })
+    return await this.#complete(context, principal, {}, `oauth:${provider}`)
+  }
+
+  /** The account a provider sign-in reached, once it may sign in; audited. */
+  async #providerAccount (context: RequestContext, signIn: OAuthSignIn): Promise<UserPrincipal> {
+    const { users, guard, audit } = this.deps
     const principal = await users.findPrincipal(signIn.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await guard.refuseIfLocked(context, principal.id, { provider: signIn.provider })
     await this.#assertEmailVerified(context, principal, { provider: signIn.provider })
-    if (signIn.created) {
-      await audit.recordIn(context, 'user.created', { outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider } })
-    }
     await audit.recordIn(context, 'auth.oauth_login', {
       outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
     })
-    return await this.#complete(context, principal, {}, `oauth:${signIn.provider}`)
+    return principal
   }
 
   /**

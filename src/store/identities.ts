@@ -1,4 +1,8 @@
-import type { Db } from './types.js'
+import { uuidv7 } from './ids.js'
+import { type Db, atomically } from './types.js'
+import { holdUserRow } from './users.js'
+
+export interface LinkedIdentity { id: string, provider: string, created_at: string }
 
 /** Links between external identities (provider, subject) and users. */
 export class IdentitiesRepository {
@@ -11,10 +15,38 @@ export class IdentitiesRepository {
   }
 
   /** Links; an identity linked already (a concurrent first sign-in) keeps its first user. */
-  async link (provider: string, subject: string, userId: string, email: string | null): Promise<void> {
-    await this.db.insertInto('user_identities')
-      .values({ provider, subject, user_id: userId, email, created_at: new Date().toISOString() })
+  async link (provider: string, subject: string, userId: string, email: string | null, db: Db = this.db): Promise<void> {
+    await db.insertInto('user_identities')
+      .values({ id: uuidv7(), provider, subject, user_id: userId, email, created_at: new Date().toISOString() })
       .onConflict((conflict) => conflict.columns(['provider', 'subject']).doNothing())
       .execute()
+  }
+
+  /** A user's identities, oldest first (a user has a handful at most). */
+  async listFor (userId: string): Promise<LinkedIdentity[]> {
+    return await this.db.selectFrom('user_identities').select(['id', 'provider', 'created_at'])
+      .where('user_id', '=', userId).orderBy('created_at').orderBy('id').execute()
+  }
+
+  /**
+   * Removes one of the user's identities, unless it is the account's last way to sign in (its
+   * only identity, and no password or passkey). One transaction holding the user's row: two concurrent
+   * unlinks of an account's last two identities run one after another, and the second sees
+   * the first's.
+   */
+  async unlinkUnlessLast (userId: string, id: string, db: Db = this.db): Promise<{ unlinked: LinkedIdentity } | 'not_found' | 'last'> {
+    return await atomically(db, async (trx) => {
+      if (!await holdUserRow(trx, userId)) return 'not_found'
+      const linked = await trx.selectFrom('user_identities').select(['id', 'provider', 'created_at']).where('user_id', '=', userId).execute()
+      const identity = linked.find((candidate) => candidate.id === id)
+      if (identity === undefined) return 'not_found'
+      if (linked.length === 1) {
+        const { password_hash: passwordHash } = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
+        const passkey = await trx.selectFrom('passkeys').select('id').where('user_id', '=', userId).executeTakeFirst()
+        if (passwordHash === null && passkey === undefined) return 'last'
+      }
+      await trx.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).execute()
+      return { unlinked: identity }
+    })
   }
 }

@@ -150,6 +150,8 @@ export interface TrustedDevicesTable {
 }
 
 export interface UserIdentitiesTable {
+  /** Added by migration 0012, filled for the identities linked before it. */
+  id: string
   provider: string
   subject: string
   user_id: string
@@ -161,6 +163,18 @@ export interface OAuthStatesTable {
   state_hash: string
   provider: string
   code_verifier: string
+  nonce: string | null
+  redirect_to: string | null
+  code_challenge: string | null
+  created_at: string
+  expires_at: string
+}
+
+export interface OAuthExchangeCodesTable {
+  code_hash: string
+  user_id: string
+  provider: string
+  code_challenge: string
   created_at: string
   expires_at: string
 }
@@ -227,6 +241,7 @@ export interface DatabaseSchema {
   mfa_backup_codes: MfaBackupCodesTable
   user_identities: UserIdentitiesTable
   oauth_states: OAuthStatesTable
+  oauth_exchange_codes: OAuthExchangeCodesTable
   posts: PostsTable
   comments: CommentsTable
   one_time_tokens: OneTimeTokensTable

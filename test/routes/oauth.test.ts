@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { generateSync } from 'otplib'
 import { type TestContext, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
@@ -23,14 +23,26 @@ async function providerFor (t: TestContext, key: 'google' | 'github' | 'microsof
 }
 
 /** The browser's part: follow /authorize, "approve" at the provider, come back to /callback. */
-async function signIn (app: FastifyInstance, provider: TestProvider, key: string, profile: Record<string, unknown>, emails?: unknown[]) {
+async function signIn (app: FastifyInstance, provider: TestProvider, key: string, profile: Record<string, unknown>, emails?: unknown[], extra = '') {
   const authorize = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/authorize` })
   if (authorize.statusCode !== 302) throw new Error(authorize.body)
   const location = new URL(String(authorize.headers.location))
   const state = location.searchParams.get('state') ?? ''
   const code = provider.approve(location.searchParams.get('code_challenge') ?? '', profile, emails)
-  const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?code=${code}&state=${state}` })
-  return { authorize, location, state, code, callback }
+  const cookie = stateCookie(authorize)
+  const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?code=${code}&state=${state}${extra}`, headers: { cookie } })
+  return { authorize, location, state, code, cookie, callback }
+}
+
+/** The state cookie /authorize set, as the browser that started the flow sends it back. */
+function stateCookie (authorize: LightMyRequestResponse): string {
+  return `oauth_state=${authorize.cookies.find((cookie) => cookie.name === 'oauth_state')?.value ?? ''}`
+}
+
+/** /authorize, for a flow that goes no further than the provider: its state and the browser's cookie. */
+async function started (app: FastifyInstance, key: string) {
+  const authorize = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/authorize` })
+  return { state: new URL(String(authorize.headers.location)).searchParams.get('state') ?? '', cookie: stateCookie(authorize) }
 }
 
 const userCount = async (app: FastifyInstance) => Number((await app.database.db.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
@@ -110,31 +122,49 @@ for (const backend of backends()) {
       t.equal(await userCount(app), before, 'the linked subject wins over a changed e-mail')
     })
 
-    t.test('state: reused, unknown, missing, expired, or from another provider → 400', async (t) => {
+    t.test('the callback ignores the parameters providers add, known or not', async (t) => {
+      const { provider, env } = await providerFor(t, 'google')
+      const app = await build(t, { postgresUrl: backend.url, env })
+      const extra = '&scope=email+openid&authuser=0&hd=example.com&prompt=none&session_state=abc.def&error_uri=x&something_new=%00%FF&iss=https%3A%2F%2Faccounts.google.com'
+      const { callback } = await signIn(app, provider, 'google', { sub: 'extra', email: uniqueEmail(), email_verified: true }, undefined, extra)
+      t.equal(callback.statusCode, 200, callback.body)
+      t.equal(callback.json().data.token_type, 'Bearer')
+    })
+
+    t.test('state: reused, unknown, missing, expired, from another provider, or not this browser\'s → 400', async (t) => {
       const google = await providerFor(t, 'google')
       const github = await providerFor(t, 'github')
       const app = await build(t, { postgresUrl: backend.url, env: { ...google.env, ...github.env } })
       const profile = { sub: 's', email: uniqueEmail(), email_verified: true }
       const first = await signIn(app, google.provider, 'google', profile)
       t.equal(first.callback.statusCode, 200)
-      const callback = (key: string, query: string) => app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?${query}` })
-      const invalid = async (label: string, key: string, query: string) => {
-        const response = await callback(key, query)
+      t.match(first.callback.headers['set-cookie'], /^oauth_state=; Max-Age=0; Path=\/api\/v1\/auth\/oauth; Expires=[^;]+; HttpOnly; SameSite=Lax$/, 'the callback clears the cookie')
+      const call = (key: string, query: string, cookie: string) => app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/callback?${query}`, headers: { cookie } })
+      const invalid = async (label: string, key: string, query: string, cookie: string) => {
+        const response = await call(key, query, cookie)
         t.equal(response.statusCode, 400, label)
         t.equal(response.json().error.code, 'INVALID_OAUTH_STATE', label)
       }
-      await invalid('reused', 'google', `code=${first.code}&state=${first.state}`)
-      await invalid('tampered', 'google', `code=x&state=${first.state.slice(0, -2)}zz`)
-      await invalid('missing', 'google', 'code=x')
-      const crossed = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })
-      const githubState = new URL(String(crossed.headers.location)).searchParams.get('state') ?? ''
-      await invalid('another provider\'s state', 'google', `code=x&state=${githubState}`)
+      await invalid('reused', 'google', `code=${first.code}&state=${first.state}`, first.cookie)
+      const tampered = `${first.state.slice(0, -2)}zz`
+      await invalid('tampered', 'google', `code=x&state=${tampered}`, `oauth_state=${tampered}`)
+      await invalid('missing', 'google', 'code=x', first.cookie)
+      const crossed = await started(app, 'github')
+      await invalid('another provider\'s state', 'google', `code=x&state=${crossed.state}`, crossed.cookie)
+
+      // Login CSRF: an attacker's own state and code, in a victim's browser.
+      const attackers = await started(app, 'google')
+      const victims = await started(app, 'google')
+      await invalid('without the cookie', 'google', `code=x&state=${attackers.state}`, '')
+      await invalid('with another flow\'s cookie', 'google', `code=x&state=${attackers.state}`, victims.cookie)
+      const code = google.provider.approve('unused', profile)
+      t.equal((await call('google', `code=${code}&state=${attackers.state}`, attackers.cookie)).statusCode, 502,
+        'a refused browser does not spend the state: its own browser still finishes the flow (here, to the provider\'s refusal)')
 
       if (app.redis === null) {
-        const stale = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/google/authorize' })
-        const staleState = new URL(String(stale.headers.location)).searchParams.get('state') ?? ''
+        const stale = await started(app, 'google')
         await app.database.db.updateTable('oauth_states').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).execute()
-        await invalid('expired (10 minutes)', 'google', `code=x&state=${staleState}`)
+        await invalid('expired (10 minutes)', 'google', `code=x&state=${stale.state}`, stale.cookie)
       }
     })
 
@@ -150,13 +180,17 @@ for (const backend of backends()) {
         t.notMatch(callback.body, /client_secret|github-secret/)
       }
       provider.mode = 'ok'
-      const authorize = await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })
-      const state = new URL(String(authorize.headers.location)).searchParams.get('state') ?? ''
+      const flow = await started(app, 'github')
       const code = provider.approve('not-the-challenge', { id: 2, login: 'y' }, [{ email: uniqueEmail(), primary: true, verified: true }])
-      const mismatch = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?code=${code}&state=${state}` })
+      const mismatch = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?code=${code}&state=${flow.state}`, headers: { cookie: flow.cookie } })
       t.equal(mismatch.statusCode, 502, 'PKCE mismatch: the provider refuses the exchange')
-      const denied = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?error=access_denied&state=${new URL(String((await app.inject({ method: 'GET', url: '/api/v1/auth/oauth/github/authorize' })).headers.location)).searchParams.get('state') ?? ''}` })
-      t.equal(denied.statusCode, 502)
+      const refused = await started(app, 'github')
+      const error = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?error=server_error&error_uri=https%3A%2F%2Fexample.com&state=${refused.state}`, headers: { cookie: refused.cookie } })
+      t.equal(error.statusCode, 502, 'a provider error other than the user\'s refusal')
+      const cancelled = await started(app, 'github')
+      const denied = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/github/callback?error=access_denied&error_description=The+user+has+denied&state=${cancelled.state}`, headers: { cookie: cancelled.cookie } })
+      t.equal(denied.statusCode, 401, 'the user cancelled at the provider')
+      t.same(denied.json(), { error: { code: 'OAUTH_ACCESS_DENIED', message: 'Sign-in cancelled at the provider' } })
       t.equal(await userCount(app), before, 'no user was created')
     })
 
@@ -272,7 +306,7 @@ if (redisUrl !== undefined && redisUrl !== '') {
     const location = new URL(String(authorize.headers.location))
     const state = location.searchParams.get('state') ?? ''
     const code = provider.approve(location.searchParams.get('code_challenge') ?? '', { sub: 'r', email: uniqueEmail(), email_verified: true })
-    const finish = () => second.inject({ method: 'GET', url: `/api/v1/auth/oauth/google/callback?code=${code}&state=${state}` })
+    const finish = () => second.inject({ method: 'GET', url: `/api/v1/auth/oauth/google/callback?code=${code}&state=${state}`, headers: { cookie: stateCookie(authorize) } })
     t.equal((await finish()).statusCode, 200)
     t.equal((await finish()).statusCode, 400, 'single use')
   })

@@ -41,6 +41,11 @@ export default fp(async (fastify) => {
   })
   fastify.decorate('services', services)
   services.outbox.start(OUTBOX_POLL_MS)
+  // Start-up goes on without a provider whose discovery document cannot be read: its routes
+  // answer 502 until a later read succeeds (docs/operations.md, "Providers by issuer").
+  const discovering = services.oauth.discoverAll().then((failures) => {
+    for (const { provider, reason } of failures) fastify.log.warn({ provider, reason }, 'OAuth provider unavailable: its discovery document could not be read')
+  })
   // A pair kept for refresh retries is erased within one more window once its own has passed.
   const retryWindowMs = config.session.refreshRetryWindowS * 1000
   let erasing: Promise<void> = Promise.resolve()
@@ -53,6 +58,7 @@ export default fp(async (fastify) => {
   // delivered yet stays in the outbox for the next instance to start.
   fastify.addHook('onClose', async () => {
     if (eraseTimer !== null) clearInterval(eraseTimer)
+    await discovering
     await erasing
     await services.passwordReset.settled()
     await services.outbox.stop()

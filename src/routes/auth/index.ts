@@ -5,6 +5,7 @@ import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
+import identities from './identities.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
 import passkeys from './passkeys.js'
@@ -16,6 +17,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(mfa, { prefix: '/mfa' })
   await fastify.register(oauth, { prefix: '/oauth' })
   await fastify.register(passkeys, { prefix: '/passkeys' })
+  await fastify.register(identities, { prefix: '/identities' })
   await fastify.register(recovery)
 
   fastify.post('/login', {

@@ -1,29 +1,64 @@
+import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { OAuthCallbackQuerySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
+import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema, OAuthExchangeBodySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
+import { STATE_TTL_MS } from '../../services/oauth.js'
 
-/** Sign-in through Google, GitHub or Microsoft (docs/api.md, "OAuth sign-in"). */
+/**
+ * The cookie binding a flow's state to the browser that started it (docs/security.md,
+ * "Provider sign-in"): sent back only to these routes, on the provider's top-level redirect
+ * (Lax), never readable by scripts.
+ */
+const STATE_COOKIE = 'oauth_state'
+const STATE_COOKIE_OPTIONS = { path: '/api/v1/auth/oauth', httpOnly: true, sameSite: 'lax', secure: 'auto' } as const
+
+/** Sign-in through Google, GitHub, Microsoft or any OpenID provider (docs/api.md, "OAuth sign-in"). */
 const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   const { oauth: providers, signIn } = fastify.services
+  await fastify.register(fastifyCookie)
+
   fastify.get('/:provider/authorize', {
     schema: {
       tags: ['oauth'],
-      summary: 'Redirect to the provider with state and a PKCE challenge',
+      summary: 'Redirect to the provider with state, a PKCE challenge and (OpenID providers) a nonce; browser applications add redirect_to and their own PKCE challenge',
       params: OAuthParamsSchema,
-      response: { 302: { type: 'null', description: 'Redirect to the provider (Location header)' }, ...errorResponses({}, 404) }
+      querystring: OAuthAuthorizeQuerySchema,
+      response: { 302: { type: 'null', description: 'Redirect to the provider (Location header); sets the state cookie' }, ...errorResponses({}, 404, 502) }
     }
-  }, async (request, reply) => await reply.redirect(await providers.authorizationUrl(request.params.provider), 302))
+  }, async (request, reply) => {
+    const { url, state } = await providers.authorize(request.params.provider, request.query)
+    reply.setCookie(STATE_COOKIE, state, { ...STATE_COOKIE_OPTIONS, maxAge: STATE_TTL_MS / 1000 })
+    return await reply.redirect(url, 302)
+  })
 
   fastify.get('/:provider/callback', {
     schema: {
       tags: ['oauth'],
-      summary: 'Finish the provider sign-in: a token pair, or an MFA challenge',
+      summary: 'Finish the provider sign-in: a token pair or an MFA challenge, or, for a browser application, a redirect back to it with a one-time code',
       params: OAuthParamsSchema,
       querystring: OAuthCallbackQuerySchema,
-      response: { 200: SignInResultResponseSchema, ...errorResponses({}, 401, 404, 409, 423, 502) }
+      response: {
+        200: SignInResultResponseSchema,
+        302: { type: 'null', description: 'Back to the browser application: redirect_to?code=… or redirect_to?error=<error code>' },
+        ...errorResponses({}, 401, 404, 409, 423, 502)
+      }
     }
-  }, async (request) => ({ data: await signIn.withProvider(request.serviceContext, request.params.provider, request.query) }))
+  }, async (request, reply) => {
+    reply.clearCookie(STATE_COOKIE, STATE_COOKIE_OPTIONS)
+    const outcome = await signIn.withProvider(request.serviceContext, request.params.provider, request.query, request.cookies[STATE_COOKIE])
+    return 'redirect' in outcome ? await reply.redirect(outcome.redirect, 302) : { data: outcome.result }
+  })
+
+  fastify.post('/exchange', {
+    schema: {
+      operationId: 'auth.oauth.exchange',
+      tags: ['oauth'],
+      summary: 'Exchange a browser application\'s one-time code and PKCE verifier for a token pair or an MFA challenge',
+      body: OAuthExchangeBodySchema,
+      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 423) }
+    }
+  }, async (request) => ({ data: await signIn.withExchangeCode(request.serviceContext, request.body) }))
 }
 
 export default oauth

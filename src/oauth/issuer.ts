@@ -1,0 +1,85 @@
+import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
+import { fetchJson, providerError, PROVIDER_TIMEOUT_MS } from './client.js'
+
+/** What the service uses of an issuer's discovery document (OpenID Connect Discovery section 3). */
+export interface IssuerMetadata {
+  issuer: string
+  authorizationEndpoint: string
+  tokenEndpoint: string
+  userinfoEndpoint: string | null
+  /** RFC 9207: the provider adds `iss` to every authorization response, so a response without it is refused. */
+  issParameterSupported: boolean
+}
+
+/** A discovery document is read again after this long; until then it is served from memory. */
+export const METADATA_MAX_AGE_MS = 60 * 60 * 1000
+
+function httpUrl (value: unknown): string | null {
+  if (typeof value !== 'string') return null
+  try {
+    const { protocol } = new URL(value)
+    return protocol === 'https:' || protocol === 'http:' ? value : null
+  } catch {
+    return null
+  }
+}
+
+/** The document's fields, checked: its `issuer` must be the configured one exactly (Discovery section 4.3). */
+function readMetadata (issuer: string, document: unknown): IssuerMetadata & { jwksUri: string } {
+  const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>
+  if (fields.issuer !== issuer) throw providerError('the discovery document names another issuer')
+  const authorizationEndpoint = httpUrl(fields.authorization_endpoint)
+  const tokenEndpoint = httpUrl(fields.token_endpoint)
+  const jwksUri = httpUrl(fields.jwks_uri)
+  if (authorizationEndpoint === null || tokenEndpoint === null || jwksUri === null) {
+    throw providerError('the discovery document lacks an authorization, token or JWKS URL')
+  }
+  return {
+    issuer,
+    authorizationEndpoint,
+    tokenEndpoint,
+    jwksUri,
+    userinfoEndpoint: httpUrl(fields.userinfo_endpoint),
+    issParameterSupported: fields.authorization_response_iss_parameter_supported === true
+  }
+}
+
+/**
+ * An OpenID provider known by its issuer (docs/api.md, "Providers by issuer"): its discovery
+ * document, read on first use and again once an hour, and its signing keys (jose fetches the
+ * JWKS again when a token names a key it has not seen, so the provider may rotate keys). A
+ * document that cannot be read is the provider's error (502); one read before keeps serving
+ * until a later read succeeds.
+ */
+export class OidcIssuer {
+  #current: { metadata: IssuerMetadata, keys: JWTVerifyGetKey, readAt: number } | null = null
+  #reading: Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> | null = null
+  #jwksUri: string | null = null
+
+  constructor (readonly issuer: string, private readonly timeoutMs = PROVIDER_TIMEOUT_MS, private readonly maxAgeMs = METADATA_MAX_AGE_MS) {}
+
+  async discover (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
+    const current = this.#current
+    if (current !== null && Date.now() - current.readAt < this.maxAgeMs) return current
+    // Concurrent requests share one read.
+    this.#reading ??= this.#read().finally(() => { this.#reading = null })
+    try {
+      return await this.#reading
+    } catch (error) {
+      if (current !== null) return current
+      throw error
+    }
+  }
+
+  async #read (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
+    const url = `${this.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
+    const { jwksUri, ...metadata } = readMetadata(this.issuer, await fetchJson(url, this.timeoutMs))
+    const previous = this.#current
+    const keys = previous !== null && this.#jwksUri === jwksUri
+      ? previous.keys
+      : createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: this.timeoutMs })
+    this.#jwksUri = jwksUri
+    this.#current = { metadata, keys, readAt: Date.now() }
+    return this.#current
+  }
+}

@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdentityListResponseSchema } from '../../../schemas/auth.js'
+import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/errors.js'
+
+/** The caller's linked provider identities (docs/api.md, "Identities"). */
+const identities: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { oauth } = fastify.services
+
+  fastify.get('/', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      operationId: 'auth.identities.list',
+      tags: ['auth'],
+      summary: 'The caller\'s linked provider identities',
+      security: BEARER,
+      response: { 200: IdentityListResponseSchema, ...errorResponses({}, 401) }
+    }
+  }, async (request) => ({ data: await oauth.identities(fastify.authorize(request, 'read').id) }))
+
+  fastify.delete('/:id', {
+    onRequest: [fastify.authenticate],
+    schema: {
+      operationId: 'auth.identities.delete',
+      tags: ['auth'],
+      summary: 'Unlink one of the caller\'s identities (refused when it is the account\'s last way to sign in)',
+      security: BEARER,
+      params: IdParamsSchema,
+      response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 404, 409) }
+    }
+  }, async (request, reply) => {
+    await oauth.unlink(request.serviceContext, fastify.authorize(request, 'read').id, request.params.id)
+    return await reply.code(204).send()
+  })
+}
+
+export default identities
