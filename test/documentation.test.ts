@@ -1,11 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createConfig, lintFromString } from '@redocly/openapi-core'
+import { lintFromString, loadConfig } from '@redocly/openapi-core'
 import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import ts from 'typescript'
 import { CANONICAL_UUID, IdSchema } from '../schemas/common.js'
 import { buildOpenApiDocument, standaloneSchemas } from '../src/documentation.js'
+import { Errors } from '../src/errors.js'
 import { build } from './helper.js'
 
 type Json = Record<string, any>
@@ -58,15 +59,75 @@ t.test('the document: 3.1, version 1.0.0, bearer scheme, tags, named components 
   t.notOk(document.paths['/api/openapi.json'], 'the documentation routes are not in the document')
 })
 
-t.test('the document is valid OpenAPI 3.1 (Redocly)', async (t) => {
+t.test('the document passes Redocly\'s lint (redocly.yaml: recommended-strict) with no problem at all', async (t) => {
   const document = await buildOpenApiDocument()
   const problems = await lintFromString({
     source: JSON.stringify(document),
     absoluteRef: 'openapi.json',
-    config: await createConfig({ extends: ['minimal'] })
+    config: await loadConfig({ configPath: join(import.meta.dirname, '..', 'redocly.yaml') })
   })
-  const errors = problems.filter((problem) => problem.severity === 'error')
-  t.same(errors.map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer ?? ''}`), [])
+  t.same(problems.map((problem) => `${problem.severity} ${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer ?? ''}`), [])
+})
+
+/** Every operation of the document, as `METHOD /path` and its object. */
+function operationsOf (document: Json): Array<[string, Json]> {
+  return Object.entries(document.paths as Json).flatMap(([path, item]) =>
+    Object.entries(item as Json).map(([method, operation]): [string, Json] => [`${method.toUpperCase()} ${path}`, operation]))
+}
+
+t.test('every operation has an operationId (resource and verb), a summary, tags, security and described responses', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const operations = operationsOf(document)
+  t.ok(operations.length >= 50)
+  const ids = operations.map(([, operation]) => operation.operationId)
+  t.same(ids.filter((id, index) => ids.indexOf(id) !== index), [], 'operationIds are unique')
+  for (const [key, operation] of operations) {
+    t.match(operation.operationId, /^[a-z][a-zA-Z]*(\.[a-z][a-zA-Z]*)+$/, `${key}: operationId ${String(operation.operationId)}`)
+    t.ok(typeof operation.summary === 'string' && operation.summary.length > 0, `${key}: summary`)
+    t.ok(Array.isArray(operation.tags) && operation.tags.length > 0, `${key}: tags`)
+    t.ok(Array.isArray(operation.security), `${key}: security (empty when public)`)
+    for (const [status, response] of Object.entries(operation.responses as Json)) {
+      t.ok(typeof response.description === 'string' && response.description !== '' && response.description !== 'Default Response', `${key} ${status}: description`)
+      t.ok(response.headers?.['Cache-Control'] !== undefined, `${key} ${status}: Cache-Control`)
+    }
+  }
+  const byId = new Map(operations.map(([key, operation]) => [operation.operationId, key]))
+  t.equal(byId.get('users.list'), 'GET /api/v1/users')
+  t.equal(byId.get('auth.login'), 'POST /api/v1/auth/login')
+  t.equal(byId.get('posts.comments.create'), 'POST /api/v1/posts/{id}/comments')
+})
+
+t.test('responses name their headers; bearer operations say so, public ones too', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const users = document.paths['/api/v1/users']
+  t.same(Object.keys(users.post.responses['201'].headers).sort(), ['Cache-Control', 'Location', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'])
+  t.ok(document.paths['/api/v1/posts'].post.responses['201'].headers.Location)
+  t.ok(document.paths['/api/v1/auth/oauth/{provider}/authorize'].get.responses['302'].headers.Location)
+  t.ok(users.get.responses['401'].headers['WWW-Authenticate'])
+  t.ok(users.get.responses['429'].headers['Retry-After'])
+  t.ok(users.get.responses['503'].headers['Retry-After'])
+  t.same(document.paths['/.well-known/jwks.json'].get.responses['200'].headers['Cache-Control'].schema, { const: 'public, max-age=300', type: 'string' })
+  t.same(document.components.headers['Cache-Control'].schema, { type: 'string', const: 'no-store' })
+  t.notOk(document.paths['/health'].get.responses['429'], 'the probes are not rate limited')
+  t.same(users.get.security, [{ bearerAuth: [] }])
+  t.same(users.post.security, [])
+  t.same(document.paths['/api/v1/posts'].get.security, [{}, { bearerAuth: [] }], 'a token is optional')
+})
+
+t.test('error codes are the enumeration of the error table; each error status names its codes', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const table = Object.values(Errors).map((ServiceError) => new ServiceError())
+  const codes = document.components.schemas.Error.properties.error.properties.code.enum as string[]
+  t.same([...codes].sort(), [...new Set(table.map((error) => error.code))].sort())
+  t.ok(codes.includes('METHOD_NOT_ALLOWED') && codes.includes('HEADERS_TOO_LARGE') && codes.includes('REQUEST_TIMEOUT'))
+  for (const [key, operation] of operationsOf(document)) {
+    for (const [status, response] of Object.entries(operation.responses as Json)) {
+      if (Number(status) < 400) continue
+      const expected = table.filter((error) => String(error.statusCode) === status).map((error) => error.code)
+      t.ok(expected.length > 0 && expected.every((code) => response.description.includes(code)), `${key} ${status} names its codes`)
+    }
+    t.ok(operation.responses['431'] && operation.responses['408'], `${key}: 408 and 431`)
+  }
 })
 
 t.test('no response schema anywhere has a password or hash property', async (t) => {

@@ -6,6 +6,7 @@ import fc from 'fast-check'
 import { createSigner } from 'fast-jwt'
 import { sql } from 'kysely'
 import t from 'tap'
+import { Errors } from '../src/errors.js'
 import { BODY_LIMIT_BYTES } from '../src/instance.js'
 import { hashToken } from '../src/security/tokens.js'
 import { type Account, SECURITY_HEADERS, TEST_SECRET, backends, build, clockPast, createAccount, withToken, within } from './helper.js'
@@ -41,34 +42,11 @@ const REQUEST_TIMEOUT_MS = 5000
 
 type Json = Record<string, any>
 
-/** Each error code and its status (docs/api.md, "Errors"). */
-const ERROR_STATUS: Record<string, number> = {
-  VALIDATION_FAILED: 400,
-  INVALID_OAUTH_STATE: 400,
-  INVALID_ONE_TIME_TOKEN: 400,
-  MISSING_TOKEN: 401,
-  INVALID_TOKEN: 401,
-  TOKEN_EXPIRED: 401,
-  INVALID_CREDENTIALS: 401,
-  INVALID_MFA_CODE: 401,
-  TOKEN_REUSED: 401,
-  SESSION_EXPIRED: 401,
-  FORBIDDEN: 403,
-  MFA_ENROLLMENT_REQUIRED: 403,
-  EMAIL_NOT_VERIFIED: 403,
-  ACCESS_DENIED: 403,
-  NOT_FOUND: 404,
-  UNSUPPORTED_PROVIDER: 404,
-  EMAIL_ALREADY_REGISTERED: 409,
-  CONFLICT: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  ACCOUNT_LOCKED: 423,
-  RATE_LIMITED: 429,
-  INTERNAL_ERROR: 500,
-  OAUTH_PROVIDER_ERROR: 502,
-  SERVICE_UNAVAILABLE: 503
-}
+/** Each error code and its status (docs/api.md, "Errors"), from the error table. */
+const ERROR_STATUS: Record<string, number> = Object.fromEntries(Object.values(Errors).map((ServiceError) => {
+  const { code, statusCode } = new ServiceError()
+  return [code, statusCode ?? 500]
+}))
 
 /** The messages the error table fixes (docs/api.md, "Errors"). */
 const ERROR_MESSAGE: Record<string, RegExp> = {
