@@ -6,10 +6,11 @@ import { withoutCanonicalMarks } from './validation.js'
 
 /**
  * The OpenAPI document, built from a ready app that never listens (in-memory SQLite,
- * silent), for `npm run export:openapi` and the client-generation test.
+ * silent), for `npm run export:openapi` and the client-generation test. `environment` sets
+ * what the document depends on (PASSWORD_POLICY).
  */
-export async function buildOpenApiDocument (): Promise<Record<string, unknown>> {
-  const app: FastifyInstance = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', LOG_LEVEL: 'silent', JWT_SECRET: 'x'.repeat(32), MFA_REQUIRED_ROLES: 'none' }))
+export async function buildOpenApiDocument (environment: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const app: FastifyInstance = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', LOG_LEVEL: 'silent', JWT_SECRET: 'x'.repeat(32), MFA_REQUIRED_ROLES: 'none', ...environment }))
   try {
     await app.ready()
     return app.swagger() as unknown as Record<string, unknown>

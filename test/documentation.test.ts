@@ -1,12 +1,18 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { lintFromString, loadConfig } from '@redocly/openapi-core'
-import openapiTS, { astToString } from 'openapi-typescript'
+import { Type } from '@sinclair/typebox'
+import fc from 'fast-check'
 import t from 'tap'
-import ts from 'typescript'
+import { parse } from 'yaml'
+import { sortKeys } from '../schemas/collection.js'
 import { CANONICAL_UUID, IdSchema } from '../schemas/common.js'
+import { EMAIL_PATTERN, USER_FIELDS } from '../schemas/user.js'
 import { buildOpenApiDocument, standaloneSchemas } from '../src/documentation.js'
 import { Errors } from '../src/errors.js'
+import { passwordPolicyProblems } from '../src/security/password-policy.js'
+import { schemaCheck } from '../src/validation.js'
 import { build } from './helper.js'
 
 type Json = Record<string, any>
@@ -171,54 +177,76 @@ t.test('the published documents leave out the validator\'s mark on ids, which cl
   t.ok(JSON.stringify(IdSchema).includes(CANONICAL_UUID), 'stripping does not change the shared IdSchema the validators compile')
 })
 
-t.test('a client generated from the document type-checks and talks to the service', async (t) => {
-  const generated = join(import.meta.dirname, '.generated')
-  mkdirSync(generated, { recursive: true })
-  const document = await buildOpenApiDocument()
-  writeFileSync(join(generated, 'api.d.ts'), astToString(await openapiTS(document as never)))
-
-  const client = `import createClient from 'openapi-fetch'
-import type { paths } from './api.js'
-
-export async function run (baseUrl: string, email: string) {
-  const api = createClient<paths>({ baseUrl })
-  const created = await api.POST('/api/v1/users', { body: { email, name: 'Typed Client', password: 'typed-password' } })
-  if (created.data === undefined) throw new Error('registration failed')
-  const login = await api.POST('/api/v1/auth/login', { body: { email, password: 'typed-password' } })
-  const pair = login.data?.data
-  if (pair === undefined || !('access_token' in pair)) throw new Error('sign-in failed')
-  const headers = { Authorization: \`Bearer \${pair.access_token}\` }
-  const user = await api.GET('/api/v1/users/{id}', { params: { path: { id: created.data.data.id } }, headers })
-  const post = await api.POST('/api/v1/posts', { body: { title: 'Typed', body: 'From a generated client', status: 'published' }, headers })
-  const posts = await api.GET('/api/v1/posts', { params: { query: { limit: 5, sort: '-created_at' } } })
-  const missing = await api.GET('/api/v1/users/{id}', { params: { path: { id: '01890000-0000-7000-8000-000000000000' } }, headers })
-  const name: string | undefined = user.data?.data.name
-  const code: string | undefined = missing.error?.error.code
-  return { name, code, post: post.data?.data, titles: posts.data?.data.map((item) => item.title) }
-}
-`
-  writeFileSync(join(generated, 'client.ts'), client)
-  writeFileSync(join(generated, 'wrong.ts'), client.replace("{ email, name: 'Typed Client', password: 'typed-password' }", "{ emial: email, name: 'Typed Client', password: 'typed-password' }"))
-
-  const typeCheck = (file: string) => ts.getPreEmitDiagnostics(ts.createProgram([join(generated, file)], {
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext
-  })).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
-  t.same(typeCheck('client.ts'), [], 'the typed client compiles')
-  t.ok(typeCheck('wrong.ts').length > 0, 'and a wrong body does not: the types are real')
-
+t.test('/api/openapi.yaml serves the same document as YAML', async (t) => {
   const app = await build(t)
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const address = app.server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : 0
-  const { run } = await import(join(generated, 'client.ts')) as { run: (baseUrl: string, email: string) => Promise<Json> }
-  const result = await run(`http://127.0.0.1:${port}`, `typed-${process.pid}@example.com`)
-  t.equal(result.name, 'Typed Client')
-  t.equal(result.code, 'NOT_FOUND')
-  t.match(result.post, { title: 'Typed', status: 'published' })
-  t.same(result.titles, ['Typed'])
+  const yaml = await app.inject({ method: 'GET', url: '/api/openapi.yaml' })
+  t.equal(yaml.statusCode, 200)
+  t.match(yaml.headers['content-type'], /^application\/yaml/)
+  const json = await app.inject({ method: 'GET', url: '/api/openapi.json' })
+  t.same(parse(yaml.body), json.json())
+})
+
+t.test('the e-mail pattern in the document is what the `email` format checks: a dot in the domain', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const email = document.paths['/api/v1/users'].post.requestBody.content['application/json'].schema.properties.email
+  t.equal(email.pattern, EMAIL_PATTERN)
+  const pattern = new RegExp(EMAIL_PATTERN, 'u')
+  const format = schemaCheck(Type.String({ format: 'email' }))
+  const samples = [...fc.sample(fc.emailAddress(), { numRuns: 300, seed: 42 }), ...fc.sample(fc.string({ maxLength: 30 }), { numRuns: 300, seed: 42 }),
+    'user@localhost', 'user@example.com', 'User.Name+tag@Sub.Example.ORG', 'a@b.c', 'a@b..c', 'a@-b.c', '.a@b.c', 'a b@c.d', 'ü@example.com', 'a@example.com.']
+  for (const sample of samples) t.equal(pattern.test(sample), format(sample), JSON.stringify(sample))
+  t.notOk(pattern.test('user@localhost'), 'no dot in the domain: refused')
+})
+
+t.test('the Password component states the configured PASSWORD_POLICY, as the check applies it', async (t) => {
+  const basic = (await buildOpenApiDocument() as Json).components.schemas.Password
+  t.match(basic, { type: 'string', minLength: 8, maxLength: 128 })
+  t.notOk('pattern' in basic)
+  const strong = (await buildOpenApiDocument({ PASSWORD_POLICY: 'strong' }) as Json).components.schemas.Password
+  t.match(strong, { type: 'string', minLength: 12, maxLength: 128, description: /PASSWORD_POLICY=strong/ })
+  const pattern = new RegExp(strong.pattern, 'u')
+  const samples = [...fc.sample(fc.string({ minLength: 8, maxLength: 20 }), { numRuns: 500, seed: 7 }), 'Abcdefgh1234!', 'abcdefgh1234!', 'ABCDEFGH1234!', 'Abcdefghijkl!', 'Abcdefgh1234x', 'Ab1!', 'Ab1!\nxxxxxxxxx']
+  for (const sample of samples) {
+    const documented = [...sample].length >= strong.minLength && pattern.test(sample)
+    t.equal(documented, passwordPolicyProblems(sample, 'strong').length === 0, JSON.stringify(sample))
+  }
+})
+
+t.test('createdAfter\'s pattern refuses impossible months, days and times', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const parameter = (document.paths['/api/v1/posts'].get.parameters as Json[]).find((item) => item.name === 'createdAfter')
+  const pattern = new RegExp(parameter?.schema.pattern, 'u')
+  for (const good of ['2026-02-28', '2024-02-29', '2026-04-30', '2026-12-31T23:59:59.999Z', '2026-01-01T00:30+01:00']) t.ok(pattern.test(good), good)
+  for (const bad of ['2026-02-30', '2026-04-31', '2026-13-01', '2026-00-10', '2026-01-00', '2026-01-01T24:00:00Z', '2026-01-01T23:60Z', '2026-01-01T12:00:00+25:00']) {
+    t.notOk(pattern.test(bad), bad)
+  }
+})
+
+t.test('sort and fields enumerate the collection\'s own names', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const parameters = document.paths['/api/v1/users'].get.parameters as Json[]
+  const sort = parameters.find((item) => item.name === 'sort')
+  t.same(sort?.schema.items.enum, sortKeys(USER_FIELDS))
+  t.same(sort?.schema.items.enum.slice(0, 4), ['id', '-id', 'email', '-email'])
+  t.same(parameters.find((item) => item.name === 'fields')?.schema.items.enum, ['id', ...USER_FIELDS.selectable])
+})
+
+t.test('npm run export:openapi: --help, a refused option without a stack trace, --out', async (t) => {
+  const cli = async (...args: string[]) => await new Promise<{ code: number | null, stdout: string, stderr: string }>((resolve) => {
+    execFile(join(import.meta.dirname, '..', 'node_modules', '.bin', 'tsx'), [join(import.meta.dirname, '..', 'src', 'cli', 'export-openapi.ts'), ...args],
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr }))
+  })
+  const help = await cli('--help')
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^Usage: npm run export:openapi/)
+  const refused = await cli('--bogus')
+  t.equal(refused.code, 2)
+  t.match(refused.stderr, /Unknown option '--bogus'/)
+  t.notMatch(refused.stderr, /\n\s+at /, 'no stack trace')
+  const out = t.testdir({})
+  const written = await cli('--out', out)
+  t.equal(written.code, 0, written.stderr)
+  const json = JSON.parse(readFileSync(join(out, 'openapi.json'), 'utf8')) as Json
+  t.same(parse(readFileSync(join(out, 'openapi.yaml'), 'utf8')), json)
+  t.same(json, await buildOpenApiDocument())
 })

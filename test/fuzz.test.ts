@@ -125,12 +125,21 @@ interface Operation {
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
+/** The schema with each `$ref` to a component replaced by the component (request schemas refer to a few, as `Password`). */
+function inlined (schema: unknown, document: Json): any {
+  if (Array.isArray(schema)) return schema.map((item) => inlined(item, document))
+  if (typeof schema !== 'object' || schema === null) return schema
+  const reference = (schema as Json).$ref
+  if (typeof reference === 'string') return inlined(document.components.schemas[reference.replace('#/components/schemas/', '')], document)
+  return Object.fromEntries(Object.entries(schema).map(([key, item]) => [key, inlined(item, document)]))
+}
+
 function operationsOf (document: Json): Operation[] {
   const operations: Operation[] = []
   for (const [path, item] of Object.entries(document.paths as Json)) {
     for (const [method, operation] of Object.entries(item as Json)) {
       if (!HTTP_METHODS.has(method)) continue
-      const parameters = (operation.parameters ?? []) as Array<{ in: string, name: string, schema: JsonSchema, required?: boolean }>
+      const parameters = inlined(operation.parameters ?? [], document) as Array<{ in: string, name: string, schema: JsonSchema, required?: boolean }>
       const of = (place: string) => parameters.filter((parameter) => parameter.in === place)
         .map((parameter) => ({ name: parameter.name, schema: parameter.schema, required: parameter.required === true }))
       operations.push({
@@ -139,7 +148,7 @@ function operationsOf (document: Json): Operation[] {
         path,
         pathParameters: of('path'),
         queryParameters: of('query'),
-        body: operation.requestBody?.content?.['application/json']?.schema ?? null,
+        body: inlined(operation.requestBody?.content?.['application/json']?.schema ?? null, document),
         statuses: new Set(Object.keys(operation.responses as Json).map(Number))
       })
     }

@@ -4,6 +4,8 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { components } from '../../../schemas/components.js'
+import { PASSWORD_LENGTH } from '../../../schemas/user.js'
+import { publishedPasswordSchema } from '../../security/password-policy.js'
 import { withoutCanonicalMarks } from '../../validation.js'
 
 const require = createRequire(import.meta.url)
@@ -82,11 +84,18 @@ function withCommonHeaders (document: Record<string, unknown>): Record<string, u
 /**
  * The OpenAPI 3.1 document (docs/api.md, "Health and documentation"), built from the route
  * schemas (shared schemas become `components.schemas`), Swagger UI at /api/docs, ReDoc at
- * /api/redoc, the document at /api/openapi.json. Registered before the routes, so it sees
+ * /api/redoc, the document at /api/openapi.json and /api/openapi.yaml. Registered before the routes, so it sees
  * them all.
  */
 export default fp(async (fastify) => {
   for (const schema of components()) fastify.addSchema(schema)
+
+  /** The `Password` component says what the configured PASSWORD_POLICY asks (docs/api.md, "Passwords"). */
+  function withPasswordPolicy (document: Record<string, unknown>): Record<string, unknown> {
+    const schemas = (document.components as { schemas: Record<string, Record<string, unknown>> }).schemas
+    schemas.Password = { type: 'string', ...publishedPasswordSchema(PASSWORD_LENGTH, fastify.config.passwordPolicy), title: 'Password' }
+    return document
+  }
 
   await fastify.register(swagger, {
     openapi: {
@@ -117,7 +126,7 @@ export default fp(async (fastify) => {
       ]
     },
     // Only an OpenAPI 3 document is built; the other branch is for the typings.
-    transformObject: (document) => withCommonHeaders(withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as Record<string, unknown>),
+    transformObject: (document) => withPasswordPolicy(withCommonHeaders(withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as Record<string, unknown>)),
     // Shared schemas keep their names: `$ref: 'User'` becomes `#/components/schemas/User`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
@@ -125,6 +134,8 @@ export default fp(async (fastify) => {
   await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: false, uiConfig: { deepLinking: true } })
 
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
+  fastify.get('/api/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
+    await reply.type('application/yaml; charset=utf-8').send(fastify.swagger({ yaml: true })))
 
   const bundle = await redocBundle()
   fastify.get('/api/redoc', { schema: { hide: true } }, async (_request, reply) => await reply.type('text/html; charset=utf-8').send(REDOC_PAGE))

@@ -22,9 +22,14 @@ interface AjvIssue {
   params: Record<string, unknown>
 }
 
-/** Ajv's issues as the error envelope's `details`: the path names the offending property itself. */
+/**
+ * Ajv's issues as the error envelope's `details`: the path names the offending property itself.
+ * A value that fails its format also fails the pattern restating it (e-mail addresses,
+ * schemas/user.ts): one problem, one detail.
+ */
 function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
-  return issues.map((issue) => {
+  const failedFormat = new Set(issues.filter((issue) => issue.keyword === 'format').map((issue) => issue.instancePath))
+  return issues.filter((issue) => issue.keyword !== 'pattern' || !failedFormat.has(issue.instancePath)).map((issue) => {
     if (issue.keyword === 'required') {
       return { path: `${issue.instancePath}/${String(issue.params.missingProperty)}`, message: 'is required' }
     }
