@@ -66,6 +66,7 @@ export function CollectionQuerySchema<T extends TProperties = {}> (fields: Colle
 }
 
 export const OffsetMetaSchema = Type.Object({
+  kind: Type.Literal('offset', { description: 'Which pagination answered: page and limit' }),
   page: Type.Integer(),
   limit: Type.Integer(),
   total: Type.Integer({ description: 'Number of matching records; at most 10000 when the collection is filtered or searched (see totalExact)' }),
@@ -74,6 +75,7 @@ export const OffsetMetaSchema = Type.Object({
 }, { title: 'OffsetMeta' })
 
 export const CursorMetaSchema = Type.Object({
+  kind: Type.Literal('cursor', { description: 'Which pagination answered: cursor' }),
   nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Opaque; null on the last page' }),
   hasMore: Type.Boolean()
 }, { title: 'CursorMeta' })
@@ -84,7 +86,10 @@ export function CollectionEnvelope<T extends TSchema> (item: T) {
   if (typeof title !== 'string') throw new Error('collection items need a title: it names their component')
   return component(`${title.replace(/ListItem$/, '')}Collection`, Type.Object({
     data: Type.Array(component(title, item)),
-    meta: Type.Union([component('OffsetMeta', OffsetMetaSchema), component('CursorMeta', CursorMetaSchema)])
+    // `kind` tells the two apart: a discriminator for generated clients, which the serializer ignores.
+    meta: Type.Union([component('OffsetMeta', OffsetMetaSchema), component('CursorMeta', CursorMetaSchema)], {
+      discriminator: { propertyName: 'kind', mapping: { offset: '#/components/schemas/OffsetMeta', cursor: '#/components/schemas/CursorMeta' } }
+    })
   }))
 }
 

@@ -74,9 +74,11 @@ export async function run (baseUrl: string, email: string) {
   if (created.data === undefined) throw new Error('sign-up failed')
   const login = await api.POST('/api/v1/auth/login', { body: { email, password: 'typed-password' } })
   const signedIn = login.data?.data
-  if (signedIn === undefined || 'mfa_required' in signedIn) throw new Error('no token pair')
+  if (signedIn === undefined || signedIn.mfa_required) throw new Error('no token pair')
   const headers = { Authorization: \`Bearer \${signedIn.access_token}\` }
   const users = await api.GET('/api/v1/users', { params: { query: { sort: ['-created_at', 'email'], fields: ['email'], limit: 5 } }, headers })
+  const meta = users.data?.meta
+  const total: number | undefined = meta?.kind === 'offset' ? meta.total : undefined
   const refreshed = await api.POST('/api/v1/auth/refresh', { body: { refresh_token: signedIn.refresh_token } })
   const missing = await api.GET('/api/v1/users/{id}', { params: { path: { id: '01890000-0000-7000-8000-000000000000' } }, headers })
   const code: ErrorCode | undefined = missing.error?.error.code
@@ -84,6 +86,7 @@ export async function run (baseUrl: string, email: string) {
     location: created.response.headers.get('location'),
     emails: users.data?.data.map((user) => user.email),
     refreshed: refreshed.data?.data.token_type,
+    total,
     code
   }
 }
@@ -93,6 +96,7 @@ export async function run (baseUrl: string, email: string) {
   const wrong = {
     'an unknown body property': program.replace("{ email, name: 'Typed Client',", "{ emial: email, name: 'Typed Client',"),
     'a sort key outside the enumeration': program.replace("sort: ['-created_at', 'email']", "sort: ['-password_hash']"),
+    'offset meta read without its kind': program.replace("meta?.kind === 'offset' ? meta.total : undefined", 'meta?.total'),
     'an error code outside the table': program.replace('const code: ErrorCode | undefined = missing.error?.error.code', "const code = missing.error?.error.code === 'NO_SUCH_CODE' ? undefined : missing.error?.error.code")
   }
   for (const [name, text] of Object.entries(wrong)) {
@@ -107,6 +111,7 @@ export async function run (baseUrl: string, email: string) {
   t.match(result.location, /^\/api\/v1\/users\/[0-9a-f-]{36}$/)
   t.same(result.emails, [`typed-${process.pid}@example.com`])
   t.equal(result.refreshed, 'Bearer')
+  t.equal(result.total, 1)
   t.equal(result.code, 'NOT_FOUND')
 })
 
@@ -129,7 +134,7 @@ export async function run (baseUrl: string, email: string) {
   if (created.data === undefined) throw new Error('sign-up failed')
   const login = await authLogin({ body: { email, password: 'sdk-password' } })
   const signedIn = login.data?.data
-  if (signedIn === undefined || 'mfa_required' in signedIn) throw new Error('no token pair')
+  if (signedIn === undefined || signedIn.mfa_required) throw new Error('no token pair')
   const users = await usersList({ query: { sort: ['-created_at'], limit: 5 }, headers: { Authorization: \`Bearer \${signedIn.access_token}\` } })
   const refreshed = await authRefresh({ body: { refresh_token: signedIn.refresh_token } })
   return { id: created.data.data.id, emails: users.data?.data.map((user) => user.email), refreshed: refreshed.data?.data.token_type }

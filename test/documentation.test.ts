@@ -222,6 +222,20 @@ t.test('createdAfter\'s pattern refuses impossible months, days and times', asyn
   }
 })
 
+t.test('sign-in results and collection metas are discriminated unions', async (t) => {
+  const document = await buildOpenApiDocument() as Json
+  const { schemas } = document.components
+  t.same(schemas.SignInResult.discriminator, { propertyName: 'mfa_required', mapping: { false: '#/components/schemas/SignedIn', true: '#/components/schemas/MfaChallenge' } })
+  t.same(schemas.SignedIn.properties.mfa_required.enum, [false])
+  t.same(schemas.MfaChallenge.properties.mfa_required.enum, [true])
+  const meta = schemas.UserCollection.properties.meta
+  t.same(meta.discriminator, { propertyName: 'kind', mapping: { offset: '#/components/schemas/OffsetMeta', cursor: '#/components/schemas/CursorMeta' } })
+  for (const [name, kind] of [['OffsetMeta', 'offset'], ['CursorMeta', 'cursor']] as const) {
+    t.same(schemas[name].properties.kind.enum, [kind])
+    t.ok(schemas[name].required.includes('kind'), `${name} requires kind`)
+  }
+})
+
 t.test('sort and fields enumerate the collection\'s own names', async (t) => {
   const document = await buildOpenApiDocument() as Json
   const parameters = document.paths['/api/v1/users'].get.parameters as Json[]

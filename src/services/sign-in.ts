@@ -135,13 +135,13 @@ export class SignInService {
    * The last step of every sign-in path (password, provider): a session, or, when the account
    * has MFA on, the challenge that `answerChallenge` completes.
    */
-  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<TokenPair | MfaChallenge> {
+  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<SignInResult> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
     if (methods.length > 0) {
       const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
       return { mfa_required: true, mfa_token: challenge.token, methods }
     }
-    return await this.#startSession(context, principal, device as Device | undefined, method)
+    return { ...await this.#startSession(context, principal, device as Device | undefined, method), mfa_required: false }
   }
 
   /** An MFA challenge's claims and its account; a challenge ends with its account. */
