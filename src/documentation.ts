@@ -30,12 +30,23 @@ function referencesIn (value: unknown, found: Set<string>): Set<string> {
   return found
 }
 
+/** A discriminator's mapping names components as the OpenAPI document places them. */
+const COMPONENT_PREFIX = '#/components/schemas/'
+
+function isStringRecord (value: unknown): value is Record<string, string> {
+  return typeof value === 'object' && value !== null && Object.values(value).every((item) => typeof item === 'string')
+}
+
 function rewriteReferences (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteReferences)
   if (typeof value !== 'object' || value === null) return value
   return Object.fromEntries(Object.entries(value)
     .filter(([key]) => key !== '$id')
-    .map(([key, item]) => [key, key === '$ref' && typeof item === 'string' ? `#/$defs/${item}` : rewriteReferences(item)]))
+    .map(([key, item]) => {
+      if (key === '$ref' && typeof item === 'string') return [key, `#/$defs/${item}`]
+      if (key === 'mapping' && isStringRecord(item)) return [key, Object.fromEntries(Object.entries(item).map(([name, target]) => [name, target.replace(COMPONENT_PREFIX, '#/$defs/')]))]
+      return [key, rewriteReferences(item)]
+    }))
 }
 
 /**

@@ -166,6 +166,7 @@ t.test('each named schema exports as a standalone JSON Schema', async (t) => {
   t.same(userResponse.properties.data, { $ref: '#/$defs/User' })
   t.same(Object.keys(userResponse.$defs), ['User'])
   t.notMatch(JSON.stringify(schemas), /"\$ref":"(?!#\/\$defs\/)/, 'every reference is internal')
+  t.same((schemas.UserCollection as Json).properties.meta.discriminator.mapping, { offset: '#/$defs/OffsetMeta', cursor: '#/$defs/CursorMeta' }, 'discriminator mappings too')
 })
 
 t.test('the published documents leave out the validator\'s mark on ids, which clients\' validators would refuse', async (t) => {
