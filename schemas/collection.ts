@@ -8,8 +8,13 @@ import { component } from './components.js'
  */
 const MAX_PAGE = 2 ** 31 - 1
 
-/** ISO 8601 date or date-time; checked for a real calendar instant in code. */
-const ISO_DATE_OR_DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$'
+/**
+ * ISO 8601 date or date-time with real months, days of the month and times of day; that
+ * 29 February falls in a leap year is checked in code (src/collection/query.ts).
+ */
+const MONTH_AND_DAY = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-9]))'
+const TIME_OF_DAY = '(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d{1,9})?)?'
+const ISO_DATE_OR_DATE_TIME = `^\\d{4}-${MONTH_AND_DAY}(?:T${TIME_OF_DAY}(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d))?$`
 
 export interface CollectionFields {
   /** Field names accepted by `sort` (besides `id`). */
@@ -20,10 +25,23 @@ export interface CollectionFields {
   searchIn: string | null
 }
 
+/** The keys `sort` takes: each sortable field (and `id`), ascending and with `-` descending. */
+export function sortKeys (fields: CollectionFields): string[] {
+  return ['id', ...fields.sortable].flatMap((name) => [name, `-${name}`])
+}
+
 /**
- * The collection parameters for one resource (docs/api.md, "Collections"). The allow-lists are
- * enforced in `src/collection/query.ts` (so the error names the unknown field); here they
- * document.
+ * Parameters that list several values: repeated (`sort=-name&sort=id`) or comma-separated
+ * (`sort=-name,id`); the query-string validator splits the commas (src/validation.ts).
+ */
+function ListParameter (values: string[], description: string) {
+  return Type.Array(Type.String({ enum: values }), { minItems: 1, maxItems: values.length, description })
+}
+
+/**
+ * The collection parameters for one resource (docs/api.md, "Collections"). `sort` and `fields`
+ * enumerate the resource's allow-lists; `src/collection/query.ts` reads them and refuses a
+ * field given twice.
  */
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
@@ -33,16 +51,8 @@ export function CollectionQuerySchema<T extends TProperties = {}> (fields: Colle
       maxLength: 1024,
       description: 'Cursor pagination: empty for the first page, then meta.nextCursor'
     })),
-    sort: Type.Optional(Type.String({
-      maxLength: 200,
-      pattern: '^-?[a-z_]+(,-?[a-z_]+)*$',
-      description: `Comma-separated fields, leading '-' for descending. Allowed: ${['id', ...fields.sortable].join(', ')}`
-    })),
-    fields: Type.Optional(Type.String({
-      maxLength: 200,
-      pattern: '^[a-z_]+(,[a-z_]+)*$',
-      description: `Comma-separated fields to return (id always included). Allowed: ${fields.selectable.join(', ')}`
-    })),
+    sort: Type.Optional(ListParameter(sortKeys(fields), 'Fields to sort by, in order, \'-\' for descending; each at most once. Repeated or comma-separated')),
+    fields: Type.Optional(ListParameter(['id', ...fields.selectable], 'Fields to return (id always is). Repeated or comma-separated')),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: `Case-insensitive substring of ${fields.searchIn ?? 'nothing'}` })),
     createdAfter: Type.Optional(Type.String({
       pattern: ISO_DATE_OR_DATE_TIME,
@@ -56,6 +66,7 @@ export function CollectionQuerySchema<T extends TProperties = {}> (fields: Colle
 }
 
 export const OffsetMetaSchema = Type.Object({
+  kind: Type.Literal('offset', { description: 'Which pagination answered: page and limit' }),
   page: Type.Integer(),
   limit: Type.Integer(),
   total: Type.Integer({ description: 'Number of matching records; at most 10000 when the collection is filtered or searched (see totalExact)' }),
@@ -64,6 +75,7 @@ export const OffsetMetaSchema = Type.Object({
 }, { title: 'OffsetMeta' })
 
 export const CursorMetaSchema = Type.Object({
+  kind: Type.Literal('cursor', { description: 'Which pagination answered: cursor' }),
   nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Opaque; null on the last page' }),
   hasMore: Type.Boolean()
 }, { title: 'CursorMeta' })
@@ -74,7 +86,10 @@ export function CollectionEnvelope<T extends TSchema> (item: T) {
   if (typeof title !== 'string') throw new Error('collection items need a title: it names their component')
   return component(`${title.replace(/ListItem$/, '')}Collection`, Type.Object({
     data: Type.Array(component(title, item)),
-    meta: Type.Union([component('OffsetMeta', OffsetMetaSchema), component('CursorMeta', CursorMetaSchema)])
+    // `kind` tells the two apart: a discriminator for generated clients, which the serializer ignores.
+    meta: Type.Union([component('OffsetMeta', OffsetMetaSchema), component('CursorMeta', CursorMetaSchema)], {
+      discriminator: { propertyName: 'kind', mapping: { offset: '#/components/schemas/OffsetMeta', cursor: '#/components/schemas/CursorMeta' } }
+    })
   }))
 }
 

@@ -37,3 +37,18 @@ export function DataEnvelope<T extends TSchema> (item: T) {
 
 /** OpenAPI security requirement of routes that take a bearer token (scheme in plugins/documentation.ts). */
 export const BEARER = [{ bearerAuth: [] }]
+/** Routes anyone may call: no credentials. */
+export const PUBLIC: Array<Record<string, string[]>> = []
+/** Public routes that show more to a signed-in caller, and refuse a token that is sent but bad. */
+export const OPTIONAL_BEARER: Array<Record<string, string[]>> = [{}, { bearerAuth: [] }]
+
+/**
+ * A response schema with what the OpenAPI document says of its status: a description and the
+ * headers it carries (the serializers read neither).
+ */
+export function described<T extends TSchema> (schema: T, description: string, headers?: Record<string, TSchema>): T {
+  return { ...schema, description, ...(headers !== undefined && { headers }) }
+}
+
+/** The `Location` of a created resource (docs/api.md, "Conventions"). */
+export const LOCATION = { Location: Type.String({ description: 'Path of the created resource' }) }

@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Errors } from '../src/errors.js'
 import { component } from './components.js'
 
 export const ValidationIssueSchema = Type.Object({
@@ -7,10 +8,19 @@ export const ValidationIssueSchema = Type.Object({
 })
 export type ValidationIssue = Static<typeof ValidationIssueSchema>
 
+/** Each code of the error table with its status, in the table's order. */
+const TABLE = Object.values(Errors).map((ServiceError) => {
+  const { code, statusCode } = new ServiceError()
+  return { code, status: statusCode ?? 500 }
+})
+
+/** Every code a client can see (the table names some codes twice, with two messages). */
+export const ERROR_CODES = [...new Set(TABLE.map((entry) => entry.code))]
+
 /** `{ error: { code, message, details? } }`, details only on validation failures (docs/api.md, "Errors"). */
 export const ErrorEnvelopeSchema = Type.Object({
   error: Type.Object({
-    code: Type.String({ description: 'Machine-readable code, e.g. VALIDATION_FAILED' }),
+    code: Type.String({ enum: ERROR_CODES, description: 'Machine-readable code, from the error table' }),
     message: Type.String(),
     details: Type.Optional(Type.Array(ValidationIssueSchema))
   })
@@ -20,18 +30,53 @@ export type ErrorEnvelope = Static<typeof ErrorEnvelopeSchema>
 /** The one error component every route's error statuses point to. */
 const ErrorReference = component('Error', ErrorEnvelopeSchema)
 
-type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 423 | 429 | 500 | 502 | 503
+type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 423 | 429 | 431 | 500 | 502 | 503
 
-/** Statuses every route can answer: bad input, rate limit, unexpected failure, storage down. */
-const ALWAYS: ErrorStatus[] = [400, 429, 500, 503]
+/** Statuses every route can answer: bad input, headers too large or too slow, unexpected failure, storage down. */
+const ALWAYS: ErrorStatus[] = [400, 408, 431, 500, 503]
 /** Statuses only routes that read a body can answer. */
 const WITH_BODY: ErrorStatus[] = [413, 415]
 
+/** What each status means, before the codes the error table gives it. */
+const MEANING: Record<ErrorStatus, string> = {
+  400: 'Invalid request: a value outside its schema (strings never contain U+0000), malformed JSON or URL, or a bad token of a message',
+  401: 'Not authenticated, or a credential was refused',
+  403: 'Not permitted',
+  404: 'Not found',
+  408: 'Request not received in time (answered before routing; the connection closes)',
+  409: 'Conflicts with the current state',
+  413: 'Body over 10240 bytes',
+  415: 'Body that is not application/json',
+  423: 'Account locked after too many failed sign-ins',
+  429: 'Rate limit exceeded',
+  431: 'Request headers too large (answered before routing; the connection closes)',
+  500: 'Unexpected failure',
+  502: 'The identity provider failed',
+  503: 'The database or another dependency is unavailable'
+}
+
+const RETRY_AFTER = Type.Integer({ minimum: 0, description: 'Seconds to wait before trying again' })
+
+/** Headers each error status carries (docs/api.md, "Errors" and "Rate limits"). */
+const HEADERS: Partial<Record<ErrorStatus, Record<string, TSchema>>> = {
+  401: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'Sent when the code names a token (MISSING_TOKEN, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REUSED)' }) },
+  429: { 'Retry-After': RETRY_AFTER },
+  503: { 'Retry-After': RETRY_AFTER }
+}
+
+/** The response of one error status: the Error component, described, with the codes of that status. */
+function errorResponse (status: ErrorStatus) {
+  const codes = [...new Set(TABLE.filter((entry) => entry.status === status).map((entry) => entry.code))]
+  const headers = HEADERS[status]
+  return { ...ErrorReference, description: `${MEANING[status]}: ${codes.join(', ')}`, ...(headers !== undefined && { headers }) } as typeof ErrorReference
+}
+
 /**
  * Response schemas for the error statuses a route can answer, so that every reply
- * goes through a schema (and is documented) rather than through JSON.stringify.
+ * goes through a schema (and is documented) rather than through JSON.stringify. Rate limits
+ * apply to every route but the health probes (`rateLimited: false`).
  */
-export function errorResponses (options: { body?: boolean }, ...statuses: ErrorStatus[]) {
-  const all = new Set([...ALWAYS, ...(options.body === true ? WITH_BODY : []), ...statuses])
-  return Object.fromEntries([...all].sort().map((status) => [status, ErrorReference])) as Record<ErrorStatus, typeof ErrorReference>
+export function errorResponses (options: { body?: boolean, rateLimited?: boolean }, ...statuses: ErrorStatus[]) {
+  const all = new Set([...ALWAYS, ...(options.rateLimited === false ? [] : [429 as const]), ...(options.body === true ? WITH_BODY : []), ...statuses])
+  return Object.fromEntries([...all].sort().map((status) => [status, errorResponse(status)])) as Record<ErrorStatus, typeof ErrorReference>
 }

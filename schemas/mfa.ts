@@ -32,7 +32,15 @@ export const MfaChallengeSchema = Type.Object({
 }, { title: 'MfaChallenge' })
 export type MfaChallenge = Static<typeof MfaChallengeSchema>
 
-export const SignInResultSchema = Type.Union([component('TokenPair', TokenPairSchema), component('MfaChallenge', MfaChallengeSchema)], { title: 'SignInResult' })
+/** A sign-in that needs no second factor: the token pair, with `mfa_required: false` (docs/api.md, "MFA at sign-in"). */
+export const SignedInSchema = Type.Composite([TokenPairSchema, Type.Object({ mfa_required: Type.Literal(false) })], { title: 'SignedIn' })
+export type SignedIn = Static<typeof SignedInSchema>
+
+/** `mfa_required` tells the two apart: a discriminator for generated clients, which the serializer ignores. */
+export const SignInResultSchema = Type.Union([component('SignedIn', SignedInSchema), component('MfaChallenge', MfaChallengeSchema)], {
+  title: 'SignInResult',
+  discriminator: { propertyName: 'mfa_required', mapping: { false: '#/components/schemas/SignedIn', true: '#/components/schemas/MfaChallenge' } }
+})
 export type SignInResult = Static<typeof SignInResultSchema>
 
 export const MfaVerifyBodySchema = Type.Object({

@@ -6,10 +6,11 @@ import { withoutCanonicalMarks } from './validation.js'
 
 /**
  * The OpenAPI document, built from a ready app that never listens (in-memory SQLite,
- * silent), for `npm run export:openapi` and the client-generation test.
+ * silent), for `npm run export:openapi` and the client-generation test. `environment` sets
+ * what the document depends on (PASSWORD_POLICY).
  */
-export async function buildOpenApiDocument (): Promise<Record<string, unknown>> {
-  const app: FastifyInstance = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', LOG_LEVEL: 'silent', JWT_SECRET: 'x'.repeat(32), MFA_REQUIRED_ROLES: 'none' }))
+export async function buildOpenApiDocument (environment: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const app: FastifyInstance = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', LOG_LEVEL: 'silent', JWT_SECRET: 'x'.repeat(32), MFA_REQUIRED_ROLES: 'none', ...environment }))
   try {
     await app.ready()
     return app.swagger() as unknown as Record<string, unknown>
@@ -29,12 +30,23 @@ function referencesIn (value: unknown, found: Set<string>): Set<string> {
   return found
 }
 
+/** A discriminator's mapping names components as the OpenAPI document places them. */
+const COMPONENT_PREFIX = '#/components/schemas/'
+
+function isStringRecord (value: unknown): value is Record<string, string> {
+  return typeof value === 'object' && value !== null && Object.values(value).every((item) => typeof item === 'string')
+}
+
 function rewriteReferences (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteReferences)
   if (typeof value !== 'object' || value === null) return value
   return Object.fromEntries(Object.entries(value)
     .filter(([key]) => key !== '$id')
-    .map(([key, item]) => [key, key === '$ref' && typeof item === 'string' ? `#/$defs/${item}` : rewriteReferences(item)]))
+    .map(([key, item]) => {
+      if (key === '$ref' && typeof item === 'string') return [key, `#/$defs/${item}`]
+      if (key === 'mapping' && isStringRecord(item)) return [key, Object.fromEntries(Object.entries(item).map(([name, target]) => [name, target.replace(COMPONENT_PREFIX, '#/$defs/')]))]
+      return [key, rewriteReferences(item)]
+    }))
 }
 
 /**

@@ -25,6 +25,7 @@ export const Errors = {
   ACCESS_DENIED: createError('ACCESS_DENIED', 'Access denied by zero-trust evaluation', 403),
   NOT_FOUND: createError('NOT_FOUND', '%s not found', 404),
   UNSUPPORTED_PROVIDER: createError('UNSUPPORTED_PROVIDER', 'Unsupported OAuth2 provider: %s', 404),
+  METHOD_NOT_ALLOWED: createError('METHOD_NOT_ALLOWED', 'Method %s not allowed on %s', 405),
   EMAIL_ALREADY_REGISTERED: createError('EMAIL_ALREADY_REGISTERED', 'Email already registered', 409),
   CONFLICT: createError('CONFLICT', '%s', 409),
   REQUEST_TIMEOUT: createError('REQUEST_TIMEOUT', 'Request not received in time', 408),

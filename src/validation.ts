@@ -44,6 +44,30 @@ const STRICT = { removeAdditional: false, useDefaults: true, allErrors: true } a
 /** JSON bodies are not coerced ("8" is not a number). */
 const BODY_OPTIONS = { customOptions: { ...STRICT, coerceTypes: false as const }, plugins: [canonicalIds] }
 
+type Validate = ((data: unknown) => boolean) & { errors?: unknown }
+
+/**
+ * A query string's list parameters (`type: array`, as `sort` and `fields`, docs/api.md,
+ * "Collections") come repeated or comma-separated: the commas are split before validation, so
+ * `sort=-name,id` is the list `sort=-name&sort=id` is.
+ */
+function splittingCommas (validate: Validate, schema: { properties?: Record<string, { type?: unknown }> }): Validate {
+  const lists = Object.entries(schema.properties ?? {}).filter(([, property]) => property.type === 'array').map(([name]) => name)
+  if (lists.length === 0) return validate
+  const split: Validate = (data) => {
+    if (typeof data === 'object' && data !== null) {
+      const query = data as Record<string, unknown>
+      for (const name of lists) {
+        if (query[name] !== undefined) query[name] = [query[name]].flat().flatMap((item) => typeof item === 'string' ? item.split(',') : [item])
+      }
+    }
+    const valid = validate(data)
+    split.errors = validate.errors
+    return valid
+  }
+  return split
+}
+
 /**
  * The service's validators. Query strings and path parameters arrive as text, so they are
  * coerced to the schema's types; bodies are not. Unknown keys are refused, never silently
@@ -54,7 +78,11 @@ export function buildValidator (externalSchemas: ExternalSchemas) {
   const body = ajvFactory(externalSchemas, BODY_OPTIONS)
   const text = ajvFactory(externalSchemas, { ...BODY_OPTIONS, customOptions: { ...STRICT, coerceTypes: 'array' as const } })
   // The pool's compilers take the whole route definition (their typings say schema).
-  return (route: RouteDefinition) => (route.httpPart === 'body' ? body : text)(route as object)
+  return (route: RouteDefinition) => {
+    if (route.httpPart === 'body') return body(route as object)
+    const validate = text(route as object) as Validate
+    return route.httpPart === 'querystring' ? splittingCommas(validate, route.schema as object) : validate
+  }
 }
 
 /**

@@ -13,9 +13,9 @@ function project<Row extends { id: string }> (row: Row, fields: string[] | null)
 /** The collection envelope for a page of rows (docs/api.md, "Collections"). */
 export function collectionEnvelope<Row extends { id: string }> (result: CollectionResult<Row>, fields: string[] | null) {
   const data = result.items.map((row) => project(row, fields))
-  if (result.kind === 'cursor') return { data, meta: { nextCursor: result.nextCursor, hasMore: result.hasMore } }
-  const { page, limit, total, totalExact, totalPages } = result
-  return { data, meta: { page, limit, total, totalExact, totalPages } }
+  if (result.kind === 'cursor') return { data, meta: { kind: result.kind, nextCursor: result.nextCursor, hasMore: result.hasMore } }
+  const { kind, page, limit, total, totalExact, totalPages } = result
+  return { data, meta: { kind, page, limit, total, totalExact, totalPages } }
 }
 
 /** Parses a collection's query (throwing 400 on a bad one), reads that page with `read`, and answers its envelope. */

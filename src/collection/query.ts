@@ -48,8 +48,8 @@ export interface CollectionQueryInput {
   page?: number
   limit?: number
   cursor?: string
-  sort?: string
-  fields?: string
+  sort?: readonly string[]
+  fields?: readonly string[]
   search?: string
   createdAfter?: string
 }
@@ -59,10 +59,10 @@ export interface CollectionOptions extends CollectionFields {
   defaultSort: SortKey[]
 }
 
-function parseSort (value: string | undefined, options: CollectionOptions, issues: ValidationIssue[]): SortKey[] {
+function parseSort (value: readonly string[] | undefined, options: CollectionOptions, issues: ValidationIssue[]): SortKey[] {
   if (value === undefined) return [...options.defaultSort, { field: 'id', descending: false }]
   const keys: SortKey[] = []
-  for (const token of value.split(',')) {
+  for (const token of value) {
     const descending = token.startsWith('-')
     const field = descending ? token.slice(1) : token
     if (field !== 'id' && !options.sortable.includes(field)) {
@@ -76,9 +76,9 @@ function parseSort (value: string | undefined, options: CollectionOptions, issue
   return keys.some((key) => key.field === 'id') ? keys : [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }]
 }
 
-function parseFields (value: string | undefined, options: CollectionOptions, issues: ValidationIssue[]): string[] | null {
+function parseFields (value: readonly string[] | undefined, options: CollectionOptions, issues: ValidationIssue[]): string[] | null {
   if (value === undefined) return null
-  const fields = [...new Set(value.split(','))].filter((field) => field !== 'id')
+  const fields = [...new Set(value)].filter((field) => field !== 'id')
   const unknown = fields.filter((field) => !options.selectable.includes(field))
   if (unknown.length > 0) {
     issues.push({ path: '/fields', message: `unknown fields: ${unknown.join(', ')}; allowed: ${['id', ...options.selectable].join(', ')}` })

@@ -127,7 +127,7 @@ export class SignInService {
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await guard.refuseIfLocked(context, principal.id, { method: 'passkey' })
     await this.#assertEmailVerified(context, principal, { method: 'passkey' })
-    if (userVerified) return await this.#startSession(context, principal, undefined, 'passkey')
+    if (userVerified) return { ...await this.#startSession(context, principal, undefined, 'passkey'), mfa_required: false }
     return await this.#complete(context, principal, undefined, 'passkey')
   }
 
@@ -192,14 +192,14 @@ export class SignInService {
    * `answerChallenge` completes. An account whose role must use MFA and whose only second
    * factor is a passkey is told to sign in with the passkey (docs/api.md, "Required roles").
    */
-  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<TokenPair | MfaChallenge> {
+  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<SignInResult> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
     if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
     if (methods.length > 0) {
       const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
       return { mfa_required: true, mfa_token: challenge.token, methods }
     }
-    return await this.#startSession(context, principal, device as Device | undefined, method)
+    return { ...await this.#startSession(context, principal, device as Device | undefined, method), mfa_required: false }
   }
 
   /** An MFA challenge's claims and its account; a challenge ends with its account. */

@@ -27,26 +27,26 @@ t.test('defaults: offset page 1, default sort with id as tie-breaker, all fields
 })
 
 t.test('multi-field sort with - for descending', async (t) => {
-  const request = parseCollectionQuery({ limit: 5, sort: '-name,created_at' }, options, cursors)
+  const request = parseCollectionQuery({ limit: 5, sort: ['-name', 'created_at'] }, options, cursors)
   t.same(request.sort, [
     { field: 'name', descending: true },
     { field: 'created_at', descending: false },
     { field: 'id', descending: false }
   ])
-  t.same(parseCollectionQuery({ limit: 5, sort: '-id' }, options, cursors).sort, [{ field: 'id', descending: true }])
+  t.same(parseCollectionQuery({ limit: 5, sort: ['-id'] }, options, cursors).sort, [{ field: 'id', descending: true }])
 })
 
 t.test('unknown or repeated sort fields and unknown fields are refused by name', async (t) => {
-  t.same(issuesOf(() => parseCollectionQuery({ limit: 5, sort: 'password_hash' }, options, cursors)),
+  t.same(issuesOf(() => parseCollectionQuery({ limit: 5, sort: ['password_hash'] }, options, cursors)),
     [{ path: '/sort', message: 'unknown sort field "password_hash"; allowed: id, name, created_at' }])
-  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, sort: 'name,-name' }, options, cursors)),
+  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, sort: ['name', '-name'] }, options, cursors)),
     [{ path: '/sort', message: /given twice/ }])
-  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, fields: 'name,password_hash' }, options, cursors)),
+  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, fields: ['name', 'password_hash'] }, options, cursors)),
     [{ path: '/fields', message: /unknown fields: password_hash/ }])
 })
 
 t.test('fields: id is implied, duplicates collapse', async (t) => {
-  t.same(parseCollectionQuery({ limit: 5, fields: 'id,name,name' }, options, cursors).fields, ['name'])
+  t.same(parseCollectionQuery({ limit: 5, fields: ['id', 'name', 'name'] }, options, cursors).fields, ['name'])
 })
 
 t.test('createdAfter accepts ISO dates and date-times and refuses impossible dates', async (t) => {
@@ -64,7 +64,7 @@ t.test('cursor mode: empty cursor is the first page; a cursor is bound to its qu
   const cursor = cursors.encode(queryFingerprint(first), ['2026-01-01T00:00:00.000Z', 'some-id'])
   t.same(parseCollectionQuery({ limit: 5, cursor }, options, cursors).pagination,
     { kind: 'cursor', limit: 5, after: ['2026-01-01T00:00:00.000Z', 'some-id'] })
-  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, cursor, sort: '-name' }, options, cursors)), [{ path: '/cursor' }],
+  t.match(issuesOf(() => parseCollectionQuery({ limit: 5, cursor, sort: ['-name'] }, options, cursors)), [{ path: '/cursor' }],
     'another sort')
   t.match(issuesOf(() => parseCollectionQuery({ limit: 5, cursor, search: 'x' }, options, cursors)), [{ path: '/cursor' }],
     'another filter')

@@ -11,6 +11,24 @@ t.test('unknown routes answer the 404 envelope', async (t) => {
   t.same(response.json(), { error: { code: 'NOT_FOUND', message: 'Route GET /api/v1/nothing not found' } })
 })
 
+t.test('a known path asked with another method answers 405 with Allow; OPTIONS without a preflight stays a 404', async (t) => {
+  const app = await build(t)
+  const put = await app.inject({ method: 'PUT', url: '/api/v1/users?x=1' })
+  t.equal(put.statusCode, 405)
+  t.equal(put.headers.allow, 'GET, HEAD, POST')
+  t.same(put.json(), { error: { code: 'METHOD_NOT_ALLOWED', message: 'Method PUT not allowed on /api/v1/users' } })
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) t.equal(put.headers[name], value, name)
+  const post = await app.inject({ method: 'POST', url: '/api/v1/users/01890000-0000-7000-8000-000000000000' })
+  t.equal(post.statusCode, 405)
+  t.equal(post.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE')
+  const deeper = await app.inject({ method: 'POST', url: '/api/v1/users/a/b' })
+  t.equal(deeper.statusCode, 404, 'a path no route has')
+  t.notOk('allow' in deeper.headers)
+  const options = await app.inject({ method: 'OPTIONS', url: '/api/v1/users' })
+  t.equal(options.statusCode, 404)
+  t.equal(options.json().error.code, 'NOT_FOUND')
+})
+
 t.test('unexpected failures answer 500 with the generic text; the cause goes only to the log', async (t) => {
   const logged: string[] = []
   const app = await build(t, {

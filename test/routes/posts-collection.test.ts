@@ -24,9 +24,9 @@ for (const backend of backends()) {
     t.test('25 posts in pages of 10 by offset', async (t) => {
       const pages = [await list('limit=10&page=1', true), await list('limit=10&page=2', true), await list('limit=10&page=3', true)]
       t.same(pages.map((page) => page.data.length), [10, 10, 5])
-      t.same(pages[0]?.meta, { page: 1, limit: 10, total: 25, totalExact: true, totalPages: 3 })
+      t.same(pages[0]?.meta, { kind: 'offset', page: 1, limit: 10, total: 25, totalExact: true, totalPages: 3 })
       t.equal(new Set(pages.flatMap((page) => page.data.map((post) => post.id))).size, 25)
-      t.same((await list('limit=10')).meta, { page: 1, limit: 10, total: published, totalExact: true, totalPages: 2 }, 'anonymous: published only')
+      t.same((await list('limit=10')).meta, { kind: 'offset', page: 1, limit: 10, total: published, totalExact: true, totalPages: 2 }, 'anonymous: published only')
     })
 
     t.test('25 posts in pages of 10 by cursor, with posts added and edited between pages', async (t) => {

@@ -170,6 +170,6 @@ t.test('both endpoints are in the OpenAPI document with their response schemas, 
   const discovery = document.paths['/.well-known/openid-configuration']?.get
   t.same(jwks?.responses['200']?.content['application/json']?.schema, { $ref: '#/components/schemas/Jwks' })
   t.same(discovery?.responses['200']?.content['application/json']?.schema, { $ref: '#/components/schemas/OpenIdConfiguration' })
-  t.notOk(jwks?.security, 'no bearer authentication')
+  t.same(jwks?.security, [], 'no bearer authentication')
   t.ok(document.components.schemas.PublicJwk)
 })

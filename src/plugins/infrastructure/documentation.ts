@@ -4,6 +4,8 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { components } from '../../../schemas/components.js'
+import { PASSWORD_LENGTH } from '../../../schemas/user.js'
+import { publishedPasswordSchema } from '../../security/password-policy.js'
 import { withoutCanonicalMarks } from '../../validation.js'
 
 const require = createRequire(import.meta.url)
@@ -39,14 +41,61 @@ const REDOC_PAGE = `<!doctype html>
 </html>
 `
 
+/** Headers set outside the routes (security headers, rate limits), described once and referenced by every response. */
+const COMMON_HEADERS = {
+  'Cache-Control': {
+    description: 'no-store: answers carry tokens and personal data (docs/api.md, "Security headers")',
+    schema: { type: 'string', const: 'no-store' }
+  },
+  'X-RateLimit-Limit': { description: 'Requests the client may make in the window of this route\'s tier', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Reset': { description: 'Seconds until the oldest counted request leaves the window', schema: { type: 'integer', minimum: 0 } }
+}
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+/** Answered by the HTTP parser before routing: no rate limit is counted for them. */
+const BEFORE_ROUTING = new Set(['408', '431'])
+
+interface ResponseObject { headers?: Record<string, unknown> }
+interface OperationObject { responses: Record<string, ResponseObject> }
+
+/**
+ * Adds the headers every response carries to each response of the document: Cache-Control
+ * (unless the route sets its own) and, on routes under a rate limit (those that can answer 429),
+ * the X-RateLimit-* headers (docs/api.md, "Rate limits").
+ */
+function withCommonHeaders (document: Record<string, unknown>): Record<string, unknown> {
+  const reference = (name: string) => ({ $ref: `#/components/headers/${name}` })
+  for (const item of Object.values(document.paths as Record<string, Record<string, OperationObject>>)) {
+    for (const operation of Object.values(item)) {
+      const rateLimited = '429' in operation.responses
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const names = ['Cache-Control', ...(rateLimited && !BEFORE_ROUTING.has(status) ? RATE_LIMIT_HEADERS : [])]
+        const headers = { ...response.headers }
+        for (const name of names) headers[name] ??= reference(name)
+        response.headers = headers
+      }
+    }
+  }
+  const components = document.components as Record<string, unknown>
+  components.headers = COMMON_HEADERS
+  return document
+}
+
 /**
  * The OpenAPI 3.1 document (docs/api.md, "Health and documentation"), built from the route
  * schemas (shared schemas become `components.schemas`), Swagger UI at /api/docs, ReDoc at
- * /api/redoc, the document at /api/openapi.json. Registered before the routes, so it sees
+ * /api/redoc, the document at /api/openapi.json and /api/openapi.yaml. Registered before the routes, so it sees
  * them all.
  */
 export default fp(async (fastify) => {
   for (const schema of components()) fastify.addSchema(schema)
+
+  /** The `Password` component says what the configured PASSWORD_POLICY asks (docs/api.md, "Passwords"). */
+  function withPasswordPolicy (document: Record<string, unknown>): Record<string, unknown> {
+    const schemas = (document.components as { schemas: Record<string, Record<string, unknown>> }).schemas
+    schemas.Password = { type: 'string', ...publishedPasswordSchema(PASSWORD_LENGTH, fastify.config.passwordPolicy), title: 'Password' }
+    return document
+  }
 
   await fastify.register(swagger, {
     openapi: {
@@ -54,7 +103,8 @@ export default fp(async (fastify) => {
       info: {
         title: 'Users API',
         version: '1.0.0',
-        description: 'Users, authentication and security: tokens, sessions, MFA, OAuth sign-in, RBAC, audit, rate limits.'
+        description: 'Users, authentication and security: tokens, sessions, MFA, OAuth sign-in, RBAC, audit, rate limits. ' +
+          'No string, in a body, a query or a path, may contain U+0000: such a request answers 400 VALIDATION_FAILED.'
       },
       servers: [{ url: '/' }],
       components: {
@@ -77,7 +127,7 @@ export default fp(async (fastify) => {
       ]
     },
     // Only an OpenAPI 3 document is built; the other branch is for the typings.
-    transformObject: (document) => withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as object,
+    transformObject: (document) => withPasswordPolicy(withCommonHeaders(withoutCanonicalMarks('openapiObject' in document ? document.openapiObject : document.swaggerObject) as Record<string, unknown>)),
     // Shared schemas keep their names: `$ref: 'User'` becomes `#/components/schemas/User`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
@@ -85,6 +135,8 @@ export default fp(async (fastify) => {
   await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: false, uiConfig: { deepLinking: true } })
 
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
+  fastify.get('/api/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
+    await reply.type('application/yaml; charset=utf-8').send(fastify.swagger({ yaml: true })))
 
   const bundle = await redocBundle()
   fastify.get('/api/redoc', { schema: { hide: true } }, async (_request, reply) => await reply.type('text/html; charset=utf-8').send(REDOC_PAGE))

@@ -22,16 +22,24 @@ interface AjvIssue {
   params: Record<string, unknown>
 }
 
-/** Ajv's issues as the error envelope's `details`: the path names the offending property itself. */
+/**
+ * Ajv's issues as the error envelope's `details`: the path names the offending property itself.
+ * A value that fails its format also fails the pattern restating it (e-mail addresses,
+ * schemas/user.ts): one problem, one detail.
+ */
 function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
-  return issues.map((issue) => {
+  const failedFormat = new Set(issues.filter((issue) => issue.keyword === 'format').map((issue) => issue.instancePath))
+  return issues.filter((issue) => issue.keyword !== 'pattern' || !failedFormat.has(issue.instancePath)).map((issue) => {
     if (issue.keyword === 'required') {
       return { path: `${issue.instancePath}/${String(issue.params.missingProperty)}`, message: 'is required' }
     }
     if (issue.keyword === 'additionalProperties') {
       return { path: `${issue.instancePath}/${String(issue.params.additionalProperty)}`, message: 'is not an allowed property' }
     }
-    const message = issue.message ?? 'is invalid'
+    // Ajv's own words name no value: the allowed ones are listed instead.
+    const message = issue.keyword === 'enum' && Array.isArray(issue.params.allowedValues)
+      ? `must be one of: ${issue.params.allowedValues.join(', ')}`
+      : issue.message ?? 'is invalid'
     return { path: issue.instancePath, message: issue.instancePath === '' ? `${context} ${message}` : message }
   })
 }
@@ -117,6 +125,33 @@ export function answerClientError (this: FastifyInstance, error: Error & { code?
   socket.destroy(error)
 }
 
+/**
+ * The methods each route path answers, for the 405 of a known path asked with another method
+ * (docs/api.md, "Errors"). Paths are matched as the router matches them: a `:name` parameter
+ * is one segment, a `*` the rest.
+ */
+class AllowedMethods {
+  readonly #methods = new Map<string, Set<string>>()
+  #matchers: Array<{ pattern: RegExp, methods: string[] }> | null = null
+
+  add (url: string, method: string | string[]): void {
+    const methods = this.#methods.get(url) ?? new Set<string>()
+    // Only CORS preflights are answered to OPTIONS (its route matches every path).
+    for (const name of [method].flat()) if (name !== 'OPTIONS') methods.add(name)
+    if (methods.size > 0) this.#methods.set(url, methods)
+    this.#matchers = null
+  }
+
+  /** The methods of the first route path that `path` matches, or none. */
+  on (path: string): string[] {
+    this.#matchers ??= [...this.#methods].map(([url, methods]) => ({
+      pattern: new RegExp(`^${url.split(/(:\w+|\*)/).map((part) => part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('')}$`),
+      methods: [...methods]
+    }))
+    return this.#matchers.find((matcher) => matcher.pattern.test(path))?.methods ?? []
+  }
+}
+
 /** The one error handler and the one not-found handler (docs/api.md, "Errors"). */
 export default fp(async (fastify) => {
   /**
@@ -136,9 +171,19 @@ export default fp(async (fastify) => {
     return await reply.code(status).headers(headers).send(envelope)
   })
 
+  const allowed = new AllowedMethods()
+  fastify.addHook('onRoute', (route) => { allowed.add(route.url ?? route.path, route.method) })
+
   fastify.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0]?.slice(0, 200) ?? ''
-    const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${path}`))
+    const path = request.url.split('?')[0] ?? ''
+    const shown = path.slice(0, 200)
+    // OPTIONS stays a 404: an origin CORS refuses learns nothing of the API (docs/api.md, "CORS").
+    const methods = request.method === 'OPTIONS' ? [] : allowed.on(path)
+    if (methods.length > 0) {
+      const { status, envelope } = fromService(new Errors.METHOD_NOT_ALLOWED(request.method, shown))
+      return await reply.code(status).header('allow', methods.join(', ')).send(envelope)
+    }
+    const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${shown}`))
     return await reply.code(status).send(envelope)
   })
   // No declared dependencies: it is registered first, before any plugin adds a route (each route

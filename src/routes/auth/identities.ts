@@ -1,20 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdentityListResponseSchema } from '../../../schemas/auth.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 
 /** The caller's linked provider identities (docs/api.md, "Identities"). */
 const identities: FastifyPluginAsyncTypebox = async (fastify) => {
   const { oauth } = fastify.services
 
-  fastify.get('/', {
+  fastify.get('', {
     onRequest: [fastify.authenticate],
     schema: {
       operationId: 'auth.identities.list',
       tags: ['auth'],
       summary: 'The caller\'s linked provider identities',
       security: BEARER,
-      response: { 200: IdentityListResponseSchema, ...errorResponses({}, 401) }
+      response: { 200: described(IdentityListResponseSchema, 'The caller\'s linked identities, oldest first'), ...errorResponses({}, 401) }
     }
   }, async (request) => ({ data: await oauth.identities(fastify.authorize(request, 'read').id) }))
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LoginBodySchema, LogoutBodySchema, RefreshBodySchema, SESSION_FIELDS, SessionCollectionSchema, TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
@@ -23,18 +23,22 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/login', {
     schema: {
       tags: ['auth'],
+      operationId: 'auth.login',
       summary: 'Sign in with e-mail and password (answers an MFA challenge when the account has MFA on)',
+      security: PUBLIC,
       body: LoginBodySchema,
-      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => ({ data: await signIn.withPassword(request.serviceContext, request.body) }))
 
   fastify.post('/refresh', {
     schema: {
       tags: ['auth'],
+      operationId: 'auth.refresh',
       summary: 'Exchange a refresh token for a new pair (the presented token is spent; a retry within REFRESH_RETRY_WINDOW_S gets the same pair)',
+      security: PUBLIC,
       body: RefreshBodySchema,
-      response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401) }
+      response: { 200: described(TokenPairResponseSchema, 'A new token pair'), ...errorResponses({ body: true }, 401) }
     }
   }, async (request, reply) => ({ data: await signIn.refresh(request.serviceContext, request.body.refresh_token, Date.now() - reply.elapsedTime) }))
 
@@ -43,6 +47,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
+      operationId: 'auth.logout',
       summary: 'Revoke the access token and end its session',
       security: BEARER,
       body: LogoutBodySchema,
@@ -58,9 +63,10 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
+      operationId: 'auth.me',
       summary: 'The signed-in user with roles, permissions and MFA state',
       security: BEARER,
-      response: { 200: MeResponseSchema, ...errorResponses({}, 401) }
+      response: { 200: described(MeResponseSchema, 'The caller'), ...errorResponses({}, 401) }
     }
   }, async (request) => ({ data: await accounts.describe(fastify.authorize(request, 'read')) }))
 
@@ -68,10 +74,11 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['auth'],
+      operationId: 'auth.sessions.list',
       summary: 'The caller\'s live sessions',
       security: BEARER,
       querystring: CollectionQuerySchema(SESSION_FIELDS),
-      response: { 200: SessionCollectionSchema, ...errorResponses({}, 401) }
+      response: { 200: described(SessionCollectionSchema, 'A page of the caller\'s live sessions'), ...errorResponses({}, 401) }
     }
   }, async (request) => await sessions.list(fastify.authorize(request, 'read').id, request.query))
 
@@ -79,6 +86,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['auth'],
+      operationId: 'auth.sessions.delete',
       summary: 'End one of the caller\'s sessions: its refresh tokens stop working',
       security: BEARER,
       params: IdParamsSchema,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TokenPairResponseSchema } from '../../../schemas/auth.js'
-import { BEARER } from '../../../schemas/common.js'
+import { BEARER, described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { BackupCodesResponseSchema, CodeBodySchema, MfaCodeRequestBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
 import { AcceptedResponseSchema } from '../../../schemas/recovery.js'
@@ -14,9 +14,10 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.totp.setup',
       summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code',
       security: BEARER,
-      response: { 200: TotpSetupResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: described(TotpSetupResponseSchema, 'The secret, its provisioning URI and QR code'), ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => ({ data: await mfaSettings.setup(fastify.authorize(request, 'read')) }))
 
@@ -25,10 +26,11 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.totp.enable',
       summary: 'Finish enrolment with a first code; answers 10 single-use backup codes',
       security: BEARER,
       body: CodeBodySchema,
-      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: described(BackupCodesResponseSchema, 'TOTP is on; the backup codes, shown only now'), ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request) => {
     const backupCodes = await mfaSettings.enable(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
@@ -39,10 +41,11 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.backupCodes.create',
       summary: 'A fresh set of 10 backup codes for a TOTP code; the old set stops working',
       security: BEARER,
       body: CodeBodySchema,
-      response: { 200: BackupCodesResponseSchema, ...errorResponses({ body: true }, 401, 409, 423) }
+      response: { 200: described(BackupCodesResponseSchema, 'The new backup codes, shown only now'), ...errorResponses({ body: true }, 401, 409, 423) }
     }
   }, async (request) => {
     const backupCodes = await mfaSettings.replaceBackupCodes(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
@@ -54,6 +57,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.totp.disable',
       summary: 'Turn TOTP off (with a TOTP or backup code)',
       security: BEARER,
       body: CodeBodySchema,
@@ -71,6 +75,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       config: { allowWithoutMfa: true },
       schema: {
         tags: ['mfa'],
+        operationId: `auth.mfa.${factor}.enable`,
         summary: `Turn sign-in codes by ${name} on`,
         security: BEARER,
         response: { 204: { type: 'null', description: 'On' }, ...errorResponses({ body: true }, 401, 403, 409) }
@@ -85,6 +90,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       config: { allowWithoutMfa: true },
       schema: {
         tags: ['mfa'],
+        operationId: `auth.mfa.${factor}.disable`,
         summary: `Turn sign-in codes by ${factor === 'email' ? 'e-mail' : 'SMS'} off`,
         security: BEARER,
         response: { 204: { type: 'null', description: 'Off' }, ...errorResponses({ body: true }, 401) }
@@ -98,9 +104,11 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/challenge', {
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.challenge',
       summary: 'Send a sign-in code for a challenge by e-mail or SMS; /auth/mfa/verify takes it',
+      security: PUBLIC,
       body: MfaCodeRequestBodySchema,
-      response: { 202: AcceptedResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+      response: { 202: described(AcceptedResponseSchema, 'A sign-in code is on its way'), ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request, reply) => {
     await signIn.sendChallengeCode(request.serviceContext, request.body)
@@ -110,9 +118,11 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/verify', {
     schema: {
       tags: ['mfa'],
+      operationId: 'auth.mfa.verify',
       summary: 'Complete a sign-in with the challenge\'s mfa_token and a TOTP or backup code',
+      security: PUBLIC,
       body: MfaVerifyBodySchema,
-      response: { 200: TokenPairResponseSchema, ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: described(TokenPairResponseSchema, 'Signed in: a token pair'), ...errorResponses({ body: true }, 401, 423) }
     }
   }, async (request) => ({ data: await signIn.answerChallenge(request.serviceContext, request.body) }))
 }

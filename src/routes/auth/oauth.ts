@@ -1,6 +1,8 @@
 import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema, OAuthExchangeBodySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
+import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { STATE_TTL_MS } from '../../services/oauth.js'
@@ -21,10 +23,21 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:provider/authorize', {
     schema: {
       tags: ['oauth'],
+      operationId: 'auth.oauth.authorize',
       summary: 'Redirect to the provider with state, a PKCE challenge and (OpenID providers) a nonce; browser applications add redirect_to and their own PKCE challenge',
+      security: PUBLIC,
       params: OAuthParamsSchema,
       querystring: OAuthAuthorizeQuerySchema,
-      response: { 302: { type: 'null', description: 'Redirect to the provider (Location header); sets the state cookie' }, ...errorResponses({}, 404, 502) }
+      response: {
+        302: Type.Null({
+          description: 'Redirect to the provider; sets the state cookie',
+          headers: {
+            Location: Type.String({ description: 'The provider\'s authorization address, with state and a PKCE challenge' }),
+            'Set-Cookie': Type.String({ description: 'oauth_state: the flow\'s state, HttpOnly, SameSite=Lax, for 10 minutes' })
+          }
+        }),
+        ...errorResponses({}, 404, 502)
+      }
     }
   }, async (request, reply) => {
     const { url, state } = await providers.authorize(request.params.provider, request.query)
@@ -35,12 +48,17 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:provider/callback', {
     schema: {
       tags: ['oauth'],
+      operationId: 'auth.oauth.callback',
       summary: 'Finish the provider sign-in: a token pair or an MFA challenge, or, for a browser application, a redirect back to it with a one-time code',
+      security: PUBLIC,
       params: OAuthParamsSchema,
       querystring: OAuthCallbackQuerySchema,
       response: {
-        200: SignInResultResponseSchema,
-        302: { type: 'null', description: 'Back to the browser application: redirect_to?code=… or redirect_to?error=<error code>' },
+        200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'),
+        302: Type.Null({
+          description: 'Back to the browser application',
+          headers: { Location: Type.String({ description: 'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>' }) }
+        }),
         ...errorResponses({}, 401, 404, 409, 423, 502)
       }
     }
@@ -55,8 +73,9 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'auth.oauth.exchange',
       tags: ['oauth'],
       summary: 'Exchange a browser application\'s one-time code and PKCE verifier for a token pair or an MFA challenge',
+      security: PUBLIC,
       body: OAuthExchangeBodySchema,
-      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 423) }
+      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 423) }
     }
   }, async (request) => ({ data: await signIn.withExchangeCode(request.serviceContext, request.body) }))
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import {
@@ -28,7 +28,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['passkeys'],
       summary: 'Options for navigator.credentials.create; the challenge is good for 5 minutes, once',
       security: BEARER,
-      response: { 200: RegistrationOptionsResponseSchema, ...errorResponses({ body: true }, 401) }
+      response: { 200: described(RegistrationOptionsResponseSchema, 'Options for navigator.credentials.create, with a challenge good once for 5 minutes'), ...errorResponses({ body: true }, 401) }
     }
   }, async (request) => ({ data: await passkeys.registrationOptions(fastify.authorize(request, 'read')) }))
 
@@ -41,7 +41,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Register a passkey: the browser\'s answer to the registration options',
       security: BEARER,
       body: PasskeyRegistrationBodySchema,
-      response: { 201: PasskeyResponseSchema, ...errorResponses({ body: true }, 401, 409) }
+      response: { 201: described(PasskeyResponseSchema, 'Registered: the passkey'), ...errorResponses({ body: true }, 401, 409) }
     }
   }, async (request, reply) => {
     const passkey = await passkeys.register(request.serviceContext, fastify.authorize(request, 'read'), request.body)
@@ -57,7 +57,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'The caller\'s passkeys',
       security: BEARER,
       querystring: CollectionQuerySchema(PASSKEY_FIELDS),
-      response: { 200: PasskeyCollectionSchema, ...errorResponses({}, 401) }
+      response: { 200: described(PasskeyCollectionSchema, 'A page of the caller\'s passkeys'), ...errorResponses({}, 401) }
     }
   }, async (request) => await passkeys.list(fastify.authorize(request, 'read'), request.query))
 
@@ -70,7 +70,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       security: BEARER,
       params: IdParamsSchema,
       body: PasskeyRenameBodySchema,
-      response: { 200: PasskeyResponseSchema, ...errorResponses({ body: true }, 401, 404) }
+      response: { 200: described(PasskeyResponseSchema, 'Renamed: the passkey'), ...errorResponses({ body: true }, 401, 404) }
     }
   }, async (request) => ({ data: await passkeys.rename(fastify.authorize(request, 'read'), request.params.id, request.body.name) }))
 
@@ -95,7 +95,8 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['passkeys'],
       summary: 'Options for navigator.credentials.get; without an e-mail address, any discoverable passkey may answer',
       body: PasskeyAuthenticationOptionsBodySchema,
-      response: { 200: AuthenticationOptionsResponseSchema, ...errorResponses({ body: true }) }
+      security: PUBLIC,
+      response: { 200: described(AuthenticationOptionsResponseSchema, 'Options for navigator.credentials.get, and the challenge\'s id to answer with'), ...errorResponses({ body: true }) }
     }
   }, async (request) => ({ data: await passkeys.authenticationOptions(request.body?.email ?? undefined) }))
 
@@ -105,7 +106,8 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['passkeys'],
       summary: 'Sign in with a passkey: a token pair (with user verification), or an MFA challenge as after a password',
       body: PasskeyAuthenticationBodySchema,
-      response: { 200: SignInResultResponseSchema, ...errorResponses({ body: true }, 401, 403, 423) }
+      security: PUBLIC,
+      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the passkey was used without user verification and the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request) => ({ data: await signIn.withPasskey(request.serviceContext, request.body) }))
 }

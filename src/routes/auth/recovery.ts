@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BEARER } from '../../../schemas/common.js'
+import { BEARER, described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { AcceptedResponseSchema, ForgotPasswordBodySchema, ResetPasswordBodySchema, TokenBodySchema } from '../../../schemas/recovery.js'
 import { UserResponseSchema } from '../../../schemas/user.js'
@@ -16,9 +16,10 @@ const recovery: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
+      operationId: 'auth.email.sendVerification',
       summary: 'Send a new verification message to the caller\'s address (nothing is sent when it is verified already)',
       security: BEARER,
-      response: { 202: AcceptedResponseSchema, ...errorResponses({ body: true }, 401) }
+      response: { 202: described(AcceptedResponseSchema, 'Taken in: a message is on its way unless the address is verified already'), ...errorResponses({ body: true }, 401) }
     }
   }, async (request, reply) => {
     const sent = await emailVerification.resend(request.serviceContext, fastify.authorize(request, 'read'))
@@ -28,18 +29,22 @@ const recovery: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/email/verify', {
     schema: {
       tags: ['auth'],
+      operationId: 'auth.email.verify',
       summary: 'Verify an address with the token its message carried',
+      security: PUBLIC,
       body: TokenBodySchema,
-      response: { 200: UserResponseSchema, ...errorResponses({ body: true }) }
+      response: { 200: described(UserResponseSchema, 'The address is verified: the user'), ...errorResponses({ body: true }) }
     }
   }, async (request) => ({ data: await emailVerification.verify(request.serviceContext, request.body.token) }))
 
   fastify.post('/password/forgot', {
     schema: {
       tags: ['auth'],
+      operationId: 'auth.password.forgot',
       summary: 'Ask for a password reset link by e-mail (the same answer whether or not the address has an account)',
+      security: PUBLIC,
       body: ForgotPasswordBodySchema,
-      response: { 202: AcceptedResponseSchema, ...errorResponses({ body: true }) }
+      response: { 202: described(AcceptedResponseSchema, 'Taken in: a reset link is on its way when the address has an account'), ...errorResponses({ body: true }) }
     }
   }, async (request, reply) => {
     passwordReset.requestReset(request.serviceContext, request.body)
@@ -49,7 +54,9 @@ const recovery: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/password/reset', {
     schema: {
       tags: ['auth'],
+      operationId: 'auth.password.reset',
       summary: 'Choose a new password with the token of a reset message; every session of the account ends',
+      security: PUBLIC,
       body: ResetPasswordBodySchema,
       response: { 204: { type: 'null', description: 'Password reset' }, ...errorResponses({ body: true }) }
     }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { sql } from 'kysely'
+import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { HealthSchema, ReadinessSchema } from '../../../schemas/health.js'
 import { Errors } from '../../errors.js'
@@ -8,15 +9,23 @@ import { Errors } from '../../errors.js'
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     config: { rateLimit: false },
-    schema: { tags: ['health'], summary: 'Liveness probe', response: { 200: HealthSchema, ...errorResponses({}) } }
+    schema: {
+      tags: ['health'],
+      operationId: 'health.live',
+      summary: 'Liveness probe',
+      security: PUBLIC,
+      response: { 200: described(HealthSchema, 'The process runs'), ...errorResponses({ rateLimited: false }) }
+    }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
     config: { rateLimit: false },
     schema: {
       tags: ['health'],
+      operationId: 'health.ready',
       summary: 'Readiness: the database and, when configured, Redis answer',
-      response: { 200: ReadinessSchema, ...errorResponses({}) }
+      security: PUBLIC,
+      response: { 200: described(ReadinessSchema, 'The database and, when configured, Redis answer'), ...errorResponses({ rateLimited: false }) }
     }
   }, async () => {
     const failed: string[] = []

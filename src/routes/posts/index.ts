@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, LOCATION, described, IdParamsSchema, OPTIONAL_BEARER } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { COMMENT_FIELDS, CommentBodySchema, CommentCollectionSchema, CommentParamsSchema, CommentResponseSchema, POST_FIELDS, PostCollectionSchema, PostCreateBodySchema, PostFiltersSchema, PostPatchBodySchema, PostResponseSchema } from '../../../schemas/post.js'
 
@@ -12,9 +12,11 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticateIfPresent],
     schema: {
       tags: ['posts'],
+      operationId: 'posts.list',
       summary: 'List posts (published ones; with a token also the caller\'s own)',
+      security: OPTIONAL_BEARER,
       querystring: CollectionQuerySchema(POST_FIELDS, PostFiltersSchema),
-      response: { 200: PostCollectionSchema, ...errorResponses({}, 401) }
+      response: { 200: described(PostCollectionSchema, 'A page of posts'), ...errorResponses({}, 401) }
     }
   }, async (request) => await service.list(request.user, request.query))
 
@@ -22,10 +24,11 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate, fastify.requirePermission('create')],
     schema: {
       tags: ['posts'],
+      operationId: 'posts.create',
       summary: 'Write a post (draft unless a status is given)',
       security: BEARER,
       body: PostCreateBodySchema,
-      response: { 201: PostResponseSchema, ...errorResponses({ body: true }, 401, 403) }
+      response: { 201: described(PostResponseSchema, 'Created: the post', LOCATION), ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request, reply) => {
     const post = await service.create(fastify.authorize(request, 'create'), request.body)
@@ -36,9 +39,11 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticateIfPresent],
     schema: {
       tags: ['posts'],
+      operationId: 'posts.get',
       summary: 'Get a post',
+      security: OPTIONAL_BEARER,
       params: IdParamsSchema,
-      response: { 200: PostResponseSchema, ...errorResponses({}, 401, 404) }
+      response: { 200: described(PostResponseSchema, 'The post'), ...errorResponses({}, 401, 404) }
     }
   }, async (request) => ({ data: await service.get(request.user, request.params.id) }))
 
@@ -46,11 +51,12 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['posts'],
+      operationId: 'posts.update',
       summary: 'Edit a post (its author, or a moderator or admin)',
       security: BEARER,
       params: IdParamsSchema,
       body: PostPatchBodySchema,
-      response: { 200: PostResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: described(PostResponseSchema, 'The edited post'), ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => ({ data: await service.update(fastify.authorize(request, 'read'), request.params.id, request.body) }))
 
@@ -58,6 +64,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['posts'],
+      operationId: 'posts.delete',
       summary: 'Delete a post and its comments (its author, or a moderator or admin)',
       security: BEARER,
       params: IdParamsSchema,
@@ -72,10 +79,12 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticateIfPresent],
     schema: {
       tags: ['comments'],
+      operationId: 'posts.comments.list',
       summary: 'List a post\'s comments (oldest first)',
+      security: OPTIONAL_BEARER,
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(COMMENT_FIELDS),
-      response: { 200: CommentCollectionSchema, ...errorResponses({}, 401, 404) }
+      response: { 200: described(CommentCollectionSchema, 'A page of the post\'s comments'), ...errorResponses({}, 401, 404) }
     }
   }, async (request) => await service.comments(request.user, request.params.id, request.query))
 
@@ -83,11 +92,12 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate, fastify.requirePermission('create')],
     schema: {
       tags: ['comments'],
+      operationId: 'posts.comments.create',
       summary: 'Comment on a post',
       security: BEARER,
       params: IdParamsSchema,
       body: CommentBodySchema,
-      response: { 201: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 201: described(CommentResponseSchema, 'Created: the comment'), ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
     const comment = await service.comment(fastify.authorize(request, 'create'), request.params.id, request.body.body)
@@ -98,11 +108,12 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['comments'],
+      operationId: 'posts.comments.update',
       summary: 'Edit a comment (its author, or a moderator or admin)',
       security: BEARER,
       params: CommentParamsSchema,
       body: CommentBodySchema,
-      response: { 200: CommentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: described(CommentResponseSchema, 'The edited comment'), ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const { id, commentId } = request.params
@@ -113,6 +124,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['comments'],
+      operationId: 'posts.comments.delete',
       summary: 'Delete a comment (its author, or a moderator or admin)',
       security: BEARER,
       params: CommentParamsSchema,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../../schemas/errors.js'
 import { AccessCheckBodySchema, AccessDecisionResponseSchema } from '../../../schemas/security.js'
-import { BEARER } from '../../../schemas/common.js'
+import { BEARER, described } from '../../../schemas/common.js'
 
 /** The zero-trust access check (docs/api.md, "Zero-trust access check"). */
 const security: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -9,10 +9,11 @@ const security: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate],
     schema: {
       tags: ['security'],
+      operationId: 'security.accessCheck',
       summary: 'Evaluate the risk of an access request (another user\'s needs manage_users)',
       security: BEARER,
       body: AccessCheckBodySchema,
-      response: { 200: AccessDecisionResponseSchema, ...errorResponses({ body: true }, 401, 403) }
+      response: { 200: described(AccessDecisionResponseSchema, 'The decision, its risk score and factors'), ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request) => ({ data: await fastify.services.access.check(request.serviceContext, fastify.authorize(request, 'read'), request.body) }))
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { DEVICE_FIELDS, DeviceBodySchema, DeviceCollectionSchema, DeviceParamsSchema, DeviceResponseSchema } from '../../../schemas/security.js'
 
@@ -13,11 +13,12 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: guard,
     schema: {
       tags: ['devices'],
+      operationId: 'users.devices.list',
       summary: 'A user\'s trusted devices',
       security: BEARER,
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(DEVICE_FIELDS),
-      response: { 200: DeviceCollectionSchema, ...errorResponses({}, 401, 403, 404) }
+      response: { 200: described(DeviceCollectionSchema, 'A page of the user\'s trusted devices'), ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => await trusted.list(request.params.id, request.query))
 
@@ -25,11 +26,12 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: guard,
     schema: {
       tags: ['devices'],
+      operationId: 'users.devices.create',
       summary: 'Trust a device (the sixth is 409)',
       security: BEARER,
       params: IdParamsSchema,
       body: DeviceBodySchema,
-      response: { 201: DeviceResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409) }
+      response: { 201: described(DeviceResponseSchema, 'Trusted: the device'), ...errorResponses({ body: true }, 401, 403, 404, 409) }
     }
   }, async (request, reply) => {
     const device = await trusted.add(request.serviceContext, request.params.id, request.body)
@@ -40,6 +42,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: guard,
     schema: {
       tags: ['devices'],
+      operationId: 'users.devices.delete',
       summary: 'Stop trusting a device (by record id or device_id)',
       security: BEARER,
       params: DeviceParamsSchema,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema, LOCATION, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { USER_FIELDS, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
 import devices from './devices.js'
@@ -21,19 +21,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate, fastify.requirePermission('read')],
     schema: {
       tags: ['users'],
+      operationId: 'users.list',
       summary: 'List users',
       security: BEARER,
       querystring: CollectionQuerySchema(USER_FIELDS),
-      response: { 200: UserCollectionSchema, ...errorResponses({}, 401, 403) }
+      response: { 200: described(UserCollectionSchema, 'A page of users'), ...errorResponses({}, 401, 403) }
     }
   }, async (request) => await accounts.list(request.query))
 
   fastify.post('', {
     schema: {
       tags: ['users'],
+      operationId: 'users.create',
       summary: 'Register a user (role `user`)',
+      security: PUBLIC,
       body: UserCreateBodySchema,
-      response: { 201: UserResponseSchema, ...errorResponses({ body: true }, 409) }
+      response: { 201: described(UserResponseSchema, 'Registered: the user', LOCATION), ...errorResponses({ body: true }, 409) }
     }
   }, async (request, reply) => {
     const user = await accounts.register(request.serviceContext, request.body)
@@ -44,29 +47,31 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate, fastify.requireSelfOr('read')],
     schema: {
       tags: ['users'],
+      operationId: 'users.get',
       summary: 'Get a user',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 200: UserResponseSchema, ...errorResponses({}, 401, 403, 404) }
+      response: { 200: described(UserResponseSchema, 'The user'), ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => ({ data: await accounts.get(request.params.id) }))
 
   const updates = [
-    ['PUT', UserReplaceBodySchema, 'Replace a user\'s email and name (and optionally password)'],
-    ['PATCH', UserPatchBodySchema, 'Update some of a user\'s fields']
+    ['PUT', 'users.replace', UserReplaceBodySchema, 'Replace a user\'s email and name (and optionally password)'],
+    ['PATCH', 'users.update', UserPatchBodySchema, 'Update some of a user\'s fields']
   ] as const
-  for (const [method, body, summary] of updates) {
+  for (const [method, operationId, body, summary] of updates) {
     fastify.route({
       method,
       url: '/:id',
       onRequest: [fastify.authenticate, selfOrManageUsers],
       schema: {
         tags: ['users'],
+        operationId,
         summary,
         security: BEARER,
         params: IdParamsSchema,
         body,
-        response: { 200: UserResponseSchema, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
+        response: { 200: described(UserResponseSchema, 'The updated user'), ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
       },
       handler: async (request) => ({ data: await accounts.update(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body) })
     })
@@ -77,6 +82,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { adminOperation: true },
     schema: {
       tags: ['users'],
+      operationId: 'users.delete',
       summary: 'Delete a user (idempotent: a missing user also answers 204)',
       security: BEARER,
       params: IdParamsSchema,

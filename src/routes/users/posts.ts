@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { IdParamsSchema } from '../../../schemas/common.js'
+import { described, IdParamsSchema, OPTIONAL_BEARER } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { POST_FIELDS, PostCollectionSchema, PostFiltersSchema } from '../../../schemas/post.js'
 
@@ -11,10 +11,12 @@ const userPosts: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticateIfPresent],
     schema: {
       tags: ['posts'],
+      operationId: 'users.posts.list',
       summary: 'A user\'s posts',
+      security: OPTIONAL_BEARER,
       params: IdParamsSchema,
       querystring: CollectionQuerySchema(POST_FIELDS, PostFiltersSchema),
-      response: { 200: PostCollectionSchema, ...errorResponses({}, 401, 404) }
+      response: { 200: described(PostCollectionSchema, 'A page of the user\'s posts'), ...errorResponses({}, 401, 404) }
     }
   }, async (request) => await posts.listOfAuthor(request.user, request.params.id, request.query))
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BEARER, IdParamsSchema } from '../../../schemas/common.js'
+import { BEARER, described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { RoleAssignmentResponseSchema, RoleParamsSchema } from '../../../schemas/rbac.js'
 
@@ -11,10 +11,11 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: [fastify.authenticate, fastify.requireSelfOr('manage_roles')],
     schema: {
       tags: ['roles'],
+      operationId: 'users.roles.list',
       summary: 'A user\'s roles and effective permissions (self, or manage_roles)',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({}, 401, 403, 404) }
+      response: { 200: described(RoleAssignmentResponseSchema, 'The user\'s roles and effective permissions'), ...errorResponses({}, 401, 403, 404) }
     }
   }, async (request) => ({ data: await assignments.assignment(request.params.id) }))
 
@@ -23,10 +24,11 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { adminOperation: true },
     schema: {
       tags: ['roles'],
+      operationId: 'users.roles.assign',
       summary: 'Assign a role',
       security: BEARER,
       params: RoleParamsSchema,
-      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: described(RoleAssignmentResponseSchema, 'The user\'s roles and permissions now'), ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const { id, role } = request.params
@@ -38,10 +40,11 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { adminOperation: true },
     schema: {
       tags: ['roles'],
+      operationId: 'users.roles.remove',
       summary: 'Remove a role (harmless when not held)',
       security: BEARER,
       params: RoleParamsSchema,
-      response: { 200: RoleAssignmentResponseSchema, ...errorResponses({ body: true }, 401, 403, 404) }
+      response: { 200: described(RoleAssignmentResponseSchema, 'The user\'s roles and permissions now'), ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request) => {
     const { id, role } = request.params

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
 import { publicJwks } from '../../security/signing-keys.js'
@@ -8,6 +10,7 @@ import { publicJwks } from '../../security/signing-keys.js'
  * unknown `kid` fetches the set again (jose's createRemoteJWKSet does).
  */
 const PUBLIC_CACHING = 'public, max-age=300'
+const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
 
 /**
  * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
@@ -22,8 +25,10 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/jwks.json', {
     schema: {
       tags: ['keys'],
+      operationId: 'keys.jwks',
       summary: 'Public keys that verify access tokens (JWK Set)',
-      response: { 200: JwksSchema, ...errorResponses({}) }
+      security: PUBLIC,
+      response: { 200: described(JwksSchema, 'The JWK Set', CACHING), ...errorResponses({}) }
     }
   }, async (_request, reply) => {
     reply.header('cache-control', PUBLIC_CACHING)
@@ -33,8 +38,10 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/openid-configuration', {
     schema: {
       tags: ['keys'],
+      operationId: 'keys.discovery',
       summary: 'Discovery: issuer, JWKS address, token endpoint, algorithm',
-      response: { 200: OpenIdConfigurationSchema, ...errorResponses({}) }
+      security: PUBLIC,
+      response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', CACHING), ...errorResponses({}) }
     }
   }, async (request, reply) => {
     const base = configuredBase ?? `${request.protocol}://${request.host}`
