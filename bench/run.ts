@@ -142,8 +142,9 @@ async function main () {
     const scenario = (path: string, ceilingPath: string, expressPath: string, betterAuthPath: string) => ({
       ours: { base: service.base, path, headers, pid: service.child.pid },
       unlogged: { base: unlogged.base, path, headers, pid: unlogged.child.pid },
-      bare: { base: ceiling.base, path: ceilingPath, pid: ceiling.child.pid },
-      floor: { base: obligations.base, path: ceilingPath, pid: obligations.child.pid },
+      // The same request headers everywhere: the floor logs them, as the service does.
+      bare: { base: ceiling.base, path: ceilingPath, headers, pid: ceiling.child.pid },
+      floor: { base: obligations.base, path: ceilingPath, headers, pid: obligations.child.pid },
       express: { base: express.base, path: expressPath, headers: expressHeaders, pid: express.child.pid },
       betterAuth: { base: betterAuth.base, path: betterAuthPath, headers: betterAuthHeaders, pid: betterAuth.child.pid }
     })
