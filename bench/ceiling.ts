@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import pino from 'pino'
 import securityHeaders from '../src/plugins/infrastructure/security-headers.js'
+import { logSerializers } from '../src/request-log.js'
 
 /**
  * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked
@@ -8,14 +9,17 @@ import securityHeaders from '../src/plugins/infrastructure/security-headers.js'
  *
  * With SPEC_OBLIGATIONS=1 it is the floor instead: the same server plus what the
  * specification makes every request pay whatever the implementation, the security headers
- * (docs/api.md, "Security headers": the service's exact set) and a request log
- * (docs/api.md, "Request log") through Fastify's own request logging, written asynchronously
- * in batches.
+ * (docs/api.md, "Security headers": the service's exact set) and a request log that logs what
+ * the service's does (docs/api.md, "Request log"): the request's method, URL, redacted headers
+ * and client address, then the status and duration, through Fastify's own request logging at
+ * LOG_LEVEL (info by default), written asynchronously in batches.
  */
 const obligations = process.env.SPEC_OBLIGATIONS === '1'
 const user = { id: '01890000-0000-7000-8000-000000000001', email: 'bench@example.com', name: 'Bench User', created_at: '2026-01-01T00:00:00.000Z' }
 const app: FastifyInstance = obligations
-  ? Fastify({ loggerInstance: pino(pino.destination({ dest: 1, sync: false, minLength: 4096 })) as FastifyBaseLogger })
+  ? Fastify({
+    loggerInstance: pino({ level: process.env.LOG_LEVEL ?? 'info', serializers: logSerializers }, pino.destination({ dest: 1, sync: false, minLength: 4096 })) as FastifyBaseLogger
+  })
   : Fastify({ logger: false })
 if (obligations) await app.register(securityHeaders)
 app.get('/health', async () => ({ status: 'ok' }))

@@ -53,12 +53,20 @@ function summary (rounds: Measured[]): Measured {
   return { rps: median(rounds.map((round) => round.rps)), p50, p99, cpuUs: median(rounds.map((round) => round.cpuUs)) }
 }
 
+/** One server a comparison measures: where to send the request, and the process to charge its CPU to. */
+interface Side { base: string, path: string, headers?: Record<string, string>, pid: number | undefined }
+
 async function main () {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
   const env = serviceEnv(join(dir, 'bench.db'))
   const service = await start([...START_FLAGS, 'dist/src/server.js'], env, join(dir, 'service.log'))
+  // The same service on the same database with its request log off (a line per request is at
+  // info), as the peers, which log nothing.
+  const unlogged = await start([...START_FLAGS, 'dist/src/server.js'], { ...env, LOG_LEVEL: 'warn' }, join(dir, 'unlogged.log'))
   const ceiling = await start(['dist/bench/ceiling.js'], {}, join(dir, 'ceiling.log'))
-  const obligations = await start(['dist/bench/ceiling.js'], { SPEC_OBLIGATIONS: '1' }, join(dir, 'obligations.log'))
+  const obligations = await start(['dist/bench/ceiling.js'], { SPEC_OBLIGATIONS: '1', LOG_LEVEL: env.LOG_LEVEL ?? 'info' }, join(dir, 'obligations.log'))
+  const express = await start([join(ROOT, 'bench', 'peers', 'express', 'server.js')], { DATABASE_PATH: join(dir, 'express.db') }, join(dir, 'express.log'))
+  const betterAuth = await start([join(ROOT, 'bench', 'peers', 'better-auth', 'server.js')], { DATABASE_PATH: join(dir, 'better-auth.db'), ADMIN_EMAIL: 'bench@example.com' }, join(dir, 'better-auth.log'))
   const results: string[] = []
   const verdicts: boolean[] = []
   /** A row; rows whose target is only "reported" carry no verdict and are not counted. */
@@ -76,38 +84,78 @@ async function main () {
     // Sign-in load uses its own account: beyond SESSION_MAX_CONCURRENT its oldest sessions end,
     // with their access tokens, which must not be the readers'.
     const signInBody = JSON.stringify({ email: 'member-0@example.com', password })
+    // Each peer holds the same 51 accounts, created through its own API. Node's fetch marks
+    // its requests as a browser's (Sec-Fetch-Mode), so Better Auth wants their origin.
+    const betterAuthPost = (path: string, body: string) => json(betterAuth.base + path, { method: 'POST', body, headers: { origin: betterAuth.base } })
+    await json(`${express.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }) })
+    await betterAuthPost('/api/auth/sign-up/email', JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }))
     for (let n = 0; n < 50; n++) {
-      await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: `member-${n}@example.com`, name: `Member ${n}`, password }) })
+      const member = JSON.stringify({ email: `member-${n}@example.com`, name: `Member ${n}`, password })
+      await Promise.all([
+        json(`${service.base}/api/v1/users`, { method: 'POST', body: member }),
+        json(`${express.base}/api/v1/users`, { method: 'POST', body: member }),
+        betterAuthPost('/api/auth/sign-up/email', member)
+      ])
     }
-    const login = await json(`${service.base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', password }) })
+    const credentials = JSON.stringify({ email: 'bench@example.com', password })
+    const login = await json(`${service.base}/api/v1/auth/login`, { method: 'POST', body: credentials })
     const headers = { authorization: `Bearer ${String(login.data.access_token)}` }
     const id = String(created.data.id)
+    const expressLogin = await json(`${express.base}/api/v1/auth/login`, { method: 'POST', body: credentials })
+    const expressHeaders = { authorization: `Bearer ${String(expressLogin.data.access_token)}` }
+    const expressId = String((await json(`${express.base}/api/v1/users?limit=1`, { headers: expressHeaders })).data[0].id)
+    const betterAuthLogin = await betterAuthPost('/api/auth/sign-in/email', credentials)
+    const betterAuthHeaders = { authorization: `Bearer ${String(betterAuthLogin.token)}` }
 
-    const compare = async (name: string, path: string, ceilingPath: string, target: number) => {
-      // Warm both up first: the JIT settles the simpler ceiling sooner.
-      await autocannon({ url: ceiling.base + ceilingPath, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-      await autocannon({ url: obligations.base + ceilingPath, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-      await autocannon({ url: service.base + path, headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-      const ourRounds: Measured[] = []
-      const bareRounds: Measured[] = []
-      const obligedRounds: Measured[] = []
+    /**
+     * One scenario on every side, in the same interleaved rounds: the service with its request
+     * log on against bare Fastify and the spec floor (which logs what the service logs, at the
+     * same level), the service with its request log off against the peers (which log nothing).
+     */
+    const compare = async (name: string, sides: { ours: Side, unlogged: Side, bare: Side, floor: Side, express: Side, betterAuth: Side }, targets: { bare: number, floor?: number, express?: number, betterAuth?: number }) => {
+      const order = [sides.bare, sides.ours, sides.floor, sides.unlogged, sides.express, sides.betterAuth]
+      // Warm every side up first: the JIT settles the simpler servers sooner.
+      for (const side of order) await autocannon({ url: side.base + side.path, headers: side.headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      const rounds = new Map<Side, Measured[]>(order.map((side) => [side, []]))
       for (let round = 0; round < ROUNDS; round++) {
-        bareRounds.push(await load({ url: ceiling.base + ceilingPath }, ceiling.child.pid))
-        ourRounds.push(await load({ url: service.base + path, headers }, service.child.pid))
-        obligedRounds.push(await load({ url: obligations.base + ceilingPath }, obligations.child.pid))
+        // Each round in the other order from the last: the machine's speed drifts.
+        for (const side of round % 2 === 0 ? order : [...order].reverse()) {
+          rounds.get(side)?.push(await load({ url: side.base + side.path, headers: side.headers }, side.pid))
+        }
       }
-      const ours = summary(ourRounds)
-      const bare = summary(bareRounds)
-      const obliged = summary(obligedRounds)
+      const [bare, ours, floor, quiet, expressPeer, betterAuthPeer] = order.map((side) => summary(rounds.get(side) ?? []))
+      if (bare === undefined || ours === undefined || floor === undefined || quiet === undefined || expressPeer === undefined || betterAuthPeer === undefined) return
+      const row = (against: string, mine: Measured, theirs: Measured, target: number | undefined, unit: string) => {
+        const ratio = mine.rps / theirs.rps
+        report(`${name} vs ${against}`, ratio, target === undefined ? 'reported' : `≥ ${target} × ${unit}`, target === undefined || ratio >= target,
+          `${mine.rps.toFixed(0)} vs ${theirs.rps.toFixed(0)} req/s; p99 ${mine.p99} vs ${theirs.p99} ms; server CPU per request ${mine.cpuUs.toFixed(1)} vs ${theirs.cpuUs.toFixed(1)} µs`)
+      }
       const ratio = ours.rps / bare.rps
-      report(name, ratio, `≥ ${target} × ceiling`, ratio >= target,
+      report(name, ratio, `≥ ${targets.bare} × ceiling`, ratio >= targets.bare,
         `${ours.rps.toFixed(0)} vs ${bare.rps.toFixed(0)} req/s; p50 ${ours.p50} ms, p99 ${ours.p99} ms; RSS ${rssMb(service.child.pid ?? 0).toFixed(0)} MB; ` +
-        `ceiling with the spec's headers and request log: ${(obliged.rps / bare.rps).toFixed(2)}; ` +
-        `server CPU per request ${ours.cpuUs.toFixed(1)} µs vs ${bare.cpuUs.toFixed(1)} µs (with the spec's headers and log ${obliged.cpuUs.toFixed(1)} µs)`)
+        `ceiling with the spec's headers and request log: ${(floor.rps / bare.rps).toFixed(2)}; ` +
+        `server CPU per request ${ours.cpuUs.toFixed(1)} µs vs ${bare.cpuUs.toFixed(1)} µs (with the spec's headers and log ${floor.cpuUs.toFixed(1)} µs)`)
+      row(`the spec floor (both logging at ${env.LOG_LEVEL ?? 'info'})`, ours, floor, targets.floor, 'spec floor')
+      row('the Express peer (request log off)', quiet, expressPeer, targets.express, 'Express')
+      row(`Better Auth's ${sides.betterAuth.path.split('?')[0]} (request log off)`, quiet, betterAuthPeer, targets.betterAuth, 'Better Auth')
     }
-    await compare('GET /health', '/health', '/health', 0.85)
-    await compare('GET /api/v1/users/{id} (authenticated)', `/api/v1/users/${id}`, `/api/v1/users/${id}`, 0.5)
-    await compare('GET /api/v1/users?limit=20 (authenticated)', '/api/v1/users?limit=20', '/api/v1/users', 0.4)
+    const scenario = (path: string, ceilingPath: string, expressPath: string, betterAuthPath: string) => ({
+      ours: { base: service.base, path, headers, pid: service.child.pid },
+      unlogged: { base: unlogged.base, path, headers, pid: unlogged.child.pid },
+      // The same request headers everywhere: the floor logs them, as the service does.
+      bare: { base: ceiling.base, path: ceilingPath, headers, pid: ceiling.child.pid },
+      floor: { base: obligations.base, path: ceilingPath, headers, pid: obligations.child.pid },
+      express: { base: express.base, path: expressPath, headers: expressHeaders, pid: express.child.pid },
+      betterAuth: { base: betterAuth.base, path: betterAuthPath, headers: betterAuthHeaders, pid: betterAuth.child.pid }
+    })
+    await compare('GET /health', scenario('/health', '/health', '/health', '/api/auth/ok'), { bare: 0.85 })
+    await compare('GET /api/v1/users/{id} (authenticated)', scenario(`/api/v1/users/${id}`, `/api/v1/users/${id}`, `/api/v1/users/${expressId}`, '/api/auth/get-session'),
+      { bare: 0.5, floor: 0.8, express: 5, betterAuth: 20 })
+    await compare('GET /api/v1/users?limit=20 (authenticated)', scenario('/api/v1/users?limit=20', '/api/v1/users', '/api/v1/users?limit=20', '/api/auth/admin/list-users?limit=20'),
+      { bare: 0.4, floor: 0.6, express: 3 })
+    await stop(unlogged.child)
+    await stop(express.child)
+    await stop(betterAuth.child)
 
     const capacities: number[] = []
     const signInRounds: Measured[] = []
@@ -149,7 +197,7 @@ async function main () {
     report(`RSS over a ${SOAK_SECONDS} s soak`, high / low, '≤ 1.10 and < 200 MB', high / low <= 1.1 && high < 200,
       `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
 
-    await compareAlgorithms(dir, (name, ratio, detail) => { report(name, ratio, 'reported', true, detail) })
+    await compareAlgorithms(dir, report)
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on
     // the same database (reported: on a 2-core machine the load generator takes a core), in
@@ -180,7 +228,7 @@ async function main () {
     report('cluster: two workers vs one (authenticated GET user)', two / one, 'reported', true,
       `${two.toFixed(0)} vs ${one.toFixed(0)} req/s, medians of ${CLUSTER_ROUNDS} rounds`)
   } finally {
-    if (service.child.exitCode === null) await stop(service.child)
+    for (const child of [service.child, unlogged.child, express.child, betterAuth.child]) await stop(child)
     await stop(ceiling.child)
     await stop(obligations.child)
     rmSync(dir, { recursive: true, force: true })
