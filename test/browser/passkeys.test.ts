@@ -1,15 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from '../chromium.js'
 import { backends, build, createAccount } from '../helper.js'
-
-/** Debian's `chromium` package; CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 const PAGE = readFileSync(join(import.meta.dirname, 'passkey-page.html'))
 // The browser library as an application would load it: its UMD build, from node_modules.
@@ -22,10 +18,6 @@ const BROWSER_LIBRARY = readFileSync(join(dirname(createRequire(import.meta.url)
  */
 for (const backend of backends()) {
   t.test(`Chromium (${backend.name}): a page on another origin registers a passkey, signs out, signs in with it and reads /auth/me`, async (t) => {
-    if (!existsSync(CHROMIUM)) {
-      t.fail(`Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH`)
-      return
-    }
     // The page's origin: localhost, which browsers count as a secure context, as WebAuthn needs.
     const pages = createServer((request, response) => {
       const path = (request.url ?? '/').split('?')[0]
@@ -42,17 +34,9 @@ for (const backend of backends()) {
     const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
     const account = await createAccount(app)
 
-    const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'))
-    t.teardown(() => { rmSync(profile, { recursive: true, force: true }) })
-    // A fresh profile, and nothing that would reach beyond this machine.
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-    })
-    t.teardown(async () => await browser.close())
-    const page = await browser.newPage()
-    const devtools = await browser.newCDPSession(page)
+    const context = await (await launchChromium(t)).newContext()
+    const page = await context.newPage()
+    const devtools = await context.newCDPSession(page)
     await devtools.send('WebAuthn.enable')
     const { authenticatorId } = await devtools.send('WebAuthn.addVirtualAuthenticator', {
       options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true }

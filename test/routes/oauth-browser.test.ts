@@ -1,14 +1,9 @@
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { chromium, type Browser } from 'playwright-core'
 import t from 'tap'
 import { type TestContext, backends, build, uniqueEmail } from '../helper.js'
+import { launchChromium } from '../chromium.js'
 import { OpenIdTestProvider } from '../openid-provider.js'
-
-/** Debian's `chromium` package; CI installs it. */
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 async function listen (server: Server, t: TestContext): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -64,9 +59,7 @@ if (params.has('code')) {
 </body></html>`
 
 t.test('a single-page application on its own origin signs in through the provider\'s login page in Chromium', async (t) => {
-  if (!existsSync(CHROMIUM)) throw new Error(`This test needs Chromium at ${CHROMIUM} (Debian package "chromium")`)
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
-  t.teardown(async () => await browser.close())
+  const browser = await launchChromium(t)
 
   for (const backend of backends()) {
     t.test(backend.name, async (t) => {
