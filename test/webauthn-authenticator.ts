@@ -78,6 +78,11 @@ function clientData (type: 'webauthn.create' | 'webauthn.get', challenge: string
   return Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }))
 }
 
+/** What a browser's PublicKeyCredential says of itself, besides its response. */
+function publicKeyCredential (credential: Credential) {
+  return { id: credential.id.toString('base64url'), rawId: credential.id.toString('base64url'), type: 'public-key' as const, clientExtensionResults: {}, authenticatorAttachment: 'platform' as const }
+}
+
 export class SoftwareAuthenticator {
   readonly credentials: Credential[] = []
 
@@ -105,11 +110,7 @@ export class SoftwareAuthenticator {
     const attestationObject = cbor(new Map<string, Cbor>([['fmt', attestation], ['attStmt', attStmt], ['authData', authData]]))
     this.credentials.push(credential)
     return {
-      id: credential.id.toString('base64url'),
-      rawId: credential.id.toString('base64url'),
-      type: 'public-key',
-      clientExtensionResults: {},
-      authenticatorAttachment: 'platform',
+      ...publicKeyCredential(credential),
       response: { clientDataJSON: clientDataJSON.toString('base64url'), attestationObject: attestationObject.toString('base64url'), transports: ['internal'] }
     }
   }
@@ -128,11 +129,7 @@ export class SoftwareAuthenticator {
     const clientDataJSON = clientData('webauthn.get', options.challenge, origin)
     const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientDataJSON).digest()]), credential.privateKey)
     return {
-      id: credential.id.toString('base64url'),
-      rawId: credential.id.toString('base64url'),
-      type: 'public-key',
-      clientExtensionResults: {},
-      authenticatorAttachment: 'platform',
+      ...publicKeyCredential(credential),
       response: {
         clientDataJSON: clientDataJSON.toString('base64url'),
         authenticatorData: authData.toString('base64url'),

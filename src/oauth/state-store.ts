@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { storedKey } from '../security/stored-key.js'
 import type { Db } from '../store/types.js'
 
 export interface PendingAuthorization {
@@ -32,28 +32,24 @@ export interface OAuthStateStore {
   takeExchange: (code: string) => Promise<PendingExchange | null>
 }
 
-function key (value: string): string {
-  return createHash('sha256').update(value).digest('base64url')
-}
-
 export class RedisOAuthStateStore implements OAuthStateStore {
   constructor (private readonly redis: Redis, private readonly prefix = 'users-api:oauth-') {}
 
   async put (state: string, pending: PendingAuthorization, ttlMs: number): Promise<void> {
-    await this.redis.set(`${this.prefix}state:${key(state)}`, JSON.stringify(pending), 'PX', ttlMs)
+    await this.redis.set(`${this.prefix}state:${storedKey(state)}`, JSON.stringify(pending), 'PX', ttlMs)
   }
 
   async take (state: string): Promise<PendingAuthorization | null> {
-    const value = await this.redis.getdel(`${this.prefix}state:${key(state)}`)
+    const value = await this.redis.getdel(`${this.prefix}state:${storedKey(state)}`)
     return value === null ? null : JSON.parse(value) as PendingAuthorization
   }
 
   async putExchange (code: string, pending: PendingExchange, ttlMs: number): Promise<void> {
-    await this.redis.set(`${this.prefix}exchange:${key(code)}`, JSON.stringify(pending), 'PX', ttlMs)
+    await this.redis.set(`${this.prefix}exchange:${storedKey(code)}`, JSON.stringify(pending), 'PX', ttlMs)
   }
 
   async takeExchange (code: string): Promise<PendingExchange | null> {
-    const value = await this.redis.getdel(`${this.prefix}exchange:${key(code)}`)
+    const value = await this.redis.getdel(`${this.prefix}exchange:${storedKey(code)}`)
     return value === null ? null : JSON.parse(value) as PendingExchange
   }
 }
@@ -65,7 +61,7 @@ export class DatabaseOAuthStateStore implements OAuthStateStore {
     const now = Date.now()
     await this.db.deleteFrom('oauth_states').where('expires_at', '<=', new Date(now).toISOString()).execute()
     await this.db.insertInto('oauth_states').values({
-      state_hash: key(state),
+      state_hash: storedKey(state),
       provider: pending.provider,
       code_verifier: pending.codeVerifier,
       nonce: pending.nonce,
@@ -78,7 +74,7 @@ export class DatabaseOAuthStateStore implements OAuthStateStore {
 
   async take (state: string): Promise<PendingAuthorization | null> {
     // Delete-and-return: of two callbacks with one state, exactly one gets it.
-    const row = await this.db.deleteFrom('oauth_states').where('state_hash', '=', key(state))
+    const row = await this.db.deleteFrom('oauth_states').where('state_hash', '=', storedKey(state))
       .returning(['provider', 'code_verifier', 'nonce', 'redirect_to', 'code_challenge', 'expires_at']).executeTakeFirst()
     if (row === undefined || row.expires_at <= new Date().toISOString()) return null
     return { provider: row.provider, codeVerifier: row.code_verifier, nonce: row.nonce, redirectTo: row.redirect_to, codeChallenge: row.code_challenge }
@@ -88,7 +84,7 @@ export class DatabaseOAuthStateStore implements OAuthStateStore {
     const now = Date.now()
     await this.db.deleteFrom('oauth_exchange_codes').where('expires_at', '<=', new Date(now).toISOString()).execute()
     await this.db.insertInto('oauth_exchange_codes').values({
-      code_hash: key(code),
+      code_hash: storedKey(code),
       user_id: pending.userId,
       provider: pending.provider,
       code_challenge: pending.codeChallenge,
@@ -98,7 +94,7 @@ export class DatabaseOAuthStateStore implements OAuthStateStore {
   }
 
   async takeExchange (code: string): Promise<PendingExchange | null> {
-    const row = await this.db.deleteFrom('oauth_exchange_codes').where('code_hash', '=', key(code))
+    const row = await this.db.deleteFrom('oauth_exchange_codes').where('code_hash', '=', storedKey(code))
       .returning(['user_id', 'provider', 'code_challenge', 'expires_at']).executeTakeFirst()
     if (row === undefined || row.expires_at <= new Date().toISOString()) return null
     return { userId: row.user_id, provider: row.provider, codeChallenge: row.code_challenge }
