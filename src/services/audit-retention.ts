@@ -1,14 +1,19 @@
 import { setTimeout as pause } from 'node:timers/promises'
 import type { AuditLogsRepository } from '../store/audit-logs.js'
 
-/** Entries removed per statement: about half a millisecond, 7 ms at worst, on SQLite with a million entries. */
-export const PURGE_BATCH = 200
+/**
+ * Entries removed per statement. On SQLite with a million entries, a statement of 50 took
+ * 0.4 ms (median; 0.7 ms at the 90th percentile), one of 200 took 1.7 ms (15 ms at the 90th):
+ * each statement holds the event loop, so the smaller batch delays a request meeting it less
+ * (docs/performance.md, "Scale"). A million entries then take about three and a half minutes.
+ */
+export const PURGE_BATCH = 50
 
 /**
  * The wait between batches. Run back to back, batches took turns with every await of every
  * request, and a page read at a million rows waited for several of them (medians of 30–120 ms
  * against 2–16 ms without the purge, bench/RESULTS.md, "scale"); paced, a request meets at most
- * one, and a million entries take about a minute.
+ * one.
  */
 export const PURGE_PAUSE_MS = 10
 

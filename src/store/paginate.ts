@@ -234,11 +234,14 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     if (search) {
       const pattern = new Placeholder('$search') as unknown as string
       if (indexed && this.options.searchIndex !== undefined) {
-        // SQLite's trigram index answers searches of 3 characters or more (see #probe).
+        // SQLite's trigram index answers searches of 3 characters or more (see #probe) exactly:
+        // it holds the same lowered text, and a phrase of trigrams matches where the text is a
+        // substring of one column, as the comparison below does; reading each match's columns
+        // again to compare was a third of the page's time at a million rows.
         matching = matching.where(indexedSearch(this.options.searchIndex, new Placeholder('$phrase') as unknown as string))
+      } else {
+        matching = matching.where((eb) => eb.or(this.#searchIn.map((column) => matchesIgnoringCase(column, pattern))))
       }
-      // Also with the index: its candidates are checked against the very same condition.
-      matching = matching.where((eb) => eb.or(this.#searchIn.map((column) => matchesIgnoringCase(column, pattern))))
     }
     const page = ordered(matching.select(this.columns.map((column) => sql.ref(column).as(column))))
     const limit = new Placeholder('$limit') as unknown as number
