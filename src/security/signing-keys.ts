@@ -136,6 +136,17 @@ export function previousKeys (text: string): VerificationKey[] {
   return keys
 }
 
+/**
+ * The signing secret, as key material to derive other keys from: JWT_SECRET under HS256, the
+ * private key's PKCS#8 DER otherwise. The pairs kept for refresh retries are sealed under a
+ * key derived from it, so only instances that sign alike answer each other's retries
+ * (docs/api.md, "Sessions").
+ */
+export function signingSecret (keys: Pick<SigningKeys, 'signingKey' | 'current'>): string | Buffer {
+  if (keys.current.algorithm === 'HS256') return keys.signingKey
+  return createPrivateKey(keys.signingKey).export({ type: 'pkcs8', format: 'der' })
+}
+
 /** A new key pair for `algorithm`, as PEM (PKCS#8 and SPKI). */
 export function generateKeyPair (algorithm: AsymmetricAlgorithm): { privateKey: string, publicKey: string } {
   const pair = algorithm === 'EdDSA'

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, createAccount, TEST_PASSWORD, within, withToken } from '../helper.js'
+import { SecretBox } from '../../src/security/secret-box.js'
+import { generateKeyPair } from '../../src/security/signing-keys.js'
+import { backends, build, createAccount, freshDatabaseUrl, TEST_PASSWORD, TEST_SECRET, within, withToken } from '../helper.js'
 
 /*
  * Refresh retries (docs/api.md, "Sessions"): a spent refresh token presented again within
@@ -68,6 +70,25 @@ for (const backend of backends()) {
       // Erased within another window once its own has passed; given more on a busy machine.
       const erased = async () => { while ((await kept(app, account.id)).length > 0) await new Promise((resolve) => setTimeout(resolve, 100)) }
       await t.resolves(within('the kept pair erased', 5000, erased()))
+    })
+
+    t.test('under EdDSA the kept pair is sealed under the private key: only an instance signing with it answers the retry', async (t) => {
+      // Both share JWT_SECRET; the other signs with another key and still accepts this one.
+      const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
+      const key = generateKeyPair('EdDSA')
+      const app = await build(t, { databaseUrl, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey } })
+      const same = await build(t, { databaseUrl, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey } })
+      const other = await build(t, { databaseUrl, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_PREVIOUS_KEYS: key.publicKey } })
+      const account = await createAccount(app)
+      const first = await login(app, account)
+      const rotated = await refresh(app, first.refresh_token)
+      t.equal(rotated.statusCode, 200)
+      const stored = await app.database.db.selectFrom('sessions').select('retry_pair').where('user_id', '=', account.id).executeTakeFirstOrThrow()
+      t.equal(new SecretBox(TEST_SECRET, 'refresh-retry').open(stored.retry_pair ?? ''), null, 'JWT_SECRET does not open it')
+      t.equal((await refresh(same, first.refresh_token)).body, rotated.body, 'an instance with the same key answers the same pair')
+      const refused = await refresh(other, first.refresh_token)
+      t.equal(refused.json().error.code, 'TOKEN_REUSED', 'one with another key cannot open it: reuse')
+      t.equal((await refresh(app, rotated.json().data.refresh_token)).json().error.code, 'TOKEN_REUSED', 'which ended the session')
     })
 
     t.test('with REFRESH_RETRY_WINDOW_S=0 a spent token is reuse at once, and no pair is kept', async (t) => {
