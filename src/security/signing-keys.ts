@@ -160,6 +160,11 @@ export function generateKeyPair (algorithm: AsymmetricAlgorithm): { privateKey: 
   }
 }
 
+/** The algorithms of the keys tokens are verified with, the current key's first, each once. */
+export function acceptedAlgorithms (keys: SigningKeys): JwtAlgorithm[] {
+  return [...new Set([keys.current, ...keys.previous].map(({ algorithm }) => algorithm))]
+}
+
 /** The keys of the JWKS: public keys in use and still accepted, each once. */
 export function publicJwks (keys: SigningKeys): PublicJwk[] {
   const seen = new Set<string>()

@@ -72,8 +72,10 @@ for (const algorithm of ALGORITHMS) {
       issuer,
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       token_endpoint: `${issuer}/api/v1/auth/login`,
-      id_token_signing_alg_values_supported: [algorithm]
+      refresh_endpoint: `${issuer}/api/v1/auth/refresh`,
+      logout_endpoint: `${issuer}/api/v1/auth/logout`
     })
+    t.same(discovery.json().id_token_signing_alg_values_supported, [algorithm], 'the one algorithm in use')
 
     const sub = account.id
     const ours = signerFor(algorithm, signingKey)
@@ -162,6 +164,17 @@ t.test('the JWKS lists the current key and the previous public keys, each once',
   })
   const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   t.same(keys.map((key: { alg: string }) => key.alg), ['ES256', 'EdDSA', 'RS256'])
+  const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
+  t.same(discovery.id_token_signing_alg_values_supported, ['ES256', 'EdDSA', 'RS256'], 'discovery lists the algorithm of every key accepted, the current one first')
+})
+
+t.test('discovery keeps listing HS256 while a former secret is accepted, and each algorithm once', async (t) => {
+  const current = generateKeyPair('EdDSA')
+  const app = await build(t, {
+    env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: `${generateKeyPair('EdDSA').publicKey}${TEST_SECRET}` }
+  })
+  const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
+  t.same(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'HS256'])
 })
 
 t.test('both endpoints are in the OpenAPI document with their response schemas, and public', async (t) => {
