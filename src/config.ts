@@ -37,7 +37,7 @@ const EnvSchema = Type.Object({
   JWT_PRIVATE_KEY: Type.Optional(Type.String()),
   JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
   JWT_PREVIOUS_KEYS: Type.Optional(Type.String()),
-  JWT_ISSUER: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https?://[^\\s?#]+$', description: 'an http(s) URL without query or fragment' })),
+  JWT_ISSUER: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[^\\s\\u0000-\\u001f\\u007f-\\u009f]+$', description: 'a name or URI without white space or control characters' })),
   CORS_ORIGINS: Type.Optional(commaList()),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_MAX: positiveInteger('100'),
@@ -204,6 +204,15 @@ function parseDatabaseUrl (url: string): DatabaseConfig {
   return { dialect: 'postgres', url }
 }
 
+/** Whether `value` parses as an absolute URI (a scheme, then anything the URL parser accepts). */
+function isUri (value: string): boolean {
+  try {
+    return new URL(value).protocol.length > 1
+  } catch {
+    return false
+  }
+}
+
 function isHttpUrl (value: string): boolean {
   try {
     const { protocol } = new URL(value)
@@ -330,6 +339,8 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
       problems.push(`JWT_PREVIOUS_KEYS ${error.message}`)
     }
   }
+  // A token's `iss` is a StringOrURI: a value with a colon must be a URI (docs/api.md, "Signing keys").
+  if (env.JWT_ISSUER?.includes(':') === true && !isUri(env.JWT_ISSUER)) problems.push(`JWT_ISSUER contains ":" but is not a URI${shown('JWT_ISSUER', env.JWT_ISSUER)}`)
   return {
     signingKey: current.signingKey,
     current: current.verification,

@@ -129,6 +129,23 @@ t.test('without JWT_ISSUER tokens carry no iss and discovery names the address a
   t.match(discovery.json(), { issuer: 'http://users.internal:8080', jwks_uri: 'http://users.internal:8080/.well-known/jwks.json' })
 })
 
+t.test('a JWT_ISSUER that is a name: tokens carry it, discovery shows it and builds addresses on the address asked', async (t) => {
+  const issuer = 'urn:example:users'
+  const key = generateKeyPair('EdDSA')
+  const app = await build(t, { env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
+  const account = await createAccount(app)
+  t.equal(claimsOf(account.token).iss, issuer)
+  const discovery = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: { host: 'users.internal:8080' } })
+  t.match(discovery.json(), { issuer, jwks_uri: 'http://users.internal:8080/.well-known/jwks.json', refresh_endpoint: 'http://users.internal:8080/api/v1/auth/refresh' })
+  const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+  const { payload } = await jwtVerify(account.token, createLocalJWKSet({ keys }), { issuer, algorithms: ['EdDSA'] })
+  t.equal(payload.sub, account.id, 'a verifier checking that issuer accepts the token')
+  const header = { alg: 'EdDSA', typ: 'JWT', kid: app.config.jwt.current.kid }
+  const ours = signerFor('EdDSA', key.privateKey)
+  t.equal((await me(app, jwt(header, accessClaims(account.id, { iss: issuer }), ours))).statusCode, 200, 'our key and that issuer: accepted')
+  t.equal((await me(app, jwt(header, accessClaims(account.id, { iss: 'urn:example:other' }), ours))).statusCode, 401, 'another issuer is refused')
+})
+
 t.test('a token without kid (issued before key ids) is accepted under the HS256 key only', async (t) => {
   const app = await build(t)
   const account = await createAccount(app)

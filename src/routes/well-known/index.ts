@@ -12,6 +12,16 @@ import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
 const PUBLIC_CACHING = 'public, max-age=300'
 const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
 
+/** Whether the issuer is an address the endpoints can be built on: http(s), no query or fragment. */
+function isHttpBase (issuer: string): boolean {
+  try {
+    const { protocol, search, hash } = new URL(issuer)
+    return (protocol === 'http:' || protocol === 'https:') && search === '' && hash === '' && !issuer.includes('?') && !issuer.includes('#')
+  } catch {
+    return false
+  }
+}
+
 /**
  * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
  * "Signing keys"); public, in the general rate-limit tier.
@@ -20,8 +30,9 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   const { jwt } = fastify.config
   const jwks = { keys: publicJwks(jwt) }
   const algorithms = acceptedAlgorithms(jwt)
-  // With JWT_ISSUER set the document does not depend on the Host header a client sends.
-  const configuredBase = jwt.issuer?.replace(/\/+$/, '') ?? null
+  // With JWT_ISSUER an http(s) address the document does not depend on the Host header a
+  // client sends; an issuer that is a name, or another kind of URI, locates nothing.
+  const configuredBase = jwt.issuer !== null && isHttpBase(jwt.issuer) ? jwt.issuer.replace(/\/+$/, '') : null
 
   fastify.get('/jwks.json', {
     schema: {
