@@ -173,6 +173,37 @@ t.test('moving from HS256 to EdDSA: the former secret as a previous key keeps to
   t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once the former secret is removed')
 })
 
+for (const algorithm of ['ES256', 'RS256'] as const) {
+  t.test(`${algorithm}: a token of a retired key verifies while the key is in JWT_PREVIOUS_KEYS, and is refused once it is dropped`, async (t) => {
+    const { url } = sqliteFile(t)
+    const a = generateKeyPair(algorithm)
+    const b = generateKeyPair(algorithm)
+    const before = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey } })
+    const account = await createAccount(before)
+    const kidA = before.config.jwt.current.kid
+    t.equal(headerOf(account.token).kid, kidA)
+    await before.close()
+
+    const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey } })
+    const kidB = after.config.jwt.current.kid
+    t.not(kidB, kidA)
+    t.equal((await me(after, account.token)).statusCode, 200, 'A\'s token is accepted while A is a previous key')
+    const jwks = (await after.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+    t.same(jwks.keys.map((key: { kid: string }) => key.kid), [kidB, kidA], 'the JWKS lists B, then A')
+    const { protectedHeader } = await jwtVerify(account.token, createLocalJWKSet(jwks), { algorithms: [algorithm] })
+    t.equal(protectedHeader.kid, kidA, 'and a JWKS verifier accepts it by A\'s kid')
+    await after.close()
+
+    const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey } })
+    const refused = await me(later, account.token)
+    t.equal(refused.statusCode, 401)
+    t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once A is dropped')
+    const { keys } = (await later.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+    t.same(keys.map((key: { kid: string }) => key.kid), [kidB], 'and A is no longer published')
+    await t.rejects(jwtVerify(account.token, createLocalJWKSet({ keys }), { algorithms: [algorithm] }), { code: 'ERR_JWKS_NO_MATCHING_KEY' }, 'nor verifies elsewhere')
+  })
+}
+
 t.test('the JWKS lists the current key and the previous public keys, each once', async (t) => {
   const current = generateKeyPair('ES256')
   const previous = [generateKeyPair('EdDSA'), generateKeyPair('RS256')]
