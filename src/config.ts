@@ -5,7 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
-import { generateKeyPair, JWT_ALGORITHMS, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
+import { generateKeyPair, JWT_ALGORITHMS, type JwtAlgorithm, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
 import { ACCESS_TOKEN_TTL_S } from './security/tokens.js'
 
 /**
@@ -392,6 +392,18 @@ function shown (name: string, value: unknown): string {
   if (isSensitiveKey(name)) return ''
   const text = String(value).replace(/\/\/([^:/@]*):[^@/]*@/, `//$1:${REDACTED}@`)
   return ` (got "${text}")`
+}
+
+/**
+ * JWT_ALGORITHM alone, for a task that needs nothing else (keys:generate); undefined when
+ * unset, ConfigError when not an algorithm.
+ */
+export function configuredAlgorithm (source: Record<string, string | undefined> = process.env): JwtAlgorithm | undefined {
+  const value = source.JWT_ALGORITHM
+  if (value === undefined || value === '') return undefined
+  const algorithm = JWT_ALGORITHMS.find((name) => name === value)
+  if (algorithm === undefined) throw new ConfigError([`JWT_ALGORITHM must be one of ${JWT_ALGORITHMS.join(', ')}${shown('JWT_ALGORITHM', value)}`])
+  return algorithm
 }
 
 /** Reads and validates the configuration; throws ConfigError listing every bad variable. */

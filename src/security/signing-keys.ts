@@ -87,13 +87,18 @@ function unescaped (pem: string): string {
   return pem.replace(/\\n/g, '\n')
 }
 
-/** A private key for `algorithm`, from PEM; throws KeyError saying what is wrong with it. */
+/**
+ * A private key for `algorithm`, from PEM; throws KeyError saying what is wrong with it. The
+ * first private key block is read, so the output of keys:generate (the private key, then the
+ * public one) serves as it is (docs/operations.md, "Signing keys").
+ */
 export function privateKey (pem: string, algorithm: AsymmetricAlgorithm): { signingKey: string, verification: VerificationKey } {
   const text = unescaped(pem)
-  if (/-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')
+  const block = /-----BEGIN ((RSA |EC |ENCRYPTED )?PRIVATE KEY)-----[\s\S]*?-----END \1-----/.exec(text)?.[0]
+  if (block === undefined && /-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')
   let key: KeyObject
   try {
-    key = createPrivateKey(text)
+    key = createPrivateKey(block ?? text)
   } catch {
     throw new KeyError('is not a PEM private key')
   }
