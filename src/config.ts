@@ -306,6 +306,17 @@ function readPrivateKeyText (env: Env, problems: string[]): string | undefined {
 }
 
 /**
+ * What a signing secret drawn at start-up also breaks between instances: each signs with its
+ * own, so none accepts another's tokens, nor, with retries on, opens the pairs another kept
+ * for refresh retries (docs/api.md, "Sessions").
+ */
+function acrossInstances (env: Env): string {
+  return Number(env.REFRESH_RETRY_WINDOW_S) === 0
+    ? '; instances do not accept each other\'s tokens'
+    : '; instances do not accept each other\'s tokens, nor answer refresh retries of each other\'s rotations (each a reuse, ending the session)'
+}
+
+/**
  * The signing key and every key still accepted. HS256 signs with JWT_SECRET; the others with
  * the private key, generated when unset (its tokens die with the process, like a generated
  * secret's).
@@ -319,7 +330,7 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
     if (pem !== undefined) problems.push(`${keyVariable} is only used with JWT_ALGORITHM EdDSA, ES256 or RS256 (JWT_ALGORITHM is HS256)`)
   } else if (pem === undefined) {
     if (!problems.some((problem) => problem.startsWith('JWT_PRIVATE_KEY'))) {
-      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again`)
+      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again${acrossInstances(env)}`)
       current = privateKey(generateKeyPair(algorithm).privateKey, algorithm)
     }
   } else {
@@ -453,7 +464,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
   if (env.SMTP_URL === undefined) warnings.push('SMTP_URL is unset: e-mail messages (verification, password reset, notices) are written to the log, not sent')
   if (env.JWT_SECRET === undefined) {
     warnings.push(env.JWT_ALGORITHM === 'HS256'
-      ? 'JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart'
+      ? `JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart${acrossInstances(env)}`
       : `JWT_SECRET is unset: a random secret was generated, so cursors and MFA enrolments do not survive a restart (it keys them under ${env.JWT_ALGORITHM} too)`)
   }
 

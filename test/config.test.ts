@@ -226,6 +226,16 @@ t.test('signing keys: the algorithm\'s key, its kid, previous keys and the issue
   t.match(loadConfig({ JWT_ALGORITHM: 'EdDSA' }).warnings.join('\n'), /JWT_SECRET is unset: .*cursors and MFA enrolments/, 'JWT_SECRET is still wanted under EdDSA')
 })
 
+t.test('a signing secret drawn at start-up is said to break tokens and, with retries on, refresh retries across instances', async (t) => {
+  const warningOf = (env: Record<string, string>, variable: string) => loadConfig(env).warnings.find((warning) => warning.startsWith(`${variable} is unset`)) ?? ''
+  t.match(warningOf({}, 'JWT_SECRET'), /instances do not accept each other's tokens, nor answer refresh retries of each other's rotations/, 'HS256')
+  t.match(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_PRIVATE_KEY'), /instances do not accept each other's tokens, nor answer refresh retries/, 'a generated key pair')
+  t.notMatch(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_SECRET'), /refresh retries/, 'under ES256 the secret seals no kept pair')
+  t.notMatch(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /refresh retries/, 'retries off: not mentioned')
+  t.match(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /instances do not accept each other's tokens$/)
+  t.same(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey }).warnings.filter((warning) => /JWT_/.test(warning)), [], 'none when both are set')
+})
+
 t.test('JWT_ISSUER is any name or URI (a JWT StringOrURI), kept as written', async (t) => {
   for (const issuer of ['users-api', 'urn:example:users', 'https://auth.example.com', 'https://auth.example.com/tenants/a?x=1', 'Ünïcode-Issuer', 'a'.repeat(2048)]) {
     t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: issuer }).jwt.issuer, issuer, `accepted: ${issuer.slice(0, 40)}`)
