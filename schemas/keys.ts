@@ -23,12 +23,14 @@ export const JwksSchema = component('Jwks', Type.Object({
 
 /** OpenID Connect Discovery 1.0 metadata, the part that applies to this service. */
 export const OpenIdConfigurationSchema = component('OpenIdConfiguration', Type.Object({
-  issuer: Type.String({ description: 'JWT_ISSUER, or this service\'s address when unset (tokens then carry no `iss`)' }),
-  jwks_uri: Type.String(),
+  issuer: Type.String({ description: 'JWT_ISSUER as set (the `iss` of every token), or this service\'s address when unset (tokens then carry no `iss`)' }),
+  jwks_uri: Type.String({ description: 'Built on JWT_ISSUER when it is an http(s) URL, else on the address the request was made to; so are the endpoints' }),
   token_endpoint: Type.String({ description: 'Password sign-in (JSON body, not the OAuth 2 form)' }),
+  refresh_endpoint: Type.String({ description: 'This service\'s own member: a new token pair for a refresh token (JSON body `refresh_token`)' }),
+  logout_endpoint: Type.String({ description: 'This service\'s own member: revokes the bearer access token and ends its session (optional JSON body `refresh_token`); not an OAuth 2 revocation endpoint' }),
   userinfo_endpoint: Type.String({ description: 'The caller, for a bearer access token' }),
   subject_types_supported: Type.Array(Type.String()),
-  id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'The algorithm tokens are signed with' }),
+  id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'The algorithm of every key tokens are still verified with: the signing key\'s first, then those of JWT_PREVIOUS_KEYS' }),
   token_endpoint_auth_methods_supported: Type.Array(Type.String(), { description: '`none`: sign-in authenticates the user, not a client' }),
   claims_supported: Type.Array(Type.String())
 }))

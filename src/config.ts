@@ -5,7 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
-import { generateKeyPair, JWT_ALGORITHMS, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
+import { generateKeyPair, JWT_ALGORITHMS, type JwtAlgorithm, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
 import { ACCESS_TOKEN_TTL_S } from './security/tokens.js'
 
 /**
@@ -37,7 +37,7 @@ const EnvSchema = Type.Object({
   JWT_PRIVATE_KEY: Type.Optional(Type.String()),
   JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
   JWT_PREVIOUS_KEYS: Type.Optional(Type.String()),
-  JWT_ISSUER: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https?://[^\\s?#]+$', description: 'an http(s) URL without query or fragment' })),
+  JWT_ISSUER: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[^\\s\\u0000-\\u001f\\u007f-\\u009f]+$', description: 'a name or URI without white space or control characters' })),
   CORS_ORIGINS: Type.Optional(commaList()),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_MAX: positiveInteger('100'),
@@ -204,6 +204,15 @@ function parseDatabaseUrl (url: string): DatabaseConfig {
   return { dialect: 'postgres', url }
 }
 
+/** Whether `value` parses as an absolute URI (a scheme, then anything the URL parser accepts). */
+function isUri (value: string): boolean {
+  try {
+    return new URL(value).protocol.length > 1
+  } catch {
+    return false
+  }
+}
+
 function isHttpUrl (value: string): boolean {
   try {
     const { protocol } = new URL(value)
@@ -297,6 +306,17 @@ function readPrivateKeyText (env: Env, problems: string[]): string | undefined {
 }
 
 /**
+ * What a signing secret drawn at start-up also breaks between instances: each signs with its
+ * own, so none accepts another's tokens, nor, with retries on, opens the pairs another kept
+ * for refresh retries (docs/api.md, "Sessions").
+ */
+function acrossInstances (env: Env): string {
+  return Number(env.REFRESH_RETRY_WINDOW_S) === 0
+    ? '; instances do not accept each other\'s tokens'
+    : '; instances do not accept each other\'s tokens, nor answer refresh retries of each other\'s rotations (each a reuse, ending the session)'
+}
+
+/**
  * The signing key and every key still accepted. HS256 signs with JWT_SECRET; the others with
  * the private key, generated when unset (its tokens die with the process, like a generated
  * secret's).
@@ -310,7 +330,7 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
     if (pem !== undefined) problems.push(`${keyVariable} is only used with JWT_ALGORITHM EdDSA, ES256 or RS256 (JWT_ALGORITHM is HS256)`)
   } else if (pem === undefined) {
     if (!problems.some((problem) => problem.startsWith('JWT_PRIVATE_KEY'))) {
-      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again`)
+      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again${acrossInstances(env)}`)
       current = privateKey(generateKeyPair(algorithm).privateKey, algorithm)
     }
   } else {
@@ -330,6 +350,8 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
       problems.push(`JWT_PREVIOUS_KEYS ${error.message}`)
     }
   }
+  // A token's `iss` is a StringOrURI: a value with a colon must be a URI (docs/api.md, "Signing keys").
+  if (env.JWT_ISSUER?.includes(':') === true && !isUri(env.JWT_ISSUER)) problems.push(`JWT_ISSUER contains ":" but is not a URI${shown('JWT_ISSUER', env.JWT_ISSUER)}`)
   return {
     signingKey: current.signingKey,
     current: current.verification,
@@ -383,6 +405,18 @@ function shown (name: string, value: unknown): string {
   return ` (got "${text}")`
 }
 
+/**
+ * JWT_ALGORITHM alone, for a task that needs nothing else (keys:generate); undefined when
+ * unset, ConfigError when not an algorithm.
+ */
+export function configuredAlgorithm (source: Record<string, string | undefined> = process.env): JwtAlgorithm | undefined {
+  const value = source.JWT_ALGORITHM
+  if (value === undefined || value === '') return undefined
+  const algorithm = JWT_ALGORITHMS.find((name) => name === value)
+  if (algorithm === undefined) throw new ConfigError([`JWT_ALGORITHM must be one of ${JWT_ALGORITHMS.join(', ')}${shown('JWT_ALGORITHM', value)}`])
+  return algorithm
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig (source: Record<string, string | undefined> = process.env): Config {
   // Empty variables count as unset, as most deployment tools write them.
@@ -430,7 +464,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
   if (env.SMTP_URL === undefined) warnings.push('SMTP_URL is unset: e-mail messages (verification, password reset, notices) are written to the log, not sent')
   if (env.JWT_SECRET === undefined) {
     warnings.push(env.JWT_ALGORITHM === 'HS256'
-      ? 'JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart'
+      ? `JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart${acrossInstances(env)}`
       : `JWT_SECRET is unset: a random secret was generated, so cursors and MFA enrolments do not survive a restart (it keys them under ${env.JWT_ALGORITHM} too)`)
   }
 

@@ -226,6 +226,24 @@ t.test('signing keys: the algorithm\'s key, its kid, previous keys and the issue
   t.match(loadConfig({ JWT_ALGORITHM: 'EdDSA' }).warnings.join('\n'), /JWT_SECRET is unset: .*cursors and MFA enrolments/, 'JWT_SECRET is still wanted under EdDSA')
 })
 
+t.test('a signing secret drawn at start-up is said to break tokens and, with retries on, refresh retries across instances', async (t) => {
+  const warningOf = (env: Record<string, string>, variable: string) => loadConfig(env).warnings.find((warning) => warning.startsWith(`${variable} is unset`)) ?? ''
+  t.match(warningOf({}, 'JWT_SECRET'), /instances do not accept each other's tokens, nor answer refresh retries of each other's rotations/, 'HS256')
+  t.match(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_PRIVATE_KEY'), /instances do not accept each other's tokens, nor answer refresh retries/, 'a generated key pair')
+  t.notMatch(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_SECRET'), /refresh retries/, 'under ES256 the secret seals no kept pair')
+  t.notMatch(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /refresh retries/, 'retries off: not mentioned')
+  t.match(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /instances do not accept each other's tokens$/)
+  t.same(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey }).warnings.filter((warning) => /JWT_/.test(warning)), [], 'none when both are set')
+})
+
+t.test('JWT_ISSUER is any name or URI (a JWT StringOrURI), kept as written', async (t) => {
+  for (const issuer of ['users-api', 'urn:example:users', 'https://auth.example.com', 'https://auth.example.com/tenants/a?x=1', 'Ünïcode-Issuer', 'a'.repeat(2048)]) {
+    t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: issuer }).jwt.issuer, issuer, `accepted: ${issuer.slice(0, 40)}`)
+  }
+  t.match(problemsOf({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: 'a'.repeat(2049) }), [/^JWT_ISSUER must be/], 'at most 2048 characters')
+  t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: '' }).jwt.issuer, null, 'empty is unset')
+})
+
 t.test('a bad signing key stops start-up with a message naming the variable', async (t) => {
   const ed = generateKeyPair('EdDSA')
   const es = generateKeyPair('ES256')
@@ -250,7 +268,13 @@ t.test('a bad signing key stops start-up with a message naming the variable', as
     [{ JWT_PREVIOUS_KEYS: `${es.publicKey}short-secret` }, /^JWT_PREVIOUS_KEYS entry 2 is a secret shorter than 32 characters/],
     [{ JWT_PREVIOUS_KEYS: '-----BEGIN PUBLIC KEY-----\nMCow' }, /^JWT_PREVIOUS_KEYS entry 1 is an incomplete PEM block/],
     [{ JWT_PREVIOUS_KEYS: '-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----' }, /^JWT_PREVIOUS_KEYS entry 1 is not a readable PEM public key/],
-    [{ JWT_ISSUER: 'auth-service' }, /^JWT_ISSUER must be an http\(s\) URL without query or fragment/]
+    [{ JWT_ISSUER: 'auth service' }, /^JWT_ISSUER must be a name or URI without white space or control characters \(got "auth service"\)/],
+    [{ JWT_ISSUER: 'auth\u0007service' }, /^JWT_ISSUER must be a name or URI without white space or control characters/],
+    [{ JWT_ISSUER: 'auth\u0085service' }, /^JWT_ISSUER must be a name or URI without white space or control characters/],
+    [{ JWT_ISSUER: 'https://auth.example.com/\t' }, /^JWT_ISSUER must be a name or URI without white space or control characters/],
+    [{ JWT_ISSUER: '1.2.3.4:8080' }, /^JWT_ISSUER contains ":" but is not a URI \(got "1.2.3.4:8080"\)/],
+    [{ JWT_ISSUER: ':users' }, /^JWT_ISSUER contains ":" but is not a URI/],
+    [{ JWT_ISSUER: 'https://[::1' }, /^JWT_ISSUER contains ":" but is not a URI/]
   ]
   for (const [env, expected] of cases) {
     const problems = problemsOf({ JWT_SECRET: 'x'.repeat(32), ...env })

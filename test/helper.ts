@@ -169,15 +169,6 @@ export function claimsOf (token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
 }
 
-/**
- * Waits until a refresh token spent just now counts as replayed, not raced, when presented
- * again: a replay must arrive in a later millisecond than the spend, and the service knows
- * the arrival only to within a millisecond (Date.now() truncates), so two must pass.
- */
-export async function untilReplayWouldShow (): Promise<void> {
-  await clockPast(Date.now() + 1)
-}
-
 /** Resolves once the clock has moved past the given instant (milliseconds). */
 export async function clockPast (instant: number): Promise<void> {
   while (Date.now() <= instant) await new Promise((resolve) => setImmediate(resolve))

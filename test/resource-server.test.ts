@@ -2,10 +2,14 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { generateKeyPair } from '../src/security/signing-keys.js'
-import { TEST_PASSWORD, type TestContext, sqliteFile, uniqueEmail } from './helper.js'
+import { backends, freshDatabaseUrl, TEST_PASSWORD, type TestContext, uniqueEmail } from './helper.js'
 import { type ServiceProcess, startService } from './service.js'
 
 const run = promisify(execFile)
+
+/** Every test runs on each backend, and with Redis when one is given: revocations then travel through it. */
+const redisUrl = process.env.TEST_REDIS_URL
+const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
 
 /**
  * A resource server in its own process, as another team would write one: jose's
@@ -54,7 +58,7 @@ async function signIn (service: ServiceProcess, email: string): Promise<{ access
 }
 
 async function start (t: TestContext, databaseUrl: string, env: Record<string, string>): Promise<ServiceProcess> {
-  return await startService(t, { DATABASE_URL: databaseUrl, MFA_REQUIRED_ROLES: 'none', RATE_LIMIT_AUTH_MAX: '1000', JWT_ALGORITHM: 'EdDSA', ...env })
+  return await startService(t, { DATABASE_URL: databaseUrl, MFA_REQUIRED_ROLES: 'none', RATE_LIMIT_MAX: '100000', RATE_LIMIT_AUTH_MAX: '1000', JWT_ALGORITHM: 'EdDSA', ...env })
 }
 
 async function stop (service: ServiceProcess): Promise<void> {
@@ -62,57 +66,75 @@ async function stop (service: ServiceProcess): Promise<void> {
   await service.exited
 }
 
-t.test('another service verifies our EdDSA tokens from the JWKS; it cannot see a revocation, our API can', async (t) => {
-  const key = generateKeyPair('EdDSA')
-  const service = await start(t, sqliteFile(t).url, { JWT_PRIVATE_KEY: key.privateKey })
-  const email = uniqueEmail()
-  const created = await call(service, 'POST', '/api/v1/users', { body: { email, name: 'Resource Reader', password: TEST_PASSWORD } })
-  t.equal(created.status, 201)
-  const { access_token: token } = await signIn(service, email)
+/** Asks `service` for the caller until it refuses the token: how long that took, or Infinity past `limitMs`. */
+async function msUntilRefused (service: ServiceProcess, token: string, limitMs: number): Promise<number> {
+  const started = Date.now()
+  while (Date.now() - started < limitMs) {
+    if ((await call(service, 'GET', '/api/v1/auth/me', { token })).status === 401) return Date.now() - started
+  }
+  return Infinity
+}
 
-  const [verified] = await verifyElsewhere(service, token)
-  t.same(verified, { ok: true, sub: created.body.data.id, kid: kidOf(token) }, 'verified with nothing but the JWKS')
+for (const backend of backends()) {
+  t.test(`${backend.name}${redisEnv.REDIS_URL === undefined ? '' : ' + redis'}`, async (t) => {
+    t.test('another service verifies our EdDSA tokens from the JWKS; it cannot see a revocation, our instances can', async (t) => {
+      const key = generateKeyPair('EdDSA')
+      const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
+      const service = await start(t, databaseUrl, { ...redisEnv, JWT_PRIVATE_KEY: key.privateKey })
+      const other = await start(t, databaseUrl, { ...redisEnv, JWT_PRIVATE_KEY: key.privateKey })
+      const email = uniqueEmail()
+      const created = await call(service, 'POST', '/api/v1/users', { body: { email, name: 'Resource Reader', password: TEST_PASSWORD } })
+      t.equal(created.status, 201)
+      const { access_token: token } = await signIn(service, email)
 
-  t.equal((await call(service, 'POST', '/api/v1/auth/logout', { token })).status, 204)
-  const refused = await call(service, 'GET', '/api/v1/auth/me', { token })
-  t.equal(refused.status, 401)
-  t.equal(refused.body.error.code, 'INVALID_TOKEN', 'our API refuses the revoked token')
-  const [stillValid] = await verifyElsewhere(service, token)
-  t.equal(stillValid?.ok, true, 'local verification cannot know of the revocation: the token is good until it expires (15 minutes at most)')
+      const [verified] = await verifyElsewhere(service, token)
+      t.same(verified, { ok: true, sub: created.body.data.id, kid: kidOf(token) }, 'verified with nothing but the JWKS')
 
-  const forged = `${token.split('.').slice(0, 2).join('.')}.${Buffer.alloc(64).toString('base64url')}`
-  const [bad] = await verifyElsewhere(service, forged)
-  t.same(bad, { ok: false, code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' }, 'a forged signature fails there too')
-})
+      t.equal((await call(other, 'GET', '/api/v1/auth/me', { token })).status, 200, 'our other instance accepts it')
+      t.equal((await call(service, 'POST', '/api/v1/auth/logout', { token })).status, 204)
+      const refused = await call(service, 'GET', '/api/v1/auth/me', { token })
+      t.equal(refused.status, 401)
+      t.equal(refused.body.error.code, 'INVALID_TOKEN', 'our API refuses the revoked token')
+      const elapsed = await msUntilRefused(other, token, 2000)
+      t.ok(elapsed <= 1000, `so does our other instance, after ${elapsed} ms${redisUrl === undefined || redisUrl === '' ? '' : ' (told through Redis)'}`)
+      const [stillValid] = await verifyElsewhere(service, token)
+      t.equal(stillValid?.ok, true, 'local verification cannot know of the revocation: the token is good until it expires (15 minutes at most)')
 
-t.test('rotation: key A, then key B with A still accepted, then B alone', async (t) => {
-  const { url } = sqliteFile(t)
-  const a = generateKeyPair('EdDSA')
-  const b = generateKeyPair('EdDSA')
+      const forged = `${token.split('.').slice(0, 2).join('.')}.${Buffer.alloc(64).toString('base64url')}`
+      const [bad] = await verifyElsewhere(service, forged)
+      t.same(bad, { ok: false, code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' }, 'a forged signature fails there too')
+    })
 
-  const first = await start(t, url, { JWT_PRIVATE_KEY: a.privateKey })
-  const email = uniqueEmail()
-  t.equal((await call(first, 'POST', '/api/v1/users', { body: { email, name: 'Rotating Reader', password: TEST_PASSWORD } })).status, 201)
-  const old = await signIn(first, email)
-  const kidA = kidOf(old.access_token)
-  await stop(first)
+    t.test('rotation: key A, then key B with A still accepted, then B alone', async (t) => {
+      const url = await freshDatabaseUrl(t, backend.url, { shared: true })
+      const a = generateKeyPair('EdDSA')
+      const b = generateKeyPair('EdDSA')
 
-  const second = await start(t, url, { JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey })
-  const fresh = await signIn(second, email)
-  const kidB = kidOf(fresh.access_token)
-  t.not(kidB, kidA, 'new tokens carry B\'s kid')
-  t.same((await call(second, 'GET', '/.well-known/jwks.json')).body.keys.map((jwk: { kid: string }) => jwk.kid), [kidB, kidA], 'the JWKS lists B, then A')
-  t.equal((await call(second, 'GET', '/api/v1/auth/me', { token: old.access_token })).status, 200, 'A\'s access token is still accepted')
-  t.same((await verifyElsewhere(second, old.access_token, fresh.access_token)).map((outcome) => outcome.ok), [true, true], 'and verifies elsewhere, as B\'s does')
-  const refreshed = await call(second, 'POST', '/api/v1/auth/refresh', { body: { refresh_token: old.refresh_token } })
-  t.equal(refreshed.status, 200, 'A\'s refresh token still refreshes')
-  t.equal(kidOf(refreshed.body.data.access_token), kidB, 'into tokens signed with B')
-  await stop(second)
+      const first = await start(t, url, { ...redisEnv, JWT_PRIVATE_KEY: a.privateKey })
+      const email = uniqueEmail()
+      t.equal((await call(first, 'POST', '/api/v1/users', { body: { email, name: 'Rotating Reader', password: TEST_PASSWORD } })).status, 201)
+      const old = await signIn(first, email)
+      const kidA = kidOf(old.access_token)
+      await stop(first)
 
-  const third = await start(t, url, { JWT_PRIVATE_KEY: b.privateKey })
-  const refused = await call(third, 'GET', '/api/v1/auth/me', { token: old.access_token })
-  t.equal(refused.status, 401)
-  t.equal(refused.body.error.code, 'INVALID_TOKEN', 'A\'s tokens are refused once A is removed')
-  t.equal((await call(third, 'GET', '/api/v1/auth/me', { token: refreshed.body.data.access_token })).status, 200, 'B\'s are not')
-  t.same(await verifyElsewhere(third, old.access_token), [{ ok: false, code: 'ERR_JWKS_NO_MATCHING_KEY' }], 'nor verify elsewhere')
-})
+      const second = await start(t, url, { ...redisEnv, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey })
+      const fresh = await signIn(second, email)
+      const kidB = kidOf(fresh.access_token)
+      t.not(kidB, kidA, 'new tokens carry B\'s kid')
+      t.same((await call(second, 'GET', '/.well-known/jwks.json')).body.keys.map((jwk: { kid: string }) => jwk.kid), [kidB, kidA], 'the JWKS lists B, then A')
+      t.equal((await call(second, 'GET', '/api/v1/auth/me', { token: old.access_token })).status, 200, 'A\'s access token is still accepted')
+      t.same((await verifyElsewhere(second, old.access_token, fresh.access_token)).map((outcome) => outcome.ok), [true, true], 'and verifies elsewhere, as B\'s does')
+      const refreshed = await call(second, 'POST', '/api/v1/auth/refresh', { body: { refresh_token: old.refresh_token } })
+      t.equal(refreshed.status, 200, 'A\'s refresh token still refreshes')
+      t.equal(kidOf(refreshed.body.data.access_token), kidB, 'into tokens signed with B')
+      await stop(second)
+
+      const third = await start(t, url, { ...redisEnv, JWT_PRIVATE_KEY: b.privateKey })
+      const refused = await call(third, 'GET', '/api/v1/auth/me', { token: old.access_token })
+      t.equal(refused.status, 401)
+      t.equal(refused.body.error.code, 'INVALID_TOKEN', 'A\'s tokens are refused once A is removed')
+      t.equal((await call(third, 'GET', '/api/v1/auth/me', { token: refreshed.body.data.access_token })).status, 200, 'B\'s are not')
+      t.same(await verifyElsewhere(third, old.access_token), [{ ok: false, code: 'ERR_JWKS_NO_MATCHING_KEY' }], 'nor verify elsewhere')
+    })
+  })
+}

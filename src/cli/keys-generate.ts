@@ -1,18 +1,40 @@
 import { parseArgs } from 'node:util'
+import { ConfigError, configuredAlgorithm } from '../config.js'
 import { type AsymmetricAlgorithm, generateKeyPair, JWT_ALGORITHMS, privateKey } from '../security/signing-keys.js'
 
 /**
- * `npm run keys:generate -- --algorithm EdDSA|ES256|RS256`: prints a new key pair as PEM, the
+ * `npm run keys:generate [-- --algorithm EdDSA|ES256|RS256]`: prints a new key pair as PEM, the
  * private key for JWT_PRIVATE_KEY(_FILE), the public one for JWT_PREVIOUS_KEYS after the
- * next rotation (docs/operations.md, "Signing keys").
+ * next rotation (docs/operations.md, "Signing keys"). Without `--algorithm`, the key is for
+ * JWT_ALGORITHM when it is set, else EdDSA.
  */
 const ASYMMETRIC = JWT_ALGORITHMS.filter((algorithm): algorithm is AsymmetricAlgorithm => algorithm !== 'HS256')
-const { values } = parseArgs({ options: { algorithm: { type: 'string', default: 'EdDSA' } } })
-const algorithm = ASYMMETRIC.find((name) => name === values.algorithm)
-if (algorithm === undefined) {
-  process.stderr.write(`--algorithm must be one of ${ASYMMETRIC.join(', ')} (got "${values.algorithm ?? ''}"); HS256 uses JWT_SECRET\n`)
+
+function fail (message: string): never {
+  process.stderr.write(`${message}\n`)
   process.exit(2)
 }
+
+let values: { algorithm?: string }
+try {
+  values = parseArgs({ options: { algorithm: { type: 'string' } } }).values
+} catch (error) {
+  fail(`${(error as Error).message}\nUsage: npm run keys:generate [-- --algorithm ${ASYMMETRIC.join('|')}]`)
+}
+let requested: string
+if (values.algorithm !== undefined) {
+  requested = values.algorithm
+} else {
+  try {
+    requested = configuredAlgorithm() ?? 'EdDSA'
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    fail(`${error.problems.join('; ')}; or pass --algorithm ${ASYMMETRIC.join('|')}`)
+  }
+  if (requested === 'HS256') fail(`JWT_ALGORITHM is HS256, which signs with JWT_SECRET and needs no key pair; pass --algorithm ${ASYMMETRIC.join('|')} for one`)
+}
+const algorithm = ASYMMETRIC.find((name) => name === requested)
+if (algorithm === undefined) fail(`--algorithm must be one of ${ASYMMETRIC.join(', ')} (got "${requested}"); HS256 uses JWT_SECRET`)
 const pair = generateKeyPair(algorithm)
 const { kid } = privateKey(pair.privateKey, algorithm).verification
 // The note goes to stderr, so stdout is only PEM and can be written to a file as it is.

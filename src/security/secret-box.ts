@@ -4,13 +4,14 @@ const VERSION = 'v1'
 
 /**
  * Authenticated encryption (AES-256-GCM) of small secrets at rest, such as TOTP secrets,
- * under a key derived with HKDF from the service's secret and a purpose label. The stored
+ * under a key derived with HKDF from a secret of the service (a string, or key bytes) and a
+ * purpose label. The stored
  * form is `v1.<iv>.<tag>.<ciphertext>` (base64url).
  */
 export class SecretBox {
   readonly #key: Buffer
 
-  constructor (secret: string, purpose: string) {
+  constructor (secret: string | Buffer, purpose: string) {
     this.#key = Buffer.from(hkdfSync('sha256', secret, 'users-api', purpose, 32))
   }
 

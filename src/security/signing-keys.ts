@@ -87,13 +87,18 @@ function unescaped (pem: string): string {
   return pem.replace(/\\n/g, '\n')
 }
 
-/** A private key for `algorithm`, from PEM; throws KeyError saying what is wrong with it. */
+/**
+ * A private key for `algorithm`, from PEM; throws KeyError saying what is wrong with it. The
+ * first private key block is read, so the output of keys:generate (the private key, then the
+ * public one) serves as it is (docs/operations.md, "Signing keys").
+ */
 export function privateKey (pem: string, algorithm: AsymmetricAlgorithm): { signingKey: string, verification: VerificationKey } {
   const text = unescaped(pem)
-  if (/-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')
+  const block = /-----BEGIN ((RSA |EC |ENCRYPTED )?PRIVATE KEY)-----[\s\S]*?-----END \1-----/.exec(text)?.[0]
+  if (block === undefined && /-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')
   let key: KeyObject
   try {
-    key = createPrivateKey(text)
+    key = createPrivateKey(block ?? text)
   } catch {
     throw new KeyError('is not a PEM private key')
   }
@@ -136,6 +141,17 @@ export function previousKeys (text: string): VerificationKey[] {
   return keys
 }
 
+/**
+ * The signing secret, as key material to derive other keys from: JWT_SECRET under HS256, the
+ * private key's PKCS#8 DER otherwise. The pairs kept for refresh retries are sealed under a
+ * key derived from it, so only instances that sign alike answer each other's retries
+ * (docs/api.md, "Sessions").
+ */
+export function signingSecret (keys: Pick<SigningKeys, 'signingKey' | 'current'>): string | Buffer {
+  if (keys.current.algorithm === 'HS256') return keys.signingKey
+  return createPrivateKey(keys.signingKey).export({ type: 'pkcs8', format: 'der' })
+}
+
 /** A new key pair for `algorithm`, as PEM (PKCS#8 and SPKI). */
 export function generateKeyPair (algorithm: AsymmetricAlgorithm): { privateKey: string, publicKey: string } {
   const pair = algorithm === 'EdDSA'
@@ -147,6 +163,11 @@ export function generateKeyPair (algorithm: AsymmetricAlgorithm): { privateKey: 
     privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     publicKey: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
   }
+}
+
+/** The algorithms of the keys tokens are verified with, the current key's first, each once. */
+export function acceptedAlgorithms (keys: SigningKeys): JwtAlgorithm[] {
+  return [...new Set([keys.current, ...keys.previous].map(({ algorithm }) => algorithm))]
 }
 
 /** The keys of the JWKS: public keys in use and still accepted, each once. */

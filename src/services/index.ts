@@ -4,6 +4,7 @@ import type { OAuthStateStore } from '../oauth/state-store.js'
 import type { PasskeyChallengeStore } from '../passkeys/challenge-store.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { SecretBox } from '../security/secret-box.js'
+import { signingSecret } from '../security/signing-keys.js'
 import type { TokenService } from '../security/tokens.js'
 import { trustedNetworks } from '../security/zero-trust.js'
 import type { Repositories } from '../store/repositories.js'
@@ -54,7 +55,7 @@ export function createServices (deps: ServiceDependencies) {
   const { config, repositories, cursors, passwords, tokens, audit } = deps
   const { users } = repositories
   const sessions = new SessionService({
-    tokens, sessions: repositories.sessions, users, revokeAccessToken: deps.revokeAccessToken, policy: config.session, cursors, retryBox: new SecretBox(config.jwtSecret, 'refresh-retry')
+    tokens, sessions: repositories.sessions, users, revokeAccessToken: deps.revokeAccessToken, policy: config.session, cursors, retryBox: new SecretBox(signingSecret(config.jwt), 'refresh-retry')
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })

@@ -88,12 +88,10 @@ export class SessionService {
   /**
    * Rotates: the presented token is spent, a new pair is issued in the same session. A spent
    * token presented again within the retry window of its rotation, before the new refresh
-   * token is spent, gets that same pair (`retry`), and nothing is written. `receivedAt` (when
-   * the request arrived, in ms) tells a replay from a race: a request that arrived before the
-   * token was spent ran concurrently with the one that spent it. A rotation is stored through
-   * what `recordedFor` gives for the account.
+   * token is spent, gets that same pair (`retry`), and nothing is written. A rotation is
+   * stored through what `recordedFor` gives for the account.
    */
-  async refresh (refreshToken: string, receivedAt: number, recordedFor: (userId: string) => Recorded): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
+  async refresh (refreshToken: string, recordedFor: (userId: string) => Recorded): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
     const { tokens, sessions, users } = this.#deps
     let claims
     try {
@@ -130,14 +128,9 @@ export class SessionService {
     // or two tabs refreshing at once, get one pair, and instances answering them alike.
     const kept = this.#keptPair(spent, now)
     if (kept !== null) return { pair: kept, userId: spent.userId, retry: true }
-    // Otherwise, sent again after it was spent: stolen or replayed, so the whole session
-    // ends. Sent while it was being spent (the race above, with retries off or past the
-    // window): refused, but the session lives on, so a client racing itself is not logged
-    // out. A request that read the token unspent ran while it was being spent; one that read
-    // it spent is a replay only if it arrived in a later millisecond than the spend (the
-    // spend's time is kept to the millisecond, the arrival's is finer).
-    const replayed = presented.spentAt !== null && Math.floor(receivedAt) > Date.parse(presented.spentAt)
-    if (replayed) await this.#endSessions([presented.sessionId], 'reuse', now)
+    // Otherwise a spent token is reuse, however it came to be spent (a concurrent refresh
+    // included, with retries off): the whole session ends (docs/api.md, "Sessions").
+    await this.#endSessions([spent.sessionId], 'reuse', now)
     throw new Errors.TOKEN_REUSED()
   }
 

@@ -166,11 +166,11 @@ export class SignInService {
     await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
   }
 
-  /** A new pair for a refresh token, which is spent (or, for a retry, the pair it was spent for); `receivedAt`: when the request arrived (ms). */
-  async refresh (context: RequestContext, refreshToken: string, receivedAt: number): Promise<TokenPair> {
+  /** A new pair for a refresh token, which is spent (or, for a retry, the pair it was spent for). */
+  async refresh (context: RequestContext, refreshToken: string): Promise<TokenPair> {
     const { sessions, audit } = this.deps
     try {
-      const { pair, userId, retry } = await sessions.refresh(refreshToken, receivedAt,
+      const { pair, userId, retry } = await sessions.refresh(refreshToken,
         (userId) => audit.recorded(context, [{ event: 'auth.refresh', outcome: 'success', actorId: userId, targetId: userId }]))
       // A retry changes nothing: it is recorded on its own.
       if (retry) await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId, details: { retry: true } })

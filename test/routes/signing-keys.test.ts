@@ -72,8 +72,10 @@ for (const algorithm of ALGORITHMS) {
       issuer,
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       token_endpoint: `${issuer}/api/v1/auth/login`,
-      id_token_signing_alg_values_supported: [algorithm]
+      refresh_endpoint: `${issuer}/api/v1/auth/refresh`,
+      logout_endpoint: `${issuer}/api/v1/auth/logout`
     })
+    t.same(discovery.json().id_token_signing_alg_values_supported, [algorithm], 'the one algorithm in use')
 
     const sub = account.id
     const ours = signerFor(algorithm, signingKey)
@@ -127,6 +129,23 @@ t.test('without JWT_ISSUER tokens carry no iss and discovery names the address a
   t.match(discovery.json(), { issuer: 'http://users.internal:8080', jwks_uri: 'http://users.internal:8080/.well-known/jwks.json' })
 })
 
+t.test('a JWT_ISSUER that is a name: tokens carry it, discovery shows it and builds addresses on the address asked', async (t) => {
+  const issuer = 'urn:example:users'
+  const key = generateKeyPair('EdDSA')
+  const app = await build(t, { env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
+  const account = await createAccount(app)
+  t.equal(claimsOf(account.token).iss, issuer)
+  const discovery = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: { host: 'users.internal:8080' } })
+  t.match(discovery.json(), { issuer, jwks_uri: 'http://users.internal:8080/.well-known/jwks.json', refresh_endpoint: 'http://users.internal:8080/api/v1/auth/refresh' })
+  const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+  const { payload } = await jwtVerify(account.token, createLocalJWKSet({ keys }), { issuer, algorithms: ['EdDSA'] })
+  t.equal(payload.sub, account.id, 'a verifier checking that issuer accepts the token')
+  const header = { alg: 'EdDSA', typ: 'JWT', kid: app.config.jwt.current.kid }
+  const ours = signerFor('EdDSA', key.privateKey)
+  t.equal((await me(app, jwt(header, accessClaims(account.id, { iss: issuer }), ours))).statusCode, 200, 'our key and that issuer: accepted')
+  t.equal((await me(app, jwt(header, accessClaims(account.id, { iss: 'urn:example:other' }), ours))).statusCode, 401, 'another issuer is refused')
+})
+
 t.test('a token without kid (issued before key ids) is accepted under the HS256 key only', async (t) => {
   const app = await build(t)
   const account = await createAccount(app)
@@ -154,6 +173,37 @@ t.test('moving from HS256 to EdDSA: the former secret as a previous key keeps to
   t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once the former secret is removed')
 })
 
+for (const algorithm of ['ES256', 'RS256'] as const) {
+  t.test(`${algorithm}: a token of a retired key verifies while the key is in JWT_PREVIOUS_KEYS, and is refused once it is dropped`, async (t) => {
+    const { url } = sqliteFile(t)
+    const a = generateKeyPair(algorithm)
+    const b = generateKeyPair(algorithm)
+    const before = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey } })
+    const account = await createAccount(before)
+    const kidA = before.config.jwt.current.kid
+    t.equal(headerOf(account.token).kid, kidA)
+    await before.close()
+
+    const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey } })
+    const kidB = after.config.jwt.current.kid
+    t.not(kidB, kidA)
+    t.equal((await me(after, account.token)).statusCode, 200, 'A\'s token is accepted while A is a previous key')
+    const jwks = (await after.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+    t.same(jwks.keys.map((key: { kid: string }) => key.kid), [kidB, kidA], 'the JWKS lists B, then A')
+    const { protectedHeader } = await jwtVerify(account.token, createLocalJWKSet(jwks), { algorithms: [algorithm] })
+    t.equal(protectedHeader.kid, kidA, 'and a JWKS verifier accepts it by A\'s kid')
+    await after.close()
+
+    const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey } })
+    const refused = await me(later, account.token)
+    t.equal(refused.statusCode, 401)
+    t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once A is dropped')
+    const { keys } = (await later.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
+    t.same(keys.map((key: { kid: string }) => key.kid), [kidB], 'and A is no longer published')
+    await t.rejects(jwtVerify(account.token, createLocalJWKSet({ keys }), { algorithms: [algorithm] }), { code: 'ERR_JWKS_NO_MATCHING_KEY' }, 'nor verifies elsewhere')
+  })
+}
+
 t.test('the JWKS lists the current key and the previous public keys, each once', async (t) => {
   const current = generateKeyPair('ES256')
   const previous = [generateKeyPair('EdDSA'), generateKeyPair('RS256')]
@@ -162,6 +212,17 @@ t.test('the JWKS lists the current key and the previous public keys, each once',
   })
   const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   t.same(keys.map((key: { alg: string }) => key.alg), ['ES256', 'EdDSA', 'RS256'])
+  const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
+  t.same(discovery.id_token_signing_alg_values_supported, ['ES256', 'EdDSA', 'RS256'], 'discovery lists the algorithm of every key accepted, the current one first')
+})
+
+t.test('discovery keeps listing HS256 while a former secret is accepted, and each algorithm once', async (t) => {
+  const current = generateKeyPair('EdDSA')
+  const app = await build(t, {
+    env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: `${generateKeyPair('EdDSA').publicKey}${TEST_SECRET}` }
+  })
+  const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
+  t.same(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'HS256'])
 })
 
 t.test('both endpoints are in the OpenAPI document with their response schemas, and public', async (t) => {

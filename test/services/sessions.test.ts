@@ -36,13 +36,13 @@ for (const backend of backends()) {
       const account = await registered(fixture)
       const { sessions, clock } = withClock(fixture)
       const first = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
-      const rotated = await sessions.refresh(first.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh'))
+      const rotated = await sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh'))
       t.equal(rotated.retry, false)
       clock.now += 9999
-      t.same(await sessions.refresh(first.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh')), { ...rotated, retry: true }, 'within the window: the same pair')
+      t.same(await sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh')), { ...rotated, retry: true }, 'within the window: the same pair')
       clock.now += 1
-      await t.rejects(sessions.refresh(first.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'at its end: reuse')
-      await t.rejects(sessions.refresh(rotated.pair.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'which ended the session')
+      await t.rejects(sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'at its end: reuse')
+      await t.rejects(sessions.refresh(rotated.pair.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'which ended the session')
       t.equal((await fixture.audited('auth.refresh')).length, 1, 'the rotation was stored with its entry; nothing else was')
     })
 
@@ -51,16 +51,17 @@ for (const backend of backends()) {
       const account = await registered(fixture)
       const { sessions, clock } = withClock(fixture)
       const first = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
-      const { pair } = await sessions.refresh(first.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh'))
+      const { pair } = await sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh'))
       const stored = await fixture.database.db.selectFrom('sessions').select('retry_pair').where('user_id', '=', account.id).executeTakeFirstOrThrow()
       t.ok(stored.retry_pair !== null && !stored.retry_pair.includes(pair.refresh_token) && !stored.retry_pair.includes(pair.access_token.split('.')[1] ?? ''), 'no token in the clear')
 
       const other = withClock(fixture, 'another-secret-of-at-least-32-characters')
       other.clock.now = clock.now
-      await t.rejects(other.sessions.refresh(first.refresh_token, clock.now + 1, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'another secret opens nothing: reuse')
+      await t.rejects(other.sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'another secret opens nothing: reuse')
+      await t.rejects(sessions.refresh(pair.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'which ended the session')
 
       const second = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
-      await sessions.refresh(second.refresh_token, clock.now, recordedFor(fixture, 'auth.refresh'))
+      await sessions.refresh(second.refresh_token, recordedFor(fixture, 'auth.refresh'))
       clock.now += 9999
       await sessions.eraseLapsedRetries()
       t.equal((await fixture.database.db.selectFrom('sessions').select('id').where('retry_pair', 'is not', null).execute()).length, 1, 'kept within the window')

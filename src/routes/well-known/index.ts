@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
-import { publicJwks } from '../../security/signing-keys.js'
+import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
 
 /**
  * Caches may keep these: they hold no personal data, and a resource server that meets an
@@ -12,6 +12,16 @@ import { publicJwks } from '../../security/signing-keys.js'
 const PUBLIC_CACHING = 'public, max-age=300'
 const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
 
+/** Whether the issuer is an address the endpoints can be built on: http(s), no query or fragment. */
+function isHttpBase (issuer: string): boolean {
+  try {
+    const { protocol, search, hash } = new URL(issuer)
+    return (protocol === 'http:' || protocol === 'https:') && search === '' && hash === '' && !issuer.includes('?') && !issuer.includes('#')
+  } catch {
+    return false
+  }
+}
+
 /**
  * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
  * "Signing keys"); public, in the general rate-limit tier.
@@ -19,8 +29,10 @@ const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: '
 const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   const { jwt } = fastify.config
   const jwks = { keys: publicJwks(jwt) }
-  // With JWT_ISSUER set the document does not depend on the Host header a client sends.
-  const configuredBase = jwt.issuer?.replace(/\/+$/, '') ?? null
+  const algorithms = acceptedAlgorithms(jwt)
+  // With JWT_ISSUER an http(s) address the document does not depend on the Host header a
+  // client sends; an issuer that is a name, or another kind of URI, locates nothing.
+  const configuredBase = jwt.issuer !== null && isHttpBase(jwt.issuer) ? jwt.issuer.replace(/\/+$/, '') : null
 
   fastify.get('/jwks.json', {
     schema: {
@@ -39,7 +51,7 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['keys'],
       operationId: 'keys.discovery',
-      summary: 'Discovery: issuer, JWKS address, token endpoint, algorithm',
+      summary: 'Discovery: issuer, JWKS address, token endpoints, algorithms',
       security: PUBLIC,
       response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', CACHING), ...errorResponses({}) }
     }
@@ -50,9 +62,11 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
       issuer: jwt.issuer ?? base,
       jwks_uri: `${base}/.well-known/jwks.json`,
       token_endpoint: `${base}/api/v1/auth/login`,
+      refresh_endpoint: `${base}/api/v1/auth/refresh`,
+      logout_endpoint: `${base}/api/v1/auth/logout`,
       userinfo_endpoint: `${base}/api/v1/auth/me`,
       subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: [jwt.current.algorithm],
+      id_token_signing_alg_values_supported: algorithms,
       token_endpoint_auth_methods_supported: ['none'],
       claims_supported: ['sub', 'iss', 'iat', 'exp', 'jti', 'roles', 'type']
     }
