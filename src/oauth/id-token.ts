@@ -16,7 +16,7 @@ export interface IdTokenExpectations {
 }
 
 /**
- * An ID token validated as OpenID Connect Core section 3.1.3.7 asks (docs/security.md,
+ * An ID token validated as OpenID Connect asks of a client (docs/security.md,
  * "Provider sign-in"): a signature by one of the issuer's keys, `iss`, `aud` holding the
  * client, `azp` naming it when present, `exp`, `iat`, and the `nonce` sent with this
  * flow's authorization request. Answers the profile its claims carry.

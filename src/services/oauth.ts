@@ -171,7 +171,8 @@ export class OAuthService {
   async finish (context: RequestContext, { provider, pending }: ProviderFlow, query: OAuthCallbackQuery): Promise<OAuthSignIn> {
     const { config } = this.provider(provider)
     const { tokenUrl, userinfoUrl, builtIn, discovered } = await this.#endpoints(provider, config)
-    // RFC 9207: a response from another issuer (a mix-up), or one without `iss` from a provider that always sends it.
+    // A response from another issuer (a mix-up), or one without `iss` from a provider that always
+    // sends it, is refused (docs/security.md, "Provider sign-in").
     if (discovered !== null && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
       throw providerError('the authorization response is not from the configured issuer')
     }
