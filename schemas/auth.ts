@@ -93,6 +93,7 @@ export const IdentitySchema = Type.Object({
   provider: Type.String(),
   created_at: Type.String({ format: 'date-time' })
 }, { title: 'Identity' })
+export type Identity = Static<typeof IdentitySchema>
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const SessionCollectionSchema = CollectionEnvelope(SessionListItemSchema)

@@ -1,11 +1,11 @@
 import { BlockList, isIP } from 'node:net'
-import type { AccessCheckBody } from '../../schemas/security.js'
+import type { Static } from '@sinclair/typebox'
+import type { AccessCheckBody, AccessDecisionSchema, RiskFactor } from '../../schemas/security.js'
 
-export interface RiskFactor { trusted: boolean, risk: number, reason: string }
+export type { RiskFactor }
 
-export interface AccessDecision {
-  allowed: boolean
-  risk_score: number
+/** The decision as the schema describes it, its four factors a tuple in their order. */
+export type AccessDecision = Omit<Static<typeof AccessDecisionSchema>, 'factors'> & {
   /** Device, network, behaviour, timing: in that order. */
   factors: [RiskFactor, RiskFactor, RiskFactor, RiskFactor]
 }
