@@ -193,7 +193,8 @@ export class OAuthService {
     }
     if (tokens.idToken === null) throw providerError('no ID token in the token response')
     let profile = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
-    // Some providers leave the e-mail out of the ID token; userinfo has it, for the same subject (Core 5.3.4).
+    // Some providers leave the e-mail out of the ID token; userinfo has it, and must describe the
+    // same subject (docs/api.md, "Providers by issuer").
     if (profile.email === null && userinfoUrl !== null) {
       const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, timeoutMs)
       if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')
