@@ -58,7 +58,7 @@ export const OAuthParamsSchema = Type.Object({
   provider: Type.String({ minLength: 1, maxLength: 32, description: 'google, github, microsoft, or a provider named in OAUTH_PROVIDERS (any case)' })
 }, { additionalProperties: false })
 
-/** RFC 7636 section 4.2: the S256 challenge, 43 base64url characters. */
+/** The S256 challenge: BASE64URL(SHA-256(verifier)) without padding, 43 characters. */
 const PKCE_CHALLENGE = { pattern: '^[A-Za-z0-9_-]{43}$' }
 
 export const OAuthAuthorizeQuerySchema = Type.Object({
@@ -75,7 +75,7 @@ export type OAuthAuthorizeQuery = Static<typeof OAuthAuthorizeQuerySchema>
 export const OAuthCallbackQuerySchema = Type.Object({
   code: Type.Optional(Type.String({ maxLength: 2048 })),
   state: Type.Optional(Type.String({ maxLength: 512 })),
-  iss: Type.Optional(Type.String({ maxLength: 2048, description: 'RFC 9207: the issuer of the response, checked against the provider\'s' })),
+  iss: Type.Optional(Type.String({ maxLength: 2048, description: 'The issuer that sent the response: for a provider by issuer it must be that issuer, and it is required from a provider that declares it always sends it' })),
   error: Type.Optional(Type.String({ maxLength: 256 })),
   error_description: Type.Optional(Type.String({ maxLength: 1024 }))
 }, { additionalProperties: true })
@@ -83,7 +83,7 @@ export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuerySchema>
 
 export const OAuthExchangeBodySchema = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 128, description: 'The one-time code the callback sent the browser back with' }),
-  code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$', description: 'The PKCE verifier whose challenge started the flow (RFC 7636)' })
+  code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$', description: 'The PKCE verifier (43 to 128 characters) whose challenge started the flow' })
 }, { additionalProperties: false })
 export type OAuthExchangeBody = Static<typeof OAuthExchangeBodySchema>
 
@@ -93,6 +93,7 @@ export const IdentitySchema = Type.Object({
   provider: Type.String(),
   created_at: Type.String({ format: 'date-time' })
 }, { title: 'Identity' })
+export type Identity = Static<typeof IdentitySchema>
 
 /** Named response envelopes (components of the OpenAPI document). */
 export const SessionCollectionSchema = CollectionEnvelope(SessionListItemSchema)

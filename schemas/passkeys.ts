@@ -71,6 +71,7 @@ export const PasskeySchema = Type.Object({
   created_at: TimestampSchema,
   last_used_at: Type.Union([TimestampSchema, Type.Null()], { description: 'The last sign-in with it; null before the first' })
 }, { title: 'Passkey' })
+export type Passkey = Static<typeof PasskeySchema>
 
 export const PASSKEY_FIELDS = {
   sortable: ['name', 'created_at', 'last_used_at'],

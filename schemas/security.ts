@@ -14,6 +14,7 @@ export const AccessCheckBodySchema = Type.Object({
 export type AccessCheckBody = Static<typeof AccessCheckBodySchema>
 
 const RiskFactorSchema = Type.Object({ trusted: Type.Boolean(), risk: Type.Integer(), reason: Type.String() })
+export type RiskFactor = Static<typeof RiskFactorSchema>
 
 export const AccessDecisionSchema = Type.Object({
   allowed: Type.Boolean(),

@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox'
  */
 const LATEST_NUMERIC_DATE = 8_640_000_000_000
 
-/** Whole seconds since the epoch (RFC 7519 NumericDate), as the service writes them. */
+/** Whole seconds since the epoch, as a JWT's times are written and as the service writes them. */
 const NumericDateSchema = Type.Integer({ minimum: 0, maximum: LATEST_NUMERIC_DATE })
 
 const DeviceInfoSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'Device information given at sign-in, or an empty object' })

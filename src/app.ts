@@ -23,6 +23,7 @@ import postsRoutes from './routes/posts/index.js'
 import securityRoutes from './routes/security/index.js'
 import usersRoutes from './routes/users/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
+import { redactUrl } from './security/redaction.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,18 +48,26 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(securityHeaders)
   // Before any route is added (@fastify/cors adds one): a route keeps the error handler it
   // was added under.
-  await fastify.register(errorHandler)
+  await fastify.register(errorHandler, {
+    // Asked only when a write refers to a row deleted meanwhile, once the repositories are there.
+    callerDeleted: async (request) => request.user !== null && await fastify.repositories.users.findById(request.user.id) === undefined
+  })
   await fastify.register(cors)
   await fastify.register(database)
   await fastify.register(redis)
   await fastify.register(security)
   await fastify.register(repositories)
-  await fastify.register(audit)
-  await fastify.register(rateLimit)
-  await fastify.register(textInput)
   await fastify.register(revocation)
-  await fastify.register(services)
   await fastify.register(authentication)
+  await fastify.register(audit)
+  await fastify.register(rateLimit, {
+    // The rate limits are infrastructure: what a refusal means to the audit trail is said here.
+    onFirstRefusal: (request, limit) => {
+      request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: redactUrl(request.url), limit } })
+    }
+  })
+  await fastify.register(textInput)
+  await fastify.register(services)
   await fastify.register(zeroTrust)
   await fastify.register(adminBootstrap)
   await fastify.register(documentation)

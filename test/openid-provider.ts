@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import Provider, { type Configuration } from 'oidc-provider'
 
-/** The claims an account at the provider has (OpenID Connect Core section 5.1). */
+/** The standard claims an account at the provider has, those the service reads. */
 export interface ProviderAccount { email?: string, email_verified?: boolean, name?: string }
 
 const LOGIN_FORM = (uid: string) => `<!doctype html>

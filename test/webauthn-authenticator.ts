@@ -9,7 +9,7 @@ import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } fr
 
 type Cbor = number | Buffer | string | Cbor[] | Map<number | string, Cbor>
 
-/** Deterministic CBOR (RFC 8949) for the types WebAuthn uses. */
+/** CBOR for the types WebAuthn uses, each length in its shortest form; map entries in the order given. */
 function cbor (value: Cbor): Buffer {
   const head = (major: number, length: number): Buffer => {
     if (length < 24) return Buffer.from([(major << 5) | length])

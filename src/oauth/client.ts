@@ -12,7 +12,7 @@ const USER_AGENT = 'users-api'
  */
 export const MAX_PROVIDER_ANSWER_BYTES = 1024 * 1024
 
-/** PKCE (RFC 7636) S256: a random verifier kept server-side, its hash sent to the provider. */
+/** PKCE S256: a random verifier kept server-side, its SHA-256 (base64url) sent to the provider. */
 export function pkcePair (): { verifier: string, challenge: string } {
   const verifier = randomBytes(32).toString('base64url')
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }

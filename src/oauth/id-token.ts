@@ -16,7 +16,7 @@ export interface IdTokenExpectations {
 }
 
 /**
- * An ID token validated as OpenID Connect Core section 3.1.3.7 asks (docs/security.md,
+ * An ID token validated as OpenID Connect asks of a client (docs/security.md,
  * "Provider sign-in"): a signature by one of the issuer's keys, `iss`, `aud` holding the
  * client, `azp` naming it when present, `exp`, `iat`, and the `nonce` sent with this
  * flow's authorization request. Answers the profile its claims carry.
@@ -39,7 +39,7 @@ export async function validateIdToken (token: string, keys: JWTVerifyGetKey, exp
     // The keys are fetched on demand: an unreachable JWKS URL fails here.
     throw providerError('the provider\'s signing keys could not be read')
   }
-  // Several audiences: the one meant to use the token names itself in azp (Core 3.1.3.7, items 4 and 5).
+  // Several audiences: the one meant to use the token names itself in azp (docs/api.md, "Providers by issuer").
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
   if ((audiences.length > 1 || claims.azp !== undefined) && claims.azp !== expected.clientId) throw providerError('the ID token\'s azp claim is not valid')
   if (claims.nonce !== expected.nonce) throw providerError('the ID token\'s nonce claim is not valid')

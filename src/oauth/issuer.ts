@@ -1,13 +1,13 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
 import { fetchJson, providerError, PROVIDER_TIMEOUT_MS } from './client.js'
 
-/** What the service uses of an issuer's discovery document (OpenID Connect Discovery section 3). */
+/** What the service uses of an issuer's discovery document (docs/api.md, "Providers by issuer"). */
 export interface IssuerMetadata {
   issuer: string
   authorizationEndpoint: string
   tokenEndpoint: string
   userinfoEndpoint: string | null
-  /** RFC 9207: the provider adds `iss` to every authorization response, so a response without it is refused. */
+  /** The provider adds `iss` to every authorization response, so a response without it is refused (docs/api.md, "Callback"). */
   issParameterSupported: boolean
 }
 
@@ -24,7 +24,10 @@ function httpUrl (value: unknown): string | null {
   }
 }
 
-/** The document's fields, checked: its `issuer` must be the configured one exactly (Discovery section 4.3). */
+/**
+ * The document's fields, checked: its `issuer` must be the configured one exactly, or another
+ * issuer could be put in its place (docs/security.md, "Provider sign-in").
+ */
 function readMetadata (issuer: string, document: unknown): IssuerMetadata & { jwksUri: string } {
   const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>
   if (fields.issuer !== issuer) throw providerError('the discovery document names another issuer')

@@ -27,7 +27,7 @@ export interface OAuthProvider {
   readProfile: (userinfoUrl: string, get: ProviderGet, accessToken: string) => Promise<OAuthProfile>
 }
 
-/** OpenID Connect Core section 2: `sub` is at most 255 ASCII characters; GitHub's ids are numbers. */
+/** A subject is 1 to 255 visible ASCII characters (docs/api.md, "Callback"); GitHub's ids are numbers. */
 const SUBJECT = /^[\x21-\x7e]{1,255}$/
 /** Whether a provider's e-mail is one registration would accept (schemas/user.ts). */
 export const isUserEmail = schemaCheck(EmailSchema)
@@ -57,7 +57,7 @@ export async function readOidcProfile (userinfoUrl: string, get: ProviderGet, ac
   return oidcProfile(profile, subject)
 }
 
-/** The standard claims (OpenID Connect Core section 5.1), from userinfo or an ID token. */
+/** OpenID Connect's standard claims the service reads (`email`, `email_verified`, `name`), from userinfo or an ID token. */
 export function oidcProfile (claims: Record<string, unknown>, subject: string): OAuthProfile {
   return { subject, email: text(claims.email), emailVerified: claims.email_verified === true, name: text(claims.name) }
 }

@@ -67,13 +67,25 @@ function kidOf (token: string): string | undefined | null {
   }
 }
 
+/** Verifies a token under one key: its payload, or fast-jwt's TokenError. */
+export type KeyVerifier = (token: string) => unknown
+
+/** fast-jwt's verifier under one key, for the service used without the app. */
+export function keyVerifier (key: VerificationKey, issuer: string | null): KeyVerifier {
+  return createVerifier({ ...jwtVerifyOptions(key, issuer), key: key.key })
+}
+
 /**
- * Verifies with the key the token's `kid` names, among the current and previous keys; an
- * unknown `kid` is refused, and `jku`, `x5u` or `jwk` headers are never followed. A token
- * without `kid` predates key ids: only an HS256 current key may verify it.
+ * Verifies with the key the token's `kid` names, among the current and previous keys, each
+ * through its own verifier (`verifierOf`); an unknown `kid` is refused, and `jku`, `x5u` or
+ * `jwk` headers are never followed. A token without `kid` predates key ids: only an HS256
+ * current key may verify it.
  */
-export function keyedVerifier (keys: SigningKeys): (token: string) => unknown {
-  const verifiers = new Map([keys.current, ...keys.previous].map((key) => [key.kid, createVerifier({ ...jwtVerifyOptions(key, keys.issuer), key: key.key })]))
+export function keyedVerifier (keys: SigningKeys, verifierOf: (key: VerificationKey) => KeyVerifier = (key) => keyVerifier(key, keys.issuer)): KeyVerifier {
+  const verifiers = new Map<string, KeyVerifier>()
+  for (const key of [keys.current, ...keys.previous]) {
+    if (!verifiers.has(key.kid)) verifiers.set(key.kid, verifierOf(key))
+  }
   const withoutKid = keys.current.algorithm === 'HS256' ? verifiers.get(keys.current.kid) : undefined
   return (token) => {
     const kid = kidOf(token)
@@ -83,11 +95,11 @@ export function keyedVerifier (keys: SigningKeys): (token: string) => unknown {
   }
 }
 
-/** Signs and verifies under the options above: @fastify/jwt's signer and `keyedVerifier` in the app. */
+/** Signs and verifies under the options above: through @fastify/jwt in the app, fast-jwt alone without it. */
 export interface Jwt {
   sign: (claims: TokenClaims) => string
   /** The payload of a token whose signature, algorithm and times are good; throws fast-jwt's TokenError. */
-  verify: (token: string) => unknown
+  verify: KeyVerifier
 }
 
 export interface IssuedAccessToken { token: string, jti: string, expiresAt: Date }

@@ -1,11 +1,11 @@
 import { BlockList, isIP } from 'node:net'
-import type { AccessCheckBody } from '../../schemas/security.js'
+import type { Static } from '@sinclair/typebox'
+import type { AccessCheckBody, AccessDecisionSchema, RiskFactor } from '../../schemas/security.js'
 
-export interface RiskFactor { trusted: boolean, risk: number, reason: string }
+export type { RiskFactor }
 
-export interface AccessDecision {
-  allowed: boolean
-  risk_score: number
+/** The decision as the schema describes it, its four factors a tuple in their order. */
+export type AccessDecision = Omit<Static<typeof AccessDecisionSchema>, 'factors'> & {
   /** Device, network, behaviour, timing: in that order. */
   factors: [RiskFactor, RiskFactor, RiskFactor, RiskFactor]
 }
@@ -23,7 +23,7 @@ function subnets (cidrs: readonly string[]): BlockList {
   return list
 }
 
-/** Private addresses: RFC 1918, IPv6 unique-local, loopback and link-local. */
+/** Private addresses: the private IPv4 ranges, IPv6 unique-local, loopback and link-local. */
 const PRIVATE = subnets([
   '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16',
   '127.0.0.0/8', '169.254.0.0/16',
@@ -77,7 +77,7 @@ function timingFactor (timestamp: Date): RiskFactor {
   return { trusted: true, risk: 0, reason: 'Access during usual hours (UTC)' }
 }
 
-/** An RFC 3339 date-time as a Date; a leap second (…:60), which Date refuses, as the second before it. */
+/** A `date-time` string as a Date; a leap second (…:60), which Date refuses, as the second before it. */
 function parseTimestamp (text: string): Date {
   return new Date(text.replace(/:60(?=(\.\d+)?(Z|[+-]\d\d:\d\d)$)/i, ':59'))
 }

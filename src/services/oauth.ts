@@ -171,7 +171,8 @@ export class OAuthService {
   async finish (context: RequestContext, { provider, pending }: ProviderFlow, query: OAuthCallbackQuery): Promise<OAuthSignIn> {
     const { config } = this.provider(provider)
     const { tokenUrl, userinfoUrl, builtIn, discovered } = await this.#endpoints(provider, config)
-    // RFC 9207: a response from another issuer (a mix-up), or one without `iss` from a provider that always sends it.
+    // A response from another issuer (a mix-up), or one without `iss` from a provider that always
+    // sends it, is refused (docs/security.md, "Provider sign-in").
     if (discovered !== null && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
       throw providerError('the authorization response is not from the configured issuer')
     }
@@ -192,7 +193,8 @@ export class OAuthService {
     }
     if (tokens.idToken === null) throw providerError('no ID token in the token response')
     let profile = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
-    // Some providers leave the e-mail out of the ID token; userinfo has it, for the same subject (Core 5.3.4).
+    // Some providers leave the e-mail out of the ID token; userinfo has it, and must describe the
+    // same subject (docs/api.md, "Providers by issuer").
     if (profile.email === null && userinfoUrl !== null) {
       const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, timeoutMs)
       if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')

@@ -1,8 +1,10 @@
+import type { Identity } from '../../schemas/auth.js'
 import { uuidv7 } from './ids.js'
 import { type Db, atomically } from './types.js'
 import { holdUserRow } from './users.js'
 
-export interface LinkedIdentity { id: string, provider: string, created_at: string }
+/** An identity as its user sees it. */
+export type LinkedIdentity = Identity
 
 /** Links between external identities (provider, subject) and users. */
 export class IdentitiesRepository {

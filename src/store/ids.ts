@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto'
 let previous: { ms: number, bytes: Buffer } = { ms: -1, bytes: Buffer.alloc(16) }
 
 /**
- * UUID version 7 (RFC 9562): a millisecond timestamp then random bits, so ids sort by
- * creation time and index inserts stay append-mostly. Within one millisecond, each id is the
- * previous one plus one in its random bits, so that records made in the same millisecond
- * (an action and its audit entries) list in the order they were made.
+ * UUID version 7: a 48-bit millisecond timestamp, the version and variant bits, then random
+ * bits, so ids sort by creation time and index inserts stay append-mostly. Within one
+ * millisecond, each id is the previous one plus one in its random bits, so that records made
+ * in the same millisecond (an action and its audit entries) list in the order they were made.
  */
 export function uuidv7 (now = Date.now()): string {
   let bytes: Buffer
@@ -44,7 +44,7 @@ const UUID = /^(?:urn:uuid:)?([0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12})$/i
 
 /**
  * A UUID as the service writes it, lower case and bare; anything else as it is. UUIDs are
- * case-insensitive (RFC 9562 section 4), ids are stored and compared as text.
+ * case-insensitive (docs/api.md, "Identifiers"), ids are stored and compared as text.
  */
 export function canonicalUuid (text: string): string {
   const bare = UUID.exec(text)?.[1]

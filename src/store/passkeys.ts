@@ -1,3 +1,4 @@
+import type { Passkey } from '../../schemas/passkeys.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { Errors } from '../errors.js'
 import { isUniqueViolation } from './errors.js'
@@ -7,12 +8,7 @@ import { type Db, atomically } from './types.js'
 import { holdUserRow } from './users.js'
 
 /** A passkey as its holder sees it. */
-export interface Passkey {
-  id: string
-  name: string
-  created_at: string
-  last_used_at: string | null
-}
+export type { Passkey }
 
 /** What verifying an assertion needs of a stored passkey. */
 export interface StoredCredential {

@@ -69,7 +69,7 @@ for (const backend of backends()) {
       const email = uniqueEmail('oidc')
       provider.accounts.set('ada', { email, email_verified: true, name: 'Ada Lovelace' })
       const first = await signIn(app, provider, 'ada')
-      t.equal(first.back.searchParams.get('iss'), provider.issuer, 'the provider says who answers (RFC 9207)')
+      t.equal(first.back.searchParams.get('iss'), provider.issuer, 'the provider says who answers (iss)')
       t.equal(first.callback.statusCode, 200, first.callback.body)
       const user = await me(app, first.callback.json().data.access_token)
       t.match(user, { email, name: 'Ada Lovelace', email_verified: true, roles: ['user'] })
@@ -117,7 +117,7 @@ for (const backend of backends()) {
       t.ok(signedIn.roles.includes('admin'), 'the admin account')
     })
 
-    t.test('the response must come from the issuer (RFC 9207); extra parameters are ignored', async (t) => {
+    t.test('the response must come from the issuer (its iss); extra parameters are ignored', async (t) => {
       const { provider, env } = await openIdProvider(t)
       const app = await build(t, { postgresUrl: backend.url, env })
       provider.accounts.set('iss', { email: uniqueEmail(), email_verified: true })

@@ -73,4 +73,4 @@ export default fp(async (fastify) => {
     await retention.stop()
     await trail.close()
   })
-}, { name: 'audit', dependencies: ['repositories'] })
+}, { name: 'audit', dependencies: ['repositories', 'authentication'] })

@@ -152,17 +152,23 @@ class AllowedMethods {
   }
 }
 
+export interface ErrorHandlerOptions {
+  /**
+   * Whether the request's caller has been deleted. The application knows callers and where
+   * they are stored; without it, a caller is taken to exist.
+   */
+  callerDeleted?: (request: FastifyRequest) => Promise<boolean>
+}
+
 /** The one error handler and the one not-found handler (docs/api.md, "Errors"). */
-export default fp(async (fastify) => {
+export default fp<ErrorHandlerOptions>(async (fastify, { callerDeleted = async () => false }) => {
   /**
    * A write referring to a row deleted while the request ran (a user deleted during a request
    * by or about them) gets the answer the request would get a moment later: a caller who no
    * longer exists holds no good token; anything else is not found.
    */
   async function vanishedReference (request: FastifyRequest): Promise<FastifyError> {
-    const callerId = request.user?.id
-    if (callerId !== undefined && await fastify.repositories.users.findById(callerId) === undefined) return new Errors.INVALID_TOKEN()
-    return new Errors.NOT_FOUND('Resource')
+    return await callerDeleted(request) ? new Errors.INVALID_TOKEN() : new Errors.NOT_FOUND('Resource')
   }
 
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -186,7 +192,4 @@ export default fp(async (fastify) => {
     const { status, envelope } = fromService(new Errors.NOT_FOUND(`Route ${request.method} ${shown}`))
     return await reply.code(status).send(envelope)
   })
-  // No declared dependencies: it is registered first, before any plugin adds a route (each route
-  // keeps the error handler set when it was added), and reads the repositories only when an error
-  // needs them, by which time they are there.
 }, { name: 'error-handler' })

@@ -1,10 +1,10 @@
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors } from '../../errors.js'
 import { SlidingWindowRedisStore } from '../../rate-limit/redis-store.js'
 import { type RateLimitStore, SlidingWindowMemoryStore, type WindowState } from '../../rate-limit/sliding-window.js'
 import { addressKey } from '../../security/network.js'
-import { redactUrl } from '../../security/redaction.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,6 +17,11 @@ const AUTH_PREFIX = '/api/v1/auth/'
 
 type StoreCallback = Parameters<FastifyRateLimitStore['incr']>[1]
 
+export interface RateLimitOptions {
+  /** Told of the first refused request of a client, tier and window, with the tier's limit. */
+  onFirstRefusal?: (request: FastifyRequest, limit: number) => void
+}
+
 /**
  * Three tiers per client address (IPv6 by /64), each a sliding window of RATE_LIMIT_WINDOW_MS:
  * general (RATE_LIMIT_MAX), `/api/v1/auth/*` (RATE_LIMIT_AUTH_MAX) and admin operations
@@ -27,7 +32,7 @@ type StoreCallback = Parameters<FastifyRateLimitStore['incr']>[1]
  * warning is logged): an outage of the cache must not take the API down, and sign-in stays
  * guarded by the account lockout and the hashing cap.
  */
-export default fp(async (fastify) => {
+export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} }) => {
   const limits = fastify.config.rateLimit
   const { redis } = fastify
   const counter: RateLimitStore = redis === null ? new SlidingWindowMemoryStore() : new SlidingWindowRedisStore(redis)
@@ -82,7 +87,7 @@ export default fp(async (fastify) => {
       keyGenerator: (request) => `${addressKey(request.ip)}${group}`,
       onExceeded: (request, key) => {
         // Once per client, tier and window: a flood of refusals must not become a flood of writes.
-        if (toReport.delete(key)) request.audit('rate_limit.exceeded', { outcome: 'failure', details: { method: request.method, url: redactUrl(request.url), limit: max } })
+        if (toReport.delete(key)) onFirstRefusal(request, max)
       }
     })
   }
@@ -111,4 +116,4 @@ export default fp(async (fastify) => {
     const limiter = config.adminOperation === true ? admin : path.startsWith(AUTH_PREFIX) ? auth : general
     limiter.call(this, request, reply).then(() => { done() }, done)
   })
-}, { name: 'rate-limit', dependencies: ['redis', 'audit'] })
+}, { name: 'rate-limit', dependencies: ['redis'] })

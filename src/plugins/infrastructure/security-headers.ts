@@ -45,8 +45,8 @@ function computeSecurityHeaders (): Readonly<Record<string, string>> {
   }
   helmet(HELMET_OPTIONS)({} as never, recorder as never, () => {})
   headers['x-xss-protection'] = '1; mode=block'
-  // Responses carry tokens and personal data: no cache may keep them (RFC 6749 section 5.1,
-  // ASVS 8.2.1). Static documentation assets set their own caching when sent.
+  // Responses carry tokens and personal data: no cache may keep them (docs/api.md, "Security
+  // headers"). Static documentation assets set their own caching when sent.
   headers['cache-control'] = 'no-store'
   return Object.freeze(headers)
 }

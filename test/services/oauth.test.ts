@@ -1,0 +1,86 @@
+import t from 'tap'
+import { Errors } from '../../src/errors.js'
+import { backends, type TestContext, uniqueEmail } from '../helper.js'
+import { TestProvider } from '../oauth-provider.js'
+import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
+
+const REDIRECT = 'http://127.0.0.1:3000/callback'
+
+/** Google on fixed endpoints, served by a test provider. */
+async function withProvider (t: TestContext, postgresUrl: string | null): Promise<{ fixture: ServiceFixture, provider: TestProvider }> {
+  const provider = await new TestProvider({ id: 'google-client', secret: 'google-secret', redirectUri: REDIRECT }).start()
+  t.teardown(async () => await provider.stop())
+  const fixture = await buildServices(t, postgresUrl, {
+    OAUTH_GOOGLE_CLIENT_ID: 'google-client',
+    OAUTH_GOOGLE_CLIENT_SECRET: 'google-secret',
+    OAUTH_GOOGLE_REDIRECT_URI: REDIRECT,
+    OAUTH_GOOGLE_AUTH_URL: `${provider.base}/authorize`,
+    OAUTH_GOOGLE_TOKEN_URL: `${provider.base}/token`,
+    OAUTH_GOOGLE_USERINFO_URL: `${provider.base}/userinfo`
+  })
+  return { fixture, provider }
+}
+
+/** A whole flow: authorize, the user approves `profile` at the provider, the callback finishes. */
+async function signIn ({ services }: ServiceFixture, provider: TestProvider, profile: Record<string, unknown>) {
+  const { url, state } = await services.oauth.authorize('google', {})
+  const code = provider.approve(new URL(url).searchParams.get('code_challenge') ?? '', profile)
+  const flow = await services.oauth.takeState('google', { state }, state)
+  return await services.oauth.finish(contextFrom('198.51.100.30'), flow, { code, state })
+}
+
+for (const backend of backends()) {
+  t.test(`OAuth sign-in service (${backend.name})`, async (t) => {
+    t.test('an unknown subject and e-mail make a new account with role user, no password, linked; the subject then signs in to it', async (t) => {
+      const { fixture, provider } = await withProvider(t, backend.url)
+      const email = uniqueEmail('oauth')
+      const first = await signIn(fixture, provider, { sub: 'new-1', email, email_verified: true, name: 'Ada Provider' })
+      t.match(first, { provider: 'google', created: true, linked: true })
+      const user = await fixture.repositories.users.findByEmail(email)
+      t.match(user, { id: first.userId, name: 'Ada Provider', email_verified: true, password_hash: null })
+      t.same((await fixture.repositories.users.findPrincipal(first.userId))?.roles, ['user'])
+      t.same((await fixture.audited('user.created')).map((row) => [row.target_id, row.details]), [[first.userId, { provider: 'google' }]])
+      t.same((await fixture.audited('identity.linked')).map((row) => row.target_id), [first.userId])
+
+      const again = await signIn(fixture, provider, { sub: 'new-1', email: uniqueEmail('changed'), email_verified: true })
+      t.same(again, { userId: first.userId, provider: 'google', created: false, linked: false }, 'the linked subject wins over a changed e-mail')
+    })
+
+    t.test('an account is linked by e-mail only when the provider and the service have both verified it; otherwise 409 and nothing linked', async (t) => {
+      const { fixture, provider } = await withProvider(t, backend.url)
+      const account = await registered(fixture)
+      await t.rejects(signIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: true }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified here')
+      await fixture.repositories.users.markEmailVerified(account.id, account.email)
+      await t.rejects(signIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified at the provider')
+      t.equal(await fixture.repositories.identities.userOf('google', 'link-1'), undefined, 'nothing linked')
+      t.same(await fixture.audited('identity.linked'), [])
+
+      const linked = await signIn(fixture, provider, { sub: 'link-1', email: account.email.toUpperCase(), email_verified: true })
+      t.same(linked, { userId: account.id, provider: 'google', created: false, linked: true })
+      t.match(await fixture.audited('identity.linked'), [{ actor_id: account.id, target_id: account.id, details: { provider: 'google' } }])
+      t.same((await fixture.audited('user.created')).length, 1, 'only the registration created a user')
+    })
+
+    t.test('a state is good once, for the browser that holds it and the provider it was issued for', async (t) => {
+      const { fixture } = await withProvider(t, backend.url)
+      const { oauth } = fixture.services
+      const { state } = await oauth.authorize('google', {})
+      await t.rejects(oauth.takeState('google', { state }, undefined), Errors.INVALID_OAUTH_STATE, 'no cookie')
+      await t.rejects(oauth.takeState('google', { state }, 'another-browser'), Errors.INVALID_OAUTH_STATE, 'another browser\'s cookie')
+      await oauth.takeState('GOOGLE', { state }, state)
+      await t.rejects(oauth.takeState('google', { state }, state), Errors.INVALID_OAUTH_STATE, 'spent')
+      await t.rejects(oauth.takeState('github', { state }, state), Errors.UNSUPPORTED_PROVIDER, 'a provider not configured')
+    })
+
+    t.test('the only identity of an account without a password or passkey is not unlinked', async (t) => {
+      const { fixture, provider } = await withProvider(t, backend.url)
+      const { userId } = await signIn(fixture, provider, { sub: 'only-1', email: uniqueEmail('only'), email_verified: true })
+      const [identity] = await fixture.services.oauth.identities(userId)
+      if (identity === undefined) throw new Error('expected an identity')
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31'), userId, identity.id), Errors.CONFLICT)
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31'), userId, '00000000-0000-7000-8000-000000000000'), Errors.NOT_FOUND)
+      t.equal((await fixture.services.oauth.identities(userId)).length, 1)
+      t.same(await fixture.audited('identity.unlinked'), [])
+    })
+  })
+}
