@@ -3,10 +3,10 @@ import { component } from './components.js'
 
 const Base64UrlSchema = Type.String({ pattern: '^[A-Za-z0-9_-]+$' })
 
-/** A public key as RFC 7517 writes it; which members it has depends on `kty`. */
+/** A public key as a JSON Web Key; which members it has depends on `kty`. */
 export const PublicJwkSchema = component('PublicJwk', Type.Object({
   kty: Type.Union([Type.Literal('OKP'), Type.Literal('EC'), Type.Literal('RSA')]),
-  kid: Type.String({ description: 'RFC 7638 thumbprint of the key; the `kid` header of the tokens it signs' }),
+  kid: Type.String({ description: 'The key\'s JWK thumbprint (SHA-256 of its required members); the `kid` header of the tokens it signs' }),
   alg: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256'), Type.Literal('RS256')]),
   use: Type.Literal('sig'),
   crv: Type.Optional(Type.Union([Type.Literal('Ed25519'), Type.Literal('P-256')], { description: 'OKP and EC keys' })),
@@ -21,7 +21,7 @@ export const JwksSchema = component('Jwks', Type.Object({
   keys: Type.Array(PublicJwkSchema, { description: 'The signing key and the previous keys still accepted; empty under HS256' })
 }))
 
-/** OpenID Connect Discovery 1.0 metadata, the part that applies to this service. */
+/** OpenID discovery metadata, the part that applies to this service (docs/api.md, "Signing keys"). */
 export const OpenIdConfigurationSchema = component('OpenIdConfiguration', Type.Object({
   issuer: Type.String({ description: 'JWT_ISSUER as set (the `iss` of every token), or this service\'s address when unset (tokens then carry no `iss`)' }),
   jwks_uri: Type.String({ description: 'Built on JWT_ISSUER when it is an http(s) URL, else on the address the request was made to; so are the endpoints' }),

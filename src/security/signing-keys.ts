@@ -7,7 +7,7 @@ export const JWT_ALGORITHMS = ['HS256', 'EdDSA', 'ES256', 'RS256'] as const
 export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
 export type AsymmetricAlgorithm = Exclude<JwtAlgorithm, 'HS256'>
 
-/** RSA keys shorter than this are refused (NIST SP 800-57: 112-bit security). */
+/** RSA keys shorter than this are refused: below it, a key gives less than 112 bits of security (docs/security.md, 3.2.2). */
 const RSA_MIN_BITS = 2048
 
 /** A public key as the JWKS publishes it. */
@@ -39,7 +39,7 @@ export interface SigningKeys {
 export class KeyError extends Error {}
 
 /**
- * RFC 7638 thumbprint: SHA-256 of the key's required members in lexicographic order. A
+ * The key's JWK thumbprint: SHA-256 of its required members, in lexicographic order, as compact JSON. A
  * stable id that reveals nothing the key does not (an HS256 secret's is a hash of it, no
  * easier to reverse than the token signatures themselves).
  */
