@@ -91,7 +91,7 @@ app.get('/api/v1/users', authenticate, (request, response) => {
   const { total } = count.get()
   response.json({
     data: page.all(limit, (pageNumber - 1) * limit).map(shape),
-    meta: { page: pageNumber, limit, total, totalPages: Math.ceil(total / limit) }
+    meta: { kind: 'offset', page: pageNumber, limit, total, totalExact: true, totalPages: Math.ceil(total / limit) }
   })
 })
 
