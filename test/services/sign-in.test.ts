@@ -63,6 +63,22 @@ for (const backend of backends()) {
       await t.rejects(services.signIn.answerChallenge(contextFrom('198.51.100.10'), { mfa_token: challenge.mfa_token, code: backupCode }), Errors.INVALID_TOKEN, 'the challenge was answered already')
     })
 
+    t.test('EMAIL_VERIFICATION=required: an MFA answer is refused once the address became unverified after the challenge', async (t) => {
+      const fixture = await buildServices(t, backend.url, { EMAIL_VERIFICATION: 'required' })
+      const { services, repositories } = fixture
+      const account = await registered(fixture)
+      await repositories.users.markEmailVerified(account.id, account.email)
+      const context = contextFrom('198.51.100.12', account)
+      const { secret } = await services.mfaSettings.setup(account)
+      await services.mfaSettings.enable(context, account, totp(secret))
+      const challenge = await services.signIn.withPassword(contextFrom('198.51.100.12'), { email: account.email, password: TEST_PASSWORD })
+      if (!challenge.mfa_required) throw new Error('expected a challenge')
+      await repositories.users.update(account.id, { email: `moved-${account.email}` })
+      await t.rejects(services.signIn.answerChallenge(contextFrom('198.51.100.12'), { mfa_token: challenge.mfa_token, code: totp(secret, 1) }), Errors.EMAIL_NOT_VERIFIED)
+      t.same(await fixture.audited('auth.login'), [], 'no session started')
+      t.match((await fixture.audited('auth.login_failed')).at(-1), { target_id: account.id, details: { reason: 'email_not_verified' } })
+    })
+
     t.test('a refresh token presented again after its successor was spent ends the session, audited as reuse', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const account = await registered(fixture)
