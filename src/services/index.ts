@@ -78,7 +78,7 @@ export function createServices (deps: ServiceDependencies) {
     emailVerification,
     passkeys,
     passwordReset: new PasswordResetService({
-      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, log: deps.log
+      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver
     }),
     signIn: new SignInService({
       users,

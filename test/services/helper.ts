@@ -64,7 +64,6 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     log: silent
   })
   t.teardown(async () => {
-    await services.passwordReset.settled()
     await services.outbox.stop()
     await audit.close()
     await database.close()
@@ -74,7 +73,6 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     return rows.map((row) => ({ ...row, details: JSON.parse(row.details) as Record<string, unknown> }))
   }
   async function delivered () {
-    await services.passwordReset.settled()
     await services.outbox.deliverDue()
   }
   return { services, repositories, database, audit, sent, delivered, audited }
