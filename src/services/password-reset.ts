@@ -82,8 +82,9 @@ export class PasswordResetService {
       await users.update(user.id, { passwordHash }, trx)
       await users.markEmailVerified(user.id, spent.email, trx)
       await tokens.spendAll(user.id, 'password_reset', now, trx)
+      await notices.add(user.email, 'password_reset', trx)
     })
+    notices.deliver()
     await sessions.endAll(user.id, 'password_reset')
-    await notices.send(user.email, 'password_reset')
   }
 }
