@@ -45,6 +45,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
   const sent: MailMessage[] = []
   // A deployment's own Mailer, as the service layer allows: this one keeps what it is given.
   const mailer: Mailer = {
+    timeoutMs: 0,
     async send (message) { sent.push(message) },
     async close () {}
   }
@@ -60,7 +61,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     oauthStates: new DatabaseOAuthStateStore(database.db),
     passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
     mailer,
-    sms: { async send () {} },
+    sms: { timeoutMs: 0, async send () {} },
     log: silent
   })
   t.teardown(async () => {
