@@ -19,6 +19,8 @@ export interface ServiceFixture {
   repositories: Repositories
   database: Database
   audit: AuditTrail
+  /** How far ahead of Date.now the clock of one-time tokens and message codes reads (ms). */
+  clock: { aheadMs: number }
   /** The e-mails delivered, in order (services deliver after answering: await `delivered()` first). */
   sent: MailMessage[]
   delivered: () => Promise<void>
@@ -50,6 +52,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     async close () {}
   }
   const silent = { info () {}, warn () {}, error () {} }
+  const clock = { aheadMs: 0 }
   const services = createServices({
     config,
     repositories,
@@ -62,7 +65,8 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
     mailer,
     sms: { timeoutMs: 0, async send () {} },
-    log: silent
+    log: silent,
+    now: () => Date.now() + clock.aheadMs
   })
   t.teardown(async () => {
     await services.outbox.stop()
@@ -76,7 +80,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
   async function delivered () {
     await services.outbox.deliverDue()
   }
-  return { services, repositories, database, audit, sent, delivered, audited }
+  return { services, repositories, database, audit, clock, sent, delivered, audited }
 }
 
 /** A request from `ip`, by `caller` when signed in. */
