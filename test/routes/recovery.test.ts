@@ -174,6 +174,10 @@ for (const backend of backends()) {
       t.match(await smtp.next((mail) => mail.to.includes(account.email)), { subject: 'The e-mail address of your account was changed' })
       const verification = await smtp.next((mail) => mail.to.includes(newEmail))
       t.match(verification, { subject: /^Verify/ })
+      const changedEntries = await app.database.db.selectFrom('audit_logs').select(['actor_id', 'details']).where('event', '=', 'email.changed').where('target_id', '=', account.id).execute()
+      t.equal(changedEntries.length, 1, 'audited: email.changed')
+      t.same(JSON.parse(changedEntries[0]?.details ?? '{}'), { previous: account.email, current: newEmail }, 'with both addresses')
+      t.equal(changedEntries[0]?.actor_id, account.id)
       const same = await app.inject(withToken(accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { email: newEmail.toUpperCase(), name: 'Renamed' } }))
       t.equal(same.statusCode, 200)
       await app.services.outbox.deliverDue()
@@ -214,9 +218,45 @@ for (const backend of backends()) {
       }
       const forgot = await app.inject({ method: 'POST', url: '/api/v1/auth/password/forgot', payload: { email: 'eve@example.com\nBcc: victim@example.com' } })
       t.equal(forgot.statusCode, 400)
+      for (const [url, extra] of [['/api/v1/auth/email/verify', {}], ['/api/v1/auth/password/reset', { password: NEW_PASSWORD }]] as const) {
+        const tooLong = await app.inject({ method: 'POST', url, payload: { token: 'A'.repeat(257), ...extra } })
+        t.equal(tooLong.statusCode, 400, `${url}: a token over 256 characters`)
+        t.match(tooLong.json(), { error: { code: 'VALIDATION_FAILED', details: [{ path: '/token', message: /256/ }] } }, 'says which field, and why')
+        t.equal(tooLong.json().error.details.length, 1)
+      }
       await app.services.outbox.deliverDue()
       t.equal(smtp.received.length, 0, 'nothing sent')
       t.same(await app.database.db.selectFrom('users').select('id').execute(), [], 'nothing stored')
+    })
+
+    t.test('an e-mail change with CR or LF in the address is refused: nothing changed, nothing sent', async (t) => {
+      const smtp = await mailServer(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url() } })
+      const account = await register(app)
+      await smtp.next((mail) => mail.to.includes(account.email))
+      const { access_token: accessToken } = (await login(app, account.email)).json().data
+      for (const email of [`${account.email}\r\nBcc: victim@example.com`, 'eve@example.com\nBcc: victim@example.com', 'eve@example.com\r']) {
+        const changed = await app.inject(withToken(accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { email } }))
+        t.equal(changed.statusCode, 400, JSON.stringify(email))
+        t.match(changed.json(), { error: { code: 'VALIDATION_FAILED', details: [{ path: '/email' }] } })
+      }
+      const user = await app.inject(withToken(accessToken, { method: 'GET', url: `/api/v1/users/${account.id}` }))
+      t.equal(user.json().data.email, account.email, 'the address is unchanged')
+      await app.services.outbox.deliverDue()
+      t.same(await outboxRows(app), [], 'nothing waits to be sent')
+      t.equal(smtp.received.length, 0, 'nothing sent')
+    })
+
+    t.test('delivery over smtps:// (TLS from the first byte), with AUTH', async (t) => {
+      const smtp = await new MailServer({ secure: true }).start()
+      t.teardown(async () => { await smtp.stop() })
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url() } })
+      t.match(smtp.url(), /^smtps:\/\//)
+      const account = await register(app)
+      const verification = await smtp.next((mail) => mail.to.includes(account.email))
+      t.match(verification, { subject: /^Verify your e-mail address/, secure: true, user: SMTP_USER }, 'received over TLS, after AUTH')
+      const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/email/verify', payload: { token: tokenIn(verification) } })
+      t.equal(verified.statusCode, 200, 'its token verifies the address')
     })
   })
 }
