@@ -535,9 +535,8 @@ async function tableNames (app: FastifyInstance): Promise<string[]> {
 }
 
 async function snapshot (app: FastifyInstance, tables: string[], since: Date): Promise<Snapshot> {
-  // Work done after the answer (a password reset request, message delivery) finishes first,
+  // Work done after the answer (message delivery) finishes first,
   // so that what an earlier request caused is not taken for this one's doing.
-  await app.services.passwordReset.settled()
   await app.services.outbox.deliverDue()
   const takenAt = Date.now()
   // Audit entries are written in batches off the request path: write what is waiting.

@@ -10,7 +10,7 @@ export interface ReceivedMail {
   subject: string
   text: string
   html: string
-  /** Whether the session had been upgraded with STARTTLS when the message was sent. */
+  /** Whether the session was encrypted (upgraded with STARTTLS, or TLS from the start) when the message was sent. */
   secure: boolean
   /** The user the client authenticated as. */
   user: string | undefined
@@ -21,18 +21,25 @@ export const SMTP_PASSWORD = 'mailer-password'
 
 /**
  * A real SMTP server on 127.0.0.1 (smtp-server, in this process): STARTTLS on smtp-server's
- * own self-signed certificate, AUTH PLAIN/LOGIN required after the upgrade. Messages are
- * parsed with mailparser, as a mail client would read them; `next` waits for one.
+ * own self-signed certificate, or, `secure`, TLS from the start on the same certificate (what
+ * `smtps://` expects); AUTH PLAIN/LOGIN required once encrypted. Messages are parsed with
+ * mailparser, as a mail client would read them; `next` waits for one. `hold` keeps messages
+ * unanswered, as a slow server would, until `release`.
  */
 export class MailServer {
   readonly received: ReceivedMail[] = []
+  readonly secure: boolean
   readonly #waiting: Array<{ match: (mail: ReceivedMail) => boolean, resolve: (mail: ReceivedMail) => void }> = []
   readonly #server: SMTPServer
+  #held: Array<() => void> | null = null
+  readonly #holdWaiters: Array<{ count: number, resolve: () => void }> = []
   port = 0
 
-  constructor () {
+  constructor (options: { secure?: boolean } = {}) {
+    this.secure = options.secure === true
     this.#server = new SMTPServer({
       logger: false,
+      secure: this.secure,
       authOptional: false,
       onAuth: (auth, _session, callback) => {
         if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: auth.username })
@@ -41,16 +48,20 @@ export class MailServer {
       onData: (stream, session, callback) => {
         simpleParser(stream).then((parsed) => {
           const addresses = (value: typeof parsed.to) => [value ?? []].flat().flatMap((group) => group.value.map((address) => address.address ?? ''))
-          this.#accept({
-            from: addresses(parsed.from)[0] ?? '',
-            to: addresses(parsed.to),
-            subject: parsed.subject ?? '',
-            text: parsed.text ?? '',
-            html: typeof parsed.html === 'string' ? parsed.html : '',
-            secure: session.secure,
-            user: typeof session.user === 'string' ? session.user : undefined
-          })
-          callback()
+          const answer = () => {
+            this.#accept({
+              from: addresses(parsed.from)[0] ?? '',
+              to: addresses(parsed.to),
+              subject: parsed.subject ?? '',
+              text: parsed.text ?? '',
+              html: typeof parsed.html === 'string' ? parsed.html : '',
+              secure: session.secure,
+              user: typeof session.user === 'string' ? session.user : undefined
+            })
+            callback()
+          }
+          if (this.#held === null) answer()
+          else this.#hold(answer)
         }, callback)
       }
     })
@@ -67,12 +78,40 @@ export class MailServer {
   }
 
   async stop (): Promise<void> {
+    this.release()
     await new Promise<void>((resolve) => this.#server.close(() => resolve()))
   }
 
   /** The service's SMTP_URL for this server; the certificate is the server's own, trusted by name only here. */
   url (): string {
-    return `smtp://${SMTP_USER}:${SMTP_PASSWORD}@127.0.0.1:${this.port}?tls.rejectUnauthorized=false`
+    return `${this.secure ? 'smtps' : 'smtp'}://${SMTP_USER}:${SMTP_PASSWORD}@127.0.0.1:${this.port}?tls.rejectUnauthorized=false`
+  }
+
+  /** From now on, each message received is left unanswered (the sender keeps waiting) until `release`. */
+  hold (): void {
+    this.#held ??= []
+  }
+
+  /** Resolves once `count` messages are held. */
+  async holding (count: number): Promise<void> {
+    if ((this.#held?.length ?? 0) >= count) return
+    await new Promise<void>((resolve) => this.#holdWaiters.push({ count, resolve }))
+  }
+
+  /** Answers the held messages (they count as received now) and stops holding. */
+  release (): void {
+    const held = this.#held ?? []
+    this.#held = null
+    for (const answer of held) answer()
+  }
+
+  #hold (answer: () => void): void {
+    const held = this.#held ?? []
+    held.push(answer)
+    for (const waiter of this.#holdWaiters.filter((waiting) => held.length >= waiting.count)) {
+      this.#holdWaiters.splice(this.#holdWaiters.indexOf(waiter), 1)
+      waiter.resolve()
+    }
   }
 
   /** The first message received (already, or from now on) that `match` accepts, taken off the list. */

@@ -2,6 +2,8 @@ import type { DeliveryLog, MailMessage, Mailer, SmsSender } from '../services/de
 
 /** Without SMTP_URL: each e-mail is written to the log (development), links and codes included. */
 export class LogMailer implements Mailer {
+  readonly timeoutMs = 0
+
   constructor (private readonly log: DeliveryLog) {}
 
   async send ({ to, subject, text }: MailMessage): Promise<void> {
@@ -13,6 +15,8 @@ export class LogMailer implements Mailer {
 
 /** Without SMS_WEBHOOK_URL: each SMS is written to the log. */
 export class LogSmsSender implements SmsSender {
+  readonly timeoutMs = 0
+
   constructor (private readonly log: DeliveryLog) {}
 
   async send ({ to, body }: { to: string, body: string }): Promise<void> {

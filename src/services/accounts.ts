@@ -93,11 +93,16 @@ export class AccountService {
 
   /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
-    const { users, audit } = this.deps
-    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, async (newUser) =>
-      await audit.recordChange(context, async (trx) => await users.create(newUser, trx),
-        (created) => [{ event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { email: created.email } }]))
-    await this.deps.verification.sendOnChange(context, user)
+    const { users, audit, verification } = this.deps
+    // The account and its verification message are stored together: registration never half-fails.
+    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, async (newUser) => {
+      const { created } = await audit.recordChange(context, async (trx) => {
+        const created = await users.create(newUser, trx)
+        return { created, sent: await verification.storeOnChange(created, trx) }
+      }, ({ created, sent }): AuditChange[] => [{ event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { email: created.email } }, ...sent])
+      return created
+    })
+    verification.deliver()
     return user
   }
 
@@ -132,21 +137,25 @@ export class AccountService {
     if (update.phone !== undefined && update.phone === phone) delete update.phone
     if (before === undefined) throw new Errors.NOT_FOUND('User')
     const changed = Object.keys(body).filter((key) => key !== 'current_password')
-    const user = await audit.recordChange(context, async (trx) => await users.update(id, update, trx), (updated): AuditChange[] => updated === undefined
+    // Notices and the new address's verification message are stored with the change.
+    const { updated: user, sent } = await audit.recordChange(context, async (trx) => {
+      const updated = await users.update(id, update, trx)
+      if (updated === undefined) return { updated, sent: [] }
+      if (update.passwordHash !== undefined) await notices.add(updated.email, 'password_changed', trx)
+      if (updated.email === before.email) return { updated, sent: [] }
+      await notices.add(before.email, 'email_changed', trx)
+      return { updated, sent: await verification.storeOnChange(updated, trx) }
+    }, ({ updated, sent }): AuditChange[] => updated === undefined
       ? []
       : [
           { event: 'user.updated', outcome: 'success', targetId: id, details: { changed } },
-          ...(updated.email === before.email ? [] : [{ event: 'email.changed' as const, outcome: 'success' as const, targetId: id, details: { previous: before.email, current: updated.email } }])
+          ...(updated.email === before.email ? [] : [{ event: 'email.changed' as const, outcome: 'success' as const, targetId: id, details: { previous: before.email, current: updated.email } }]),
+          ...sent
         ])
     if (user === undefined) throw new Errors.NOT_FOUND('User')
-    if (update.passwordHash !== undefined) {
-      await sessions.endAll(id, 'password_changed')
-      await notices.send(user.email, 'password_changed')
-    }
-    if (user.email !== before.email) {
-      await notices.send(before.email, 'email_changed')
-      await verification.sendOnChange(context, user)
-    }
+    if (update.passwordHash !== undefined || user.email !== before.email) notices.deliver()
+    if (sent.length > 0) verification.deliver()
+    if (update.passwordHash !== undefined) await sessions.endAll(id, 'password_changed')
     return user
   }
 

@@ -6,12 +6,16 @@ export interface MailMessage { to: string, subject: string, text: string, html: 
  * message to the log; a deployment may put its own in their place.
  */
 export interface Mailer {
+  /** The longest one send may take: by then it has given up. The outbox claims a message for longer. */
+  readonly timeoutMs: number
   send: (message: MailMessage) => Promise<void>
   close: () => Promise<void>
 }
 
 /** How an SMS leaves the service: the built-in one POSTs `{ to, body }` to SMS_WEBHOOK_URL, or logs it. */
 export interface SmsSender {
+  /** The longest one send may take, as for a Mailer. */
+  readonly timeoutMs: number
   send: (message: { to: string, body: string }) => Promise<void>
 }
 

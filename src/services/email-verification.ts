@@ -5,7 +5,8 @@ import { Errors } from '../errors.js'
 import { hashToken } from '../security/tokens.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import type { UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { Db } from '../store/types.js'
+import type { AuditChange, AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
 import type { MessageTemplates } from './messages.js'
 
@@ -39,16 +40,31 @@ export class EmailVerificationService {
     this.#now = deps.now ?? Date.now
   }
 
-  /** At registration and after an e-mail change: a message to the new address, unless verification is off. */
-  async sendOnChange (context: RequestContext, user: Pick<User, 'id' | 'email'>): Promise<void> {
-    if (this.deps.mode !== 'off') await this.#send(context, user)
+  /**
+   * At registration and after an e-mail change, in the change's transaction `trx`: a message
+   * to the new address, unless verification is off, stored with the change so that neither is
+   * kept without the other. Answers the audit entries to record with the change; call
+   * `deliver` once it is committed.
+   */
+  async storeOnChange (user: Pick<User, 'id' | 'email'>, trx: Db): Promise<AuditChange[]> {
+    if (this.deps.mode === 'off' || !await this.#store(user, trx)) return []
+    return [{ event: 'email.verification_sent', outcome: 'success', targetId: user.id }]
+  }
+
+  /** Starts delivering what was stored. */
+  deliver (): void {
+    this.deps.deliver()
   }
 
   /** Asked for by the account holder: false when the address is verified already (or enough were sent this hour). */
   async resend (context: RequestContext, caller: Caller): Promise<boolean> {
     const user = await this.deps.users.findById(caller.id)
     if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return !user.email_verified && await this.#send(context, user)
+    if (user.email_verified) return false
+    const sent = await this.deps.audit.recordChange(context, async (trx) => await this.#store(user, trx),
+      (stored): AuditChange[] => stored ? [{ event: 'email.verification_sent', outcome: 'success', targetId: user.id }] : [])
+    if (sent) this.deliver()
+    return sent
   }
 
   /** Spends a verification token: its address is verified, if it is still the account's. */
@@ -63,16 +79,12 @@ export class EmailVerificationService {
     }, (verified) => [{ event: 'email.verified', outcome: 'success', actorId: verified.id, targetId: verified.id }])
   }
 
-  /** False when the account was sent enough verification messages this hour. */
-  async #send (context: RequestContext, user: Pick<User, 'id' | 'email'>): Promise<boolean> {
-    const { tokens, templates, audit, deliver } = this.deps
+  /** Stores a token and its message on `db`; false when the account was sent enough verification messages this hour. */
+  async #store (user: Pick<User, 'id' | 'email'>, db: Db): Promise<boolean> {
+    const { tokens, templates } = this.deps
     const now = this.#now()
     const { token, hash } = newOneTimeToken()
-    const issued = await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'email_verification', email: user.email, expiresAt: new Date(now + VERIFICATION_TTL_MS).toISOString() },
-      templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() })
-    if (!issued) return false
-    deliver()
-    await audit.recordIn(context, 'email.verification_sent', { outcome: 'success', targetId: user.id })
-    return true
+    return await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'email_verification', email: user.email, expiresAt: new Date(now + VERIFICATION_TTL_MS).toISOString() },
+      templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() }, db)
   }
 }

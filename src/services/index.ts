@@ -44,8 +44,10 @@ export interface ServiceDependencies {
   passkeyChallenges: PasskeyChallengeStore
   mailer: Mailer
   sms: SmsSender
-  /** Where message delivery, and work done after the answer, report what happened. */
+  /** Where message delivery reports what happened. */
   log: DeliveryLog
+  /** The clock one-time tokens and message codes are issued and checked by (Date.now by default). */
+  now?: () => number
 }
 
 export type Services = ReturnType<typeof createServices>
@@ -68,7 +70,7 @@ export function createServices (deps: ServiceDependencies) {
     passkeys: repositories.passkeys, users, challenges: deps.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, secret: config.jwtSecret
   })
   const emailVerification = new EmailVerificationService({
-    users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver
+    users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver, now: deps.now
   })
   return {
     sessions,
@@ -79,7 +81,7 @@ export function createServices (deps: ServiceDependencies) {
     emailVerification,
     passkeys,
     passwordReset: new PasswordResetService({
-      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, log: deps.log
+      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, now: deps.now
     }),
     signIn: new SignInService({
       users,
@@ -92,7 +94,7 @@ export function createServices (deps: ServiceDependencies) {
       oauth,
       passkeys,
       audit,
-      messageCodes: new MessageCodes(repositories.mfa, config.jwtSecret),
+      messageCodes: new MessageCodes(repositories.mfa, config.jwtSecret, deps.now),
       outbox: repositories.outbox,
       templates,
       deliver,

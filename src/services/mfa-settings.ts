@@ -1,7 +1,7 @@
 import type { TotpSetup } from '../../schemas/mfa.js'
 import { Errors } from '../errors.js'
 import type { MessageFactor, UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { AuditTrail, Recorded } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
 import type { NoticeKind } from './messages.js'
 import type { MfaService } from './mfa.js'
@@ -29,9 +29,8 @@ export class MfaSettingsService {
 
   /** Turns TOTP on with a first code of the pending secret; answers the first backup codes. */
   async enable (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
-    const backupCodes = await this.deps.mfa.enable(caller.id, code, this.deps.audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }]))
-    await this.#notify(caller.id, 'mfa_enabled')
-    return backupCodes
+    return await this.deps.mfa.enable(caller.id, code,
+      await this.#noticed(caller.id, 'mfa_enabled', this.deps.audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
   }
 
   /** A fresh set of backup codes for a TOTP code; the old set stops working. */
@@ -44,8 +43,7 @@ export class MfaSettingsService {
   async disable (context: RequestContext, caller: Caller, code: string): Promise<void> {
     const { mfa, audit } = this.deps
     await this.#assertFactorCode(context, caller.id, 'disable', async () => await mfa.verifyCode(caller.id, code) !== null)
-    await mfa.disable(caller.id, audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }]))
-    await this.#notify(caller.id, 'mfa_disabled')
+    await mfa.disable(caller.id, await this.#noticed(caller.id, 'mfa_disabled', audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
   }
 
   /**
@@ -53,20 +51,18 @@ export class MfaSettingsService {
    * number) on: a challenge then offers them.
    */
   async enableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
-    const { users, audit } = this.deps
+    const { users, audit, notices } = this.deps
     const user = await users.findById(caller.id)
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     if (factor === 'email' && !user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
     if (factor === 'sms' && await users.findPhone(caller.id) === null) throw new Errors.CONFLICT('Set a phone number (PATCH /api/v1/users/{id}) before turning SMS codes on')
-    await audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])(
+    await notices.with(audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: factor } }]), user.email, 'mfa_enabled')(
       async (trx) => { await users.setMessageFactor(caller.id, factor, new Date().toISOString(), trx) })
-    await this.#notify(caller.id, 'mfa_enabled')
   }
 
   async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
-    await this.deps.audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])(
+    await (await this.#noticed(caller.id, 'mfa_disabled', this.deps.audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])))(
       async (trx) => { await this.deps.users.setMessageFactor(caller.id, factor, null, trx) })
-    await this.#notify(caller.id, 'mfa_disabled')
   }
 
   /**
@@ -80,9 +76,13 @@ export class MfaSettingsService {
     if (!await this.deps.guard.checkSecret(context, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
   }
 
-  /** Security notices go out of band, so an enrolment or removal by someone else is noticed. */
-  async #notify (userId: string, kind: NoticeKind): Promise<void> {
+  /**
+   * `recorded`, with a notice to the account's address stored in the same transaction: it goes
+   * out of band, so an enrolment or removal by someone else is noticed.
+   */
+  async #noticed (userId: string, kind: NoticeKind, recorded: Recorded): Promise<Recorded> {
     const user = await this.deps.users.findById(userId)
-    if (user !== undefined) await this.deps.notices.send(user.email, kind)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    return this.deps.notices.with(recorded, user.email, kind)
   }
 }

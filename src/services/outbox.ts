@@ -1,9 +1,10 @@
 import type { OutboxRepository, QueuedMessage } from '../store/outbox.js'
 import type { DeliveryLog, Mailer, SmsSender } from './delivery.js'
 
-/** Messages claimed per round; a claim lapses after CLAIM_MS, so a crashed instance's are sent by another. */
+/** Messages claimed per round. */
 const BATCH = 10
-const CLAIM_MS = 60_000
+/** The shortest claim; see `claimMs`. */
+const MIN_CLAIM_MS = 60_000
 /** The longest wait between two tries of one message. */
 const MAX_RETRY_MS = 60 * 60 * 1000
 /** Tries before a message is given up (and reported as an error): about 3.5 hours at the default retry. */
@@ -27,6 +28,12 @@ export interface MessageOutboxDependencies {
 export class MessageOutbox {
   readonly #deps: MessageOutboxDependencies
   readonly #now: () => number
+  /**
+   * How long a claim holds: twice the longest send (the Mailer's and SmsSender's own limits),
+   * so no other instance takes a message while it is still being sent and its outcome stored;
+   * a claim lapses, and a crashed instance's messages are sent by another, after that.
+   */
+  readonly claimMs: number
   #running: Promise<void> | null = null
   #again = false
   #timer: NodeJS.Timeout | null = null
@@ -34,6 +41,7 @@ export class MessageOutbox {
   constructor (deps: MessageOutboxDependencies) {
     this.#deps = deps
     this.#now = deps.now ?? Date.now
+    this.claimMs = Math.max(MIN_CLAIM_MS, 2 * Math.max(deps.mailer.timeoutMs, deps.sms.timeoutMs))
   }
 
   /** Delivers what is due every `intervalMs`, and at once after each `kick`. */
@@ -70,7 +78,7 @@ export class MessageOutbox {
     do {
       this.#again = false
       const now = this.#now()
-      const claimed = await this.#deps.outbox.claimDue(new Date(now).toISOString(), new Date(now + CLAIM_MS).toISOString(), BATCH)
+      const claimed = await this.#deps.outbox.claimDue(new Date(now).toISOString(), new Date(now + this.claimMs).toISOString(), BATCH)
       await Promise.all(claimed.map(async (message) => { await this.#deliver(message) }))
       if (claimed.length === BATCH) this.#again = true
     } while (this.#again)

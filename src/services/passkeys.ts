@@ -106,15 +106,20 @@ export class PasskeyService {
       throw validationFailed([{ path: '/response', message: 'The passkey could not be verified: answer fresh registration options (valid 5 minutes, once) from an allowed origin' }])
     }
     const { credential } = verification.registrationInfo
-    const passkey = await audit.recordChange(context, async (trx) => await passkeys.add(caller.id, {
-      credentialId: credential.id,
-      publicKey: Buffer.from(credential.publicKey).toString('base64url'),
-      counter: credential.counter,
-      transports: response.response.transports ?? [],
-      name: name ?? DEFAULT_NAME
-    }, trx), (added) => [{ event: 'passkey.added', outcome: 'success', targetId: caller.id, details: { id: added.id, name: added.name } }])
     const user = await users.findById(caller.id)
-    if (user !== undefined) await notices.send(user.email, 'passkey_added')
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    const passkey = await audit.recordChange(context, async (trx) => {
+      const added = await passkeys.add(caller.id, {
+        credentialId: credential.id,
+        publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+        counter: credential.counter,
+        transports: response.response.transports ?? [],
+        name: name ?? DEFAULT_NAME
+      }, trx)
+      await notices.add(user.email, 'passkey_added', trx)
+      return added
+    }, (added) => [{ event: 'passkey.added', outcome: 'success', targetId: caller.id, details: { id: added.id, name: added.name } }])
+    notices.deliver()
     return passkey
   }
 

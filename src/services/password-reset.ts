@@ -6,9 +6,8 @@ import { Errors } from '../errors.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import { normalizeEmail, type UsersRepository } from '../store/users.js'
 import { assertPasswordPolicy } from './accounts.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { AuditChange, AuditTrail } from './audit-trail.js'
 import type { RequestContext } from './context.js'
-import type { DeliveryLog } from './delivery.js'
 import { MESSAGES_PER_HOUR, newOneTimeToken } from './email-verification.js'
 import type { MessageTemplates } from './messages.js'
 import type { Notices } from './notices.js'
@@ -28,34 +27,41 @@ export interface PasswordResetDependencies {
   notices: Notices
   audit: AuditTrail
   deliver: () => void
-  log: DeliveryLog
   now?: () => number
 }
 
-/** A forgotten password (docs/api.md, "E-mail verification and recovery"): a link by e-mail, then a new password. */
+/** A forgotten password (docs/api.md, "Resetting a password"): a link by e-mail, then a new password. */
 export class PasswordResetService {
   readonly #now: () => number
-  readonly #pending = new Set<Promise<void>>()
 
   constructor (private readonly deps: PasswordResetDependencies) {
     this.#now = deps.now ?? Date.now
   }
 
   /**
-   * Takes the request in and answers at once, whatever the address: the work that follows
-   * (finding the account, storing a token and its message) takes longer for an address that
-   * has one, and the answer must not tell which.
+   * Stores a reset token and its message, with the entry that records the request, in one
+   * transaction, and resolves once they are stored (delivery follows, off the request). An
+   * address without an account runs the same reads and writes its entry the same way, so the
+   * answer takes about as long whichever it is.
    */
-  requestReset (context: RequestContext, { email }: ForgotPasswordBody): void {
-    const work = this.#sendReset(context, email)
-      .catch((error: unknown) => { this.deps.log.error({ err: error }, 'password reset request failed') })
-      .finally(() => { this.#pending.delete(work) })
-    this.#pending.add(work)
-  }
-
-  /** Resolves once every request taken in has been dealt with (for a clean shutdown). */
-  async settled (): Promise<void> {
-    await Promise.all([...this.#pending])
+  async requestReset (context: RequestContext, { email }: ForgotPasswordBody): Promise<void> {
+    const { users, tokens, templates, audit, deliver } = this.deps
+    const user = await users.findByEmail(email)
+    const now = this.#now()
+    const since = new Date(now - 60 * MINUTE).toISOString()
+    if (user === undefined) {
+      await audit.recordChange(context, async (trx) => { await tokens.rehearseIssue('password_reset', since, trx) },
+        () => [{ event: 'auth.password_reset_requested', outcome: 'failure', details: { email, reason: 'unknown_email' } }])
+      return
+    }
+    const { token, hash } = newOneTimeToken()
+    const issued = await audit.recordChange(context, async (trx) => await tokens.issue(
+      { tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
+      templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since }, trx),
+    (stored): AuditChange[] => [stored
+      ? { event: 'auth.password_reset_requested', outcome: 'success', targetId: user.id }
+      : { event: 'auth.password_reset_requested', outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } }])
+    if (issued) deliver()
   }
 
   /**
@@ -76,27 +82,9 @@ export class PasswordResetService {
       await users.update(user.id, { passwordHash }, trx)
       await users.markEmailVerified(user.id, spent.email, trx)
       await tokens.spendAll(user.id, 'password_reset', now, trx)
+      await notices.add(user.email, 'password_reset', trx)
     })
+    notices.deliver()
     await sessions.endAll(user.id, 'password_reset')
-    await notices.send(user.email, 'password_reset')
-  }
-
-  async #sendReset (context: RequestContext, email: string): Promise<void> {
-    const { users, tokens, templates, audit, deliver } = this.deps
-    const user = await users.findByEmail(email)
-    if (user === undefined) {
-      await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', details: { email, reason: 'unknown_email' } })
-      return
-    }
-    const now = this.#now()
-    const { token, hash } = newOneTimeToken()
-    const issued = await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
-      templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - 60 * MINUTE).toISOString() })
-    if (!issued) {
-      await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } })
-      return
-    }
-    deliver()
-    await audit.recordIn(context, 'auth.password_reset_requested', { outcome: 'success', targetId: user.id })
   }
 }

@@ -98,6 +98,7 @@ export class SignInService {
     const principal = await users.findPrincipal(userId)
     if (principal === undefined) throw new Errors.INVALID_OAUTH_STATE()
     await guard.refuseIfLocked(context, principal.id, { provider })
+    await this.#assertEmailVerified(context, principal, { provider })
     return await this.#complete(context, principal, {}, `oauth:${provider}`)
   }
 
@@ -143,6 +144,8 @@ export class SignInService {
       return method !== null
     })
     if (!right) throw new Errors.INVALID_MFA_CODE()
+    // The address may have changed (and become unverified) since the challenge was issued.
+    await this.#assertEmailVerified(context, principal, { method })
     const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
       async (trx) => await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx), (result) => result)
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered

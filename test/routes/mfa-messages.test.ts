@@ -19,6 +19,12 @@ async function servers (t: TestContext) {
   return { smtp, sms }
 }
 
+/** The details of the audit entries of `event` about `userId`, oldest first. */
+async function audited (app: FastifyInstance, event: string, userId: string) {
+  const rows = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', event).where('target_id', '=', userId).orderBy('created_at').orderBy('id').execute()
+  return rows.map((row) => JSON.parse(row.details) as Record<string, unknown>)
+}
+
 /** A registered account with its address verified from the delivered mail, signed in. */
 async function verifiedAccount (app: FastifyInstance, smtp: MailServer) {
   const email = uniqueEmail('factor')
@@ -63,6 +69,15 @@ for (const backend of backends()) {
       t.same(sms.received, [])
       const login = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login').where('target_id', '=', account.id).execute()
       t.ok(login.some((entry) => entry.details.includes('mfa:email')), 'the sign-in is audited with its method')
+      t.same(await audited(app, 'mfa.code_sent', account.id), [{ method: 'email' }], 'the code sent is audited with its method')
+
+      t.equal((await app.inject({ method: 'DELETE', url: '/api/v1/auth/mfa/email' })).statusCode, 401, 'turning codes off needs the account\'s token')
+      const off = await app.inject(withToken(verified.json().data.access_token, { method: 'DELETE', url: '/api/v1/auth/mfa/email' }))
+      t.equal(off.statusCode, 204)
+      t.match(await smtp.next((mail) => mail.to.includes(account.email)), { subject: 'Two-factor authentication was disabled on your account' }, 'a notice goes out')
+      t.same(await audited(app, 'mfa.disabled', account.id), [{ method: 'email' }])
+      const plain = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })
+      t.ok('access_token' in plain.json().data, 'sign-in needs no code any more')
     })
 
     t.test('SMS codes go to the account\'s phone through the webhook; a new number turns them off', async (t) => {
@@ -88,6 +103,20 @@ for (const backend of backends()) {
       t.equal(moved.statusCode, 200)
       const plain = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })
       t.ok('access_token' in plain.json().data, 'a new number turned SMS codes off: sign-in needs no code until they are on again')
+      t.same(await audited(app, 'mfa.code_sent', account.id), [{ method: 'sms' }], 'the code sent is audited with its method')
+
+      const accessToken = plain.json().data.access_token as string
+      t.equal((await app.inject(withToken(accessToken, { method: 'POST', url: '/api/v1/auth/mfa/sms/enable' }))).statusCode, 204)
+      t.same((await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data.methods, ['sms'], 'on again for the new number')
+      t.equal((await app.inject({ method: 'DELETE', url: '/api/v1/auth/mfa/sms' })).statusCode, 401, 'turning codes off needs the account\'s token')
+      const off = await app.inject(withToken(accessToken, { method: 'DELETE', url: '/api/v1/auth/mfa/sms' }))
+      t.equal(off.statusCode, 204)
+      const me = await app.inject(withToken(accessToken, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.match(me.json().data, { mfa_enabled: false, mfa_methods: [] })
+      t.same((await audited(app, 'mfa.disabled', account.id)).at(-1), { method: 'sms' })
+      const withoutCode = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })
+      t.ok('access_token' in withoutCode.json().data, 'sign-in needs no code any more')
+      t.same(sms.received, [], 'and no SMS was sent for it')
     })
 
     t.test('e-mail codes need a verified address; a challenge gets at most five codes', async (t) => {

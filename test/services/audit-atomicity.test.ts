@@ -13,6 +13,16 @@ async function breakAuditWrites ({ database }: ServiceFixture): Promise<void> {
   await sql`create trigger audit_refused before insert on audit_logs for each row execute function audit_refused()`.execute(database.db)
 }
 
+/** From here on every message the outbox is given is refused, as a full disk would refuse it. */
+async function breakOutboxWrites ({ database }: ServiceFixture): Promise<void> {
+  if (database.dialect === 'sqlite') {
+    await sql`create trigger outbox_refused before insert on outbox begin select raise(abort, 'outbox storage refused'); end`.execute(database.db)
+    return
+  }
+  await sql`create function outbox_refused() returns trigger language plpgsql as $$ begin raise exception 'outbox storage refused'; end $$`.execute(database.db)
+  await sql`create trigger outbox_refused before insert on outbox for each row execute function outbox_refused()`.execute(database.db)
+}
+
 for (const backend of backends()) {
   t.test(`a change and its audit entry commit together (${backend.name})`, async (t) => {
     t.test('when the entry cannot be stored, the change is not kept either', async (t) => {
@@ -35,6 +45,31 @@ for (const backend of backends()) {
 
       await t.rejects(services.accounts.remove(context, admin, user.id), /audit storage refused/)
       t.not(await repositories.users.findById(user.id), undefined, 'the account was not deleted')
+    })
+
+    t.test('a change and the message it sends commit together: when the message cannot be stored, the change is not kept', async (t) => {
+      const fixture = await buildServices(t, backend.url)
+      const { services, repositories } = fixture
+      const user = await registered(fixture)
+      await repositories.users.markEmailVerified(user.id, user.email)
+      await breakOutboxWrites(fixture)
+      const context = contextFrom('192.0.2.10', user)
+
+      const email = uniqueEmail('unsent')
+      await t.rejects(services.accounts.register(context, { email, name: 'Unsent', password: TEST_PASSWORD }), /outbox storage refused/)
+      t.equal(await repositories.users.findByEmail(email), undefined, 'no account without its verification message')
+
+      await t.rejects(services.accounts.update(context, user, user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /outbox storage refused/)
+      await t.resolves(services.signIn.withPassword(contextFrom('192.0.2.11'), { email: user.email, password: TEST_PASSWORD }), 'no new password without its notice')
+
+      await t.rejects(services.accounts.update(context, user, user.id, { email: uniqueEmail('moved') }), /outbox storage refused/)
+      t.match(await repositories.users.findById(user.id), { email: user.email, email_verified: true }, 'no new address without its notice and verification')
+
+      await t.rejects(services.mfaSettings.enableMessageFactor(context, user, 'email'), /outbox storage refused/)
+      t.same((await repositories.users.findPrincipal(user.id))?.messageFactors, [], 'no second factor turned on without its notice')
+
+      t.same((await fixture.audited('user.updated')).concat(await fixture.audited('mfa.enabled')), [], 'and nothing recorded')
+      t.equal((await fixture.audited('user.created')).length, 1, 'only the first account\'s creation')
     })
 
     t.test('a refresh stores its rotation with one entry; a retry of it changes nothing and is recorded on its own', async (t) => {

@@ -19,6 +19,8 @@ export interface ServiceFixture {
   repositories: Repositories
   database: Database
   audit: AuditTrail
+  /** How far ahead of Date.now the clock of one-time tokens and message codes reads (ms). */
+  clock: { aheadMs: number }
   /** The e-mails delivered, in order (services deliver after answering: await `delivered()` first). */
   sent: MailMessage[]
   delivered: () => Promise<void>
@@ -45,10 +47,12 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
   const sent: MailMessage[] = []
   // A deployment's own Mailer, as the service layer allows: this one keeps what it is given.
   const mailer: Mailer = {
+    timeoutMs: 0,
     async send (message) { sent.push(message) },
     async close () {}
   }
   const silent = { info () {}, warn () {}, error () {} }
+  const clock = { aheadMs: 0 }
   const services = createServices({
     config,
     repositories,
@@ -60,11 +64,11 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     oauthStates: new DatabaseOAuthStateStore(database.db),
     passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
     mailer,
-    sms: { async send () {} },
-    log: silent
+    sms: { timeoutMs: 0, async send () {} },
+    log: silent,
+    now: () => Date.now() + clock.aheadMs
   })
   t.teardown(async () => {
-    await services.passwordReset.settled()
     await services.outbox.stop()
     await audit.close()
     await database.close()
@@ -74,10 +78,9 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     return rows.map((row) => ({ ...row, details: JSON.parse(row.details) as Record<string, unknown> }))
   }
   async function delivered () {
-    await services.passwordReset.settled()
     await services.outbox.deliverDue()
   }
-  return { services, repositories, database, audit, sent, delivered, audited }
+  return { services, repositories, database, audit, clock, sent, delivered, audited }
 }
 
 /** A request from `ip`, by `caller` when signed in. */

@@ -1,6 +1,7 @@
 import { generateSync } from 'otplib'
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
+import { MESSAGE_CODE_TTL_MS } from '../../src/services/message-codes.js'
 import { backends, TEST_PASSWORD } from '../helper.js'
 import { buildServices, contextFrom, registered } from './helper.js'
 
@@ -61,6 +62,42 @@ for (const backend of backends()) {
       t.equal(pair.token_type, 'Bearer')
       t.match((await fixture.audited('auth.login')).at(-1), { details: { method: 'mfa:totp' } })
       await t.rejects(services.signIn.answerChallenge(contextFrom('198.51.100.10'), { mfa_token: challenge.mfa_token, code: backupCode }), Errors.INVALID_TOKEN, 'the challenge was answered already')
+    })
+
+    t.test('EMAIL_VERIFICATION=required: an MFA answer is refused once the address became unverified after the challenge', async (t) => {
+      const fixture = await buildServices(t, backend.url, { EMAIL_VERIFICATION: 'required' })
+      const { services, repositories } = fixture
+      const account = await registered(fixture)
+      await repositories.users.markEmailVerified(account.id, account.email)
+      const context = contextFrom('198.51.100.12', account)
+      const { secret } = await services.mfaSettings.setup(account)
+      await services.mfaSettings.enable(context, account, totp(secret))
+      const challenge = await services.signIn.withPassword(contextFrom('198.51.100.12'), { email: account.email, password: TEST_PASSWORD })
+      if (!challenge.mfa_required) throw new Error('expected a challenge')
+      await repositories.users.update(account.id, { email: `moved-${account.email}` })
+      await t.rejects(services.signIn.answerChallenge(contextFrom('198.51.100.12'), { mfa_token: challenge.mfa_token, code: totp(secret, 1) }), Errors.EMAIL_NOT_VERIFIED)
+      t.same(await fixture.audited('auth.login'), [], 'no session started')
+      t.match((await fixture.audited('auth.login_failed')).at(-1), { target_id: account.id, details: { reason: 'email_not_verified' } })
+    })
+
+    t.test('a sign-in code by e-mail is refused once its 5 minutes are over, and good until then', async (t) => {
+      const fixture = await buildServices(t, backend.url)
+      const { services, repositories, clock } = fixture
+      const account = await registered(fixture)
+      await repositories.users.markEmailVerified(account.id, account.email)
+      await services.mfaSettings.enableMessageFactor(contextFrom('198.51.100.13', account), account, 'email')
+      const challenge = await services.signIn.withPassword(contextFrom('198.51.100.13'), { email: account.email, password: TEST_PASSWORD })
+      if (!challenge.mfa_required) throw new Error('expected a challenge')
+      await services.signIn.sendChallengeCode(contextFrom('198.51.100.13'), { mfa_token: challenge.mfa_token, method: 'email' })
+      await fixture.delivered()
+      const code = /\b(\d{6})\b/.exec(fixture.sent.find((message) => message.subject.includes('sign-in code'))?.text ?? '')?.[1] ?? ''
+      clock.aheadMs = MESSAGE_CODE_TTL_MS + 1000
+      await t.rejects(services.signIn.answerChallenge(contextFrom('198.51.100.13'), { mfa_token: challenge.mfa_token, code }), Errors.INVALID_MFA_CODE)
+      t.equal((await fixture.audited('auth.mfa_failed')).length, 1, 'counted as a wrong code')
+      clock.aheadMs = MESSAGE_CODE_TTL_MS - 1000
+      const pair = await services.signIn.answerChallenge(contextFrom('198.51.100.13'), { mfa_token: challenge.mfa_token, code })
+      t.equal(pair.token_type, 'Bearer', 'the expired attempt spent nothing')
+      t.match(await fixture.audited('mfa.code_sent'), [{ actor_id: account.id, target_id: account.id, details: { method: 'email' } }])
     })
 
     t.test('a refresh token presented again after its successor was spent ends the session, audited as reuse', async (t) => {

@@ -54,13 +54,12 @@ export default fp(async (fastify) => {
     : setInterval(() => {
       erasing = services.sessions.eraseLapsedRetries().catch((error: unknown) => { fastify.log.warn({ err: error }, 'erasing refresh retries failed') })
     }, retryWindowMs).unref()
-  // Work taken in by the last requests finishes before the database closes; what is not
-  // delivered yet stays in the outbox for the next instance to start.
+  // Delivery under way finishes before the database closes; what is not delivered yet stays
+  // in the outbox for the next instance to start.
   fastify.addHook('onClose', async () => {
     if (eraseTimer !== null) clearInterval(eraseTimer)
     await discovering
     await erasing
-    await services.passwordReset.settled()
     await services.outbox.stop()
   })
 }, { name: 'services', dependencies: ['database', 'redis', 'security', 'repositories', 'audit', 'revocation'] })

@@ -27,7 +27,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Sign in with e-mail and password (answers an MFA challenge when the account has MFA on)',
       security: PUBLIC,
       body: LoginBodySchema,
-      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request) => ({ data: await signIn.withPassword(request.serviceContext, request.body) }))
 

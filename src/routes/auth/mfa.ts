@@ -122,7 +122,7 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Complete a sign-in with the challenge\'s mfa_token and a TOTP or backup code',
       security: PUBLIC,
       body: MfaVerifyBodySchema,
-      response: { 200: described(TokenPairResponseSchema, 'Signed in: a token pair'), ...errorResponses({ body: true }, 401, 423) }
+      response: { 200: described(TokenPairResponseSchema, 'Signed in: a token pair'), ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request) => ({ data: await signIn.answerChallenge(request.serviceContext, request.body) }))
 }

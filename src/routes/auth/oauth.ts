@@ -59,7 +59,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
           description: 'Back to the browser application',
           headers: { Location: Type.String({ description: 'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>' }) }
         }),
-        ...errorResponses({}, 401, 404, 409, 423, 502)
+        ...errorResponses({}, 401, 403, 404, 409, 423, 502)
       }
     }
   }, async (request, reply) => {
@@ -75,7 +75,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Exchange a browser application\'s one-time code and PKCE verifier for a token pair or an MFA challenge',
       security: PUBLIC,
       body: OAuthExchangeBodySchema,
-      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 423) }
+      response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 403, 423) }
     }
   }, async (request) => ({ data: await signIn.withExchangeCode(request.serviceContext, request.body) }))
 }

@@ -47,7 +47,7 @@ const recovery: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: described(AcceptedResponseSchema, 'Taken in: a reset link is on its way when the address has an account'), ...errorResponses({ body: true }) }
     }
   }, async (request, reply) => {
-    passwordReset.requestReset(request.serviceContext, request.body)
+    await passwordReset.requestReset(request.serviceContext, request.body)
     return await reply.code(202).send(RESET_ACCEPTED)
   })
 
