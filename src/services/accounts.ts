@@ -138,13 +138,18 @@ export class AccountService {
     if (before === undefined) throw new Errors.NOT_FOUND('User')
     const changed = Object.keys(body).filter((key) => key !== 'current_password')
     // Notices and the new address's verification message are stored with the change.
-    const { updated: user, sent } = await audit.recordChange(context, async (trx) => {
+    // A new password ends every session in the same transaction.
+    const { updated: user, sent, revokeAccess } = await audit.recordChange(context, async (trx) => {
       const updated = await users.update(id, update, trx)
       if (updated === undefined) return { updated, sent: [] }
-      if (update.passwordHash !== undefined) await notices.add(updated.email, 'password_changed', trx)
-      if (updated.email === before.email) return { updated, sent: [] }
+      let revokeAccess: (() => Promise<void>) | undefined
+      if (update.passwordHash !== undefined) {
+        await notices.add(updated.email, 'password_changed', trx)
+        revokeAccess = await sessions.endAllWithin(id, 'password_changed', trx)
+      }
+      if (updated.email === before.email) return { updated, sent: [], revokeAccess }
       await notices.add(before.email, 'email_changed', trx)
-      return { updated, sent: await verification.storeOnChange(updated, trx) }
+      return { updated, sent: await verification.storeOnChange(updated, trx), revokeAccess }
     }, ({ updated, sent }): AuditChange[] => updated === undefined
       ? []
       : [
@@ -155,7 +160,7 @@ export class AccountService {
     if (user === undefined) throw new Errors.NOT_FOUND('User')
     if (update.passwordHash !== undefined || user.email !== before.email) notices.deliver()
     if (sent.length > 0) verification.deliver()
-    if (update.passwordHash !== undefined) await sessions.endAll(id, 'password_changed')
+    await revokeAccess?.()
     return user
   }
 

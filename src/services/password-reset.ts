@@ -78,13 +78,14 @@ export class PasswordResetService {
     // A reset sent before an e-mail change does not reset the account the new address holds.
     if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
     const passwordHash = await passwords.hash(password)
-    await audit.recorded(context, [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }])(async (trx) => {
+    const revokeAccess = await audit.recorded(context, [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }])(async (trx) => {
       await users.update(user.id, { passwordHash }, trx)
       await users.markEmailVerified(user.id, spent.email, trx)
       await tokens.spendAll(user.id, 'password_reset', now, trx)
       await notices.add(user.email, 'password_reset', trx)
+      return await sessions.endAllWithin(user.id, 'password_reset', trx)
     })
     notices.deliver()
-    await sessions.endAll(user.id, 'password_reset')
+    await revokeAccess()
   }
 }

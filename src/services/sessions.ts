@@ -168,9 +168,16 @@ export class SessionService {
     await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
   }
 
-  /** Ends every session of the user (a new password). */
-  async endAll (userId: string, reason: RevocationReason): Promise<void> {
-    await this.#endSessions(await this.#deps.sessions.unrevokedIds(userId), reason, new Date(this.#now()).toISOString())
+  /**
+   * Ends every session of the user in `trx`, the transaction of the change that ends them (a
+   * new password), so that the change is never kept without it. The answer revokes their
+   * access tokens: to be called once that transaction committed.
+   */
+  async endAllWithin (userId: string, reason: RevocationReason, trx: Db): Promise<() => Promise<void>> {
+    const { sessions } = this.#deps
+    const now = new Date(this.#now()).toISOString()
+    const accessTokens = await sessions.revoke(await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx)
+    return async () => { await this.#revokeAccessTokens(accessTokens) }
   }
 
   /**

@@ -182,8 +182,8 @@ export class SessionsRepository {
   }
 
   /** The user's sessions not yet ended. */
-  async unrevokedIds (userId: string): Promise<string[]> {
-    const rows = await this.db.selectFrom('sessions').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
+  async unrevokedIds (userId: string, db: Db = this.db): Promise<string[]> {
+    const rows = await db.selectFrom('sessions').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
     return rows.map((row) => row.id)
   }
 

@@ -23,6 +23,16 @@ async function breakOutboxWrites ({ database }: ServiceFixture): Promise<void> {
   await sql`create trigger outbox_refused before insert on outbox for each row execute function outbox_refused()`.execute(database.db)
 }
 
+/** From here on no session can be ended, as a lost connection would fail the update. */
+async function breakSessionEnds ({ database }: ServiceFixture): Promise<void> {
+  if (database.dialect === 'sqlite') {
+    await sql`create trigger sessions_refused before update on sessions begin select raise(abort, 'session storage refused'); end`.execute(database.db)
+    return
+  }
+  await sql`create function sessions_refused() returns trigger language plpgsql as $$ begin raise exception 'session storage refused'; end $$`.execute(database.db)
+  await sql`create trigger sessions_refused before update on sessions for each row execute function sessions_refused()`.execute(database.db)
+}
+
 for (const backend of backends()) {
   t.test(`a change and its audit entry commit together (${backend.name})`, async (t) => {
     t.test('when the entry cannot be stored, the change is not kept either', async (t) => {
@@ -70,6 +80,19 @@ for (const backend of backends()) {
 
       t.same((await fixture.audited('user.updated')).concat(await fixture.audited('mfa.enabled')), [], 'and nothing recorded')
       t.equal((await fixture.audited('user.created')).length, 1, 'only the first account\'s creation')
+    })
+
+    t.test('a new password and the end of every session commit together', async (t) => {
+      const fixture = await buildServices(t, backend.url)
+      const { services, repositories } = fixture
+      const user = await registered(fixture)
+      await services.signIn.withPassword(contextFrom('192.0.2.12'), { email: user.email, password: TEST_PASSWORD })
+      const sessions = await repositories.sessions.unrevokedIds(user.id)
+      t.equal(sessions.length, 1)
+      await breakSessionEnds(fixture)
+      await t.rejects(services.accounts.update(contextFrom('192.0.2.12', user), user, user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /session storage refused/)
+      await t.resolves(services.signIn.withPassword(contextFrom('192.0.2.13'), { email: user.email, password: TEST_PASSWORD }), 'the old password still holds')
+      t.same((await fixture.audited('user.updated')), [], 'and no change was recorded')
     })
 
     t.test('a refresh stores its rotation with one entry; a retry of it changes nothing and is recorded on its own', async (t) => {
