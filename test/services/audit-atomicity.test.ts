@@ -3,35 +3,27 @@ import t from 'tap'
 import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
 import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
 
-/** From here on every insert into the audit table fails, as a full disk or a lost connection would fail it. */
-async function breakAuditWrites ({ database }: ServiceFixture): Promise<void> {
+/**
+ * From here on every `operation` on `table` fails with `message`, as a full disk or a lost
+ * connection would fail it.
+ */
+async function refuse ({ database }: ServiceFixture, operation: 'insert' | 'update', table: string, message: string): Promise<void> {
+  const name = sql.raw(`${table}_refused`)
+  const on = sql.raw(`before ${operation} on ${table}`)
   if (database.dialect === 'sqlite') {
-    await sql`create trigger audit_refused before insert on audit_logs begin select raise(abort, 'audit storage refused'); end`.execute(database.db)
+    await sql`create trigger ${name} ${on} begin select raise(abort, ${sql.lit(message)}); end`.execute(database.db)
     return
   }
-  await sql`create function audit_refused() returns trigger language plpgsql as $$ begin raise exception 'audit storage refused'; end $$`.execute(database.db)
-  await sql`create trigger audit_refused before insert on audit_logs for each row execute function audit_refused()`.execute(database.db)
+  await sql`create function ${name}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(message)}; end $$`.execute(database.db)
+  await sql`create trigger ${name} ${on} for each row execute function ${name}()`.execute(database.db)
 }
 
-/** From here on every message the outbox is given is refused, as a full disk would refuse it. */
-async function breakOutboxWrites ({ database }: ServiceFixture): Promise<void> {
-  if (database.dialect === 'sqlite') {
-    await sql`create trigger outbox_refused before insert on outbox begin select raise(abort, 'outbox storage refused'); end`.execute(database.db)
-    return
-  }
-  await sql`create function outbox_refused() returns trigger language plpgsql as $$ begin raise exception 'outbox storage refused'; end $$`.execute(database.db)
-  await sql`create trigger outbox_refused before insert on outbox for each row execute function outbox_refused()`.execute(database.db)
-}
-
-/** From here on no session can be ended, as a lost connection would fail the update. */
-async function breakSessionEnds ({ database }: ServiceFixture): Promise<void> {
-  if (database.dialect === 'sqlite') {
-    await sql`create trigger sessions_refused before update on sessions begin select raise(abort, 'session storage refused'); end`.execute(database.db)
-    return
-  }
-  await sql`create function sessions_refused() returns trigger language plpgsql as $$ begin raise exception 'session storage refused'; end $$`.execute(database.db)
-  await sql`create trigger sessions_refused before update on sessions for each row execute function sessions_refused()`.execute(database.db)
-}
+/** Audit entries cannot be stored. */
+const breakAuditWrites = async (fixture: ServiceFixture) => await refuse(fixture, 'insert', 'audit_logs', 'audit storage refused')
+/** Messages cannot be given to the outbox. */
+const breakOutboxWrites = async (fixture: ServiceFixture) => await refuse(fixture, 'insert', 'outbox', 'outbox storage refused')
+/** No session can be ended. */
+const breakSessionEnds = async (fixture: ServiceFixture) => await refuse(fixture, 'update', 'sessions', 'session storage refused')
 
 for (const backend of backends()) {
   t.test(`a change and its audit entry commit together (${backend.name})`, async (t) => {
