@@ -37,11 +37,6 @@ export function backends (): Array<{ name: string, url: string | null }> {
 
 let schemaCounter = 0
 
-/**
- * A fresh, empty database for one test: SQLite in memory (or, `shared`, in a temporary file
- * for several instances, restarts or WAL, removed at teardown), or a new PostgreSQL schema
- * (removed after the suite by test/drop-test-schemas.ts), so tests never share state.
- */
 /** A SQLite database file in a temporary directory removed after the test: its URL and path. */
 export function sqliteFile (t: TestContext): { url: string, path: string } {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))
@@ -63,9 +58,27 @@ export async function within<T> (what: string, withinMs: number, promise: Promis
   }
 }
 
+/**
+ * Milliseconds until `check` answers true, asked every 10 ms (news from another instance has
+ * no event here to await); Infinity if it has not within `limitMs`.
+ */
+export async function msUntil (check: () => Promise<boolean>, limitMs: number): Promise<number> {
+  const started = Date.now()
+  while (Date.now() - started < limitMs) {
+    if (await check()) return Date.now() - started
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  return Infinity
+}
+
 /** The password every test account is created with. */
 export const TEST_PASSWORD = 'correct-horse-battery'
 
+/**
+ * A fresh, empty database for one test: SQLite in memory (or, `shared`, in a temporary file
+ * for several instances, restarts or WAL, removed at teardown), or a new PostgreSQL schema
+ * (removed after the suite by test/drop-test-schemas.ts), so tests never share state.
+ */
 export async function freshDatabaseUrl (t: TestContext, postgresUrl: string | null, options: { shared?: boolean } = {}): Promise<string> {
   if (postgresUrl === null) {
     return options.shared === true ? sqliteFile(t).url : 'sqlite://:memory:'

@@ -37,7 +37,7 @@ function laterInstance (app: FastifyInstance, aheadMs: number, mailer: Mailer) {
   return new MessageOutbox({
     outbox: app.repositories.outbox,
     mailer,
-    sms: { timeoutMs: 0, async send () { throw new Error('no SMS here') } },
+    sms: { timeoutMs: 1000, async send () { throw new Error('no SMS here') } },
     retryMs: 1000,
     log: silent,
     now: () => Date.now() + aheadMs
@@ -100,6 +100,26 @@ for (const backend of backends().filter((candidate) => candidate.url !== null)) 
       await laterInstance(first, first.services.outbox.claimMs + 1000, mailer).deliverDue()
       t.match(await smtp.next(), { to: ['orphan@example.com'] }, 'after it, another instance sends it')
       t.equal(await outboxSize(first), 0)
+    })
+  })
+}
+
+for (const backend of backends()) {
+  t.test(`an outbox's senders (${backend.name})`, async (t) => {
+    t.test('a send still pending at its sender\'s limit counts as failed, and the message is tried again later', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url, env: { EMAIL_VERIFICATION: 'off' } })
+      await queue(app, ['slow@example.com'])
+      const hanging = laterInstance(app, 0, { timeoutMs: 50, send: async () => { await new Promise(() => {}) }, async close () {} })
+      await hanging.deliverDue()
+      const rows = await app.database.db.selectFrom('outbox').select(['attempts', 'last_error', 'claimed_until']).execute()
+      t.same(rows, [{ attempts: 1, last_error: 'not sent within 50 ms', claimed_until: null }])
+    })
+
+    t.test('a sender without a limit is refused', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      for (const timeoutMs of [Number.NaN, 0, Infinity]) {
+        t.throws(() => laterInstance(app, 0, { timeoutMs, async send () {}, async close () {} }), /^Mailer\.timeoutMs must be a positive number of milliseconds/, String(timeoutMs))
+      }
     })
   })
 }

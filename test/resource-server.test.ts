@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { generateKeyPair } from '../src/security/signing-keys.js'
-import { backends, freshDatabaseUrl, TEST_PASSWORD, type TestContext, uniqueEmail } from './helper.js'
+import { backends, freshDatabaseUrl, msUntil, TEST_PASSWORD, type TestContext, uniqueEmail } from './helper.js'
 import { type ServiceProcess, startService } from './service.js'
 
 const run = promisify(execFile)
@@ -67,14 +67,6 @@ async function stop (service: ServiceProcess): Promise<void> {
 }
 
 /** Asks `service` for the caller until it refuses the token: how long that took, or Infinity past `limitMs`. */
-async function msUntilRefused (service: ServiceProcess, token: string, limitMs: number): Promise<number> {
-  const started = Date.now()
-  while (Date.now() - started < limitMs) {
-    if ((await call(service, 'GET', '/api/v1/auth/me', { token })).status === 401) return Date.now() - started
-  }
-  return Infinity
-}
-
 for (const backend of backends()) {
   t.test(`${backend.name}${redisEnv.REDIS_URL === undefined ? '' : ' + redis'}`, async (t) => {
     t.test('another service verifies our EdDSA tokens from the JWKS; it cannot see a revocation, our instances can', async (t) => {
@@ -95,7 +87,7 @@ for (const backend of backends()) {
       const refused = await call(service, 'GET', '/api/v1/auth/me', { token })
       t.equal(refused.status, 401)
       t.equal(refused.body.error.code, 'INVALID_TOKEN', 'our API refuses the revoked token')
-      const elapsed = await msUntilRefused(other, token, 2000)
+      const elapsed = await msUntil(async () => (await call(other, 'GET', '/api/v1/auth/me', { token })).status === 401, 2000)
       t.ok(elapsed <= 1000, `so does our other instance, after ${elapsed} ms${redisUrl === undefined || redisUrl === '' ? '' : ' (told through Redis)'}`)
       const [stillValid] = await verifyElsewhere(service, token)
       t.equal(stillValid?.ok, true, 'local verification cannot know of the revocation: the token is good until it expires (15 minutes at most)')

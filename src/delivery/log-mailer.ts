@@ -1,8 +1,12 @@
 import type { DeliveryLog, MailMessage, Mailer, SmsSender } from '../services/delivery.js'
 
+/** The limit on a message written to the log instead of sent. */
+const LOG_WRITE_MS = 1000
+
 /** Without SMTP_URL: each e-mail is written to the log (development), links and codes included. */
 export class LogMailer implements Mailer {
-  readonly timeoutMs = 0
+  /** Writing a line to the log: at once, well within this. */
+  readonly timeoutMs = LOG_WRITE_MS
 
   constructor (private readonly log: DeliveryLog) {}
 
@@ -15,7 +19,7 @@ export class LogMailer implements Mailer {
 
 /** Without SMS_WEBHOOK_URL: each SMS is written to the log. */
 export class LogSmsSender implements SmsSender {
-  readonly timeoutMs = 0
+  readonly timeoutMs = LOG_WRITE_MS
 
   constructor (private readonly log: DeliveryLog) {}
 

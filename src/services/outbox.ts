@@ -21,6 +21,23 @@ export interface MessageOutboxDependencies {
 }
 
 /**
+ * A send that has not settled within its sender's limit counts as failed, so that it is tried
+ * again under a new claim rather than left to outlive the one it holds (a sender that keeps
+ * its limit has given up by then).
+ */
+async function withinLimit (limitMs: number, sending: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(new Error(`not sent within ${limitMs} ms`)) }, limitMs)
+  })
+  try {
+    await Promise.race([sending, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
  * Delivers the outbox: what is due is claimed (so no other instance sends it meanwhile), sent,
  * and removed; a failure is logged and tried again later with backoff. Requests never wait
  * for a mail server: they store the message, and delivery follows.
@@ -41,6 +58,9 @@ export class MessageOutbox {
   constructor (deps: MessageOutboxDependencies) {
     this.#deps = deps
     this.#now = deps.now ?? Date.now
+    for (const [name, sender] of [['Mailer', deps.mailer], ['SmsSender', deps.sms]] as const) {
+      if (!Number.isFinite(sender.timeoutMs) || sender.timeoutMs <= 0) throw new Error(`${name}.timeoutMs must be a positive number of milliseconds, not ${String(sender.timeoutMs)}`)
+    }
     this.claimMs = Math.max(MIN_CLAIM_MS, 2 * Math.max(deps.mailer.timeoutMs, deps.sms.timeoutMs))
   }
 
@@ -87,8 +107,8 @@ export class MessageOutbox {
   async #deliver (message: QueuedMessage): Promise<void> {
     const { outbox, mailer, sms, retryMs, log } = this.#deps
     try {
-      if (message.channel === 'email') await mailer.send({ to: message.recipient, subject: message.subject, text: message.text, html: message.html })
-      else await sms.send({ to: message.recipient, body: message.text })
+      if (message.channel === 'email') await withinLimit(mailer.timeoutMs, mailer.send({ to: message.recipient, subject: message.subject, text: message.text, html: message.html }))
+      else await withinLimit(sms.timeoutMs, sms.send({ to: message.recipient, body: message.text }))
     } catch (error) {
       const attempts = message.attempts + 1
       const entry = { err: error, messageId: message.id, channel: message.channel, subject: message.subject, attempts }

@@ -115,18 +115,23 @@ for (const backend of backends()) {
 
     t.test('the answer to forgot-password takes about as long for an unknown address as for a known one', async (t) => {
       const app = await build(t, { postgresUrl: backend.url, env: { EMAIL_VERIFICATION: 'off' } })
-      const account = await register(app)
+      // An account each, so that every known address is under its hourly limit and gets a token.
+      const accounts: Array<Awaited<ReturnType<typeof register>>> = []
+      // In eights: the password hashing queue answers 503 beyond its length.
+      while (accounts.length < 200) accounts.push(...await Promise.all(Array.from({ length: 8 }, async () => await register(app))))
       const times = { known: [] as number[], unknown: [] as number[] }
       for (let n = 0; n < 400; n++) {
         const kind = n % 2 === 0 ? 'known' : 'unknown'
         const started = process.hrtime.bigint()
-        const response = await app.inject({ method: 'POST', url: '/api/v1/auth/password/forgot', payload: { email: kind === 'known' ? account.email : `nobody-${n}@example.com` } })
+        const response = await app.inject({ method: 'POST', url: '/api/v1/auth/password/forgot', payload: { email: kind === 'known' ? accounts[n / 2]?.email : `nobody-${n}@example.com` } })
         times[kind].push(Number(process.hrtime.bigint() - started) / 1e6)
         if (response.statusCode !== 202) throw new Error(response.body)
       }
       const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
       const difference = Math.abs(median(times.known) - median(times.unknown))
       t.ok(difference < 5, `medians differ by ${difference.toFixed(3)} ms over 200 requests each (known ${median(times.known).toFixed(3)}, unknown ${median(times.unknown).toFixed(3)})`)
+      const issued = await app.database.db.selectFrom('one_time_tokens').select((eb) => eb.fn.countAll().as('count')).where('purpose', '=', 'password_reset').executeTakeFirstOrThrow()
+      t.equal(Number(issued.count), 200, 'every known address was sent a link')
     })
 
     t.test('with the SMTP server down at first, the answer is still 202 and the message arrives once it is up, once', async (t) => {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { SecretBox } from '../../src/security/secret-box.js'
 import { generateKeyPair } from '../../src/security/signing-keys.js'
-import { backends, build, createAccount, freshDatabaseUrl, TEST_PASSWORD, TEST_SECRET, within, withToken } from '../helper.js'
+import { backends, build, createAccount, freshDatabaseUrl, msUntil, TEST_PASSWORD, TEST_SECRET, within, withToken } from '../helper.js'
 
 /*
  * Refresh retries (docs/api.md, "Sessions"): a spent refresh token presented again within
@@ -37,15 +37,6 @@ async function rows (app: FastifyInstance, userId: string) {
 }
 
 /** Asks `app` for the caller until it refuses the token: how long that took, or Infinity past `limitMs`. */
-async function msUntilRefused (app: FastifyInstance, token: string, limitMs: number): Promise<number> {
-  const started = Date.now()
-  while (Date.now() - started < limitMs) {
-    if ((await app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode === 401) return Date.now() - started
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  return Infinity
-}
-
 /** The rotations kept for retries on the user's sessions. */
 async function kept (app: FastifyInstance, userId: string) {
   return await app.database.db.selectFrom('sessions').select(['retry_jti', 'retry_until']).where('user_id', '=', userId).where('retry_pair', 'is not', null).execute()
@@ -107,7 +98,7 @@ for (const backend of backends()) {
         const refused = await refresh(other, first.refresh_token)
         t.equal(refused.json().error.code, 'TOKEN_REUSED', 'one with another key cannot open it: reuse')
         t.equal((await refresh(app, rotated.json().data.refresh_token)).json().error.code, 'TOKEN_REUSED', 'which ended the session')
-        const elapsed = await msUntilRefused(app, rotated.json().data.access_token, 2000)
+        const elapsed = await msUntil(async () => (await app.inject(withToken(rotated.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode === 401, 2000)
         t.ok(elapsed <= 1000, `and the first instance refuses its access token after ${elapsed} ms`)
       })
 

@@ -1,23 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { recentRevocations } from '../../src/store/revocations.js'
-import { backends, build, createAccount, freshDatabaseUrl, queryPlan, withToken } from '../helper.js'
+import { backends, build, createAccount, freshDatabaseUrl, msUntil, queryPlan, withToken } from '../helper.js'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
 
 function me (app: FastifyInstance, token: string) {
   return app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))
-}
-
-/** Polls until the token is refused, returning how long that took (bounded by `limitMs`). */
-async function msUntilRefused (app: FastifyInstance, token: string, limitMs: number): Promise<number> {
-  const started = Date.now()
-  while (Date.now() - started < limitMs) {
-    if ((await me(app, token)).statusCode === 401) return Date.now() - started
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  return Infinity
 }
 
 for (const backend of backends()) {
@@ -29,7 +19,7 @@ for (const backend of backends()) {
       const account = await createAccount(first)
       t.equal((await me(second, account.token)).statusCode, 200, 'valid on both before')
       t.equal((await first.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))).statusCode, 204)
-      const elapsed = await msUntilRefused(second, account.token, 2000)
+      const elapsed = await msUntil(async () => (await me(second, account.token)).statusCode === 401, 2000)
       t.ok(elapsed <= 1000, `refused by the other instance after ${elapsed} ms`)
     })
 

@@ -47,7 +47,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
   const sent: MailMessage[] = []
   // A deployment's own Mailer, as the service layer allows: this one keeps what it is given.
   const mailer: Mailer = {
-    timeoutMs: 0,
+    timeoutMs: 1000,
     async send (message) { sent.push(message) },
     async close () {}
   }
@@ -64,7 +64,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     oauthStates: new DatabaseOAuthStateStore(database.db),
     passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
     mailer,
-    sms: { timeoutMs: 0, async send () {} },
+    sms: { timeoutMs: 1000, async send () {} },
     log: silent,
     now: () => Date.now() + clock.aheadMs
   })
