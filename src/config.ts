@@ -206,11 +206,7 @@ function parseDatabaseUrl (url: string): DatabaseConfig {
 
 /** Whether `value` parses as an absolute URI (a scheme, then anything the URL parser accepts). */
 function isUri (value: string): boolean {
-  try {
-    return new URL(value).protocol.length > 1
-  } catch {
-    return false
-  }
+  return URL.canParse(value)
 }
 
 function isHttpUrl (value: string): boolean {
@@ -220,6 +216,11 @@ function isHttpUrl (value: string): boolean {
   } catch {
     return false
   }
+}
+
+/** An http(s) URL without query or fragment: one that other addresses can be built on. */
+export function isHttpBase (value: string): boolean {
+  return isHttpUrl(value) && !/[?#]/.test(value)
 }
 
 function isBuiltIn (name: string): name is BuiltInOAuthProvider {
@@ -255,7 +256,7 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
     const overridden = ['AUTH_URL', 'TOKEN_URL', 'USERINFO_URL'].some((variable) => env[prefix + variable] !== undefined)
     const issuer = env[`${prefix}ISSUER`] ?? (isBuiltIn(name) && !overridden ? OAUTH_DEFAULTS[name].issuer : undefined)
     if (issuer !== undefined) {
-      if (!isHttpUrl(issuer) || /[?#]/.test(issuer)) problems.push(`${prefix}ISSUER must be an http(s) URL without query or fragment${shown(`${prefix}ISSUER`, issuer)}`)
+      if (!isHttpBase(issuer)) problems.push(`${prefix}ISSUER must be an http(s) URL without query or fragment${shown(`${prefix}ISSUER`, issuer)}`)
       oauth[name] = { ...client, scopes: scopes ?? (isBuiltIn(name) ? OAUTH_DEFAULTS[name].scopes : OIDC_SCOPES), issuer }
     } else if (isBuiltIn(name)) {
       const defaults = OAUTH_DEFAULTS[name]
@@ -282,7 +283,7 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
 function readRedirectUrls (value: string | undefined, problems: string[]): string[] | null {
   if (value === undefined) return null
   const entries = list(value)
-  const bad = entries.filter((entry) => !isHttpUrl(entry) || /[?#]/.test(entry))
+  const bad = entries.filter((entry) => !isHttpBase(entry))
   if (bad.length > 0 || entries.length === 0) {
     problems.push(`OAUTH_REDIRECT_URLS must be a comma-separated list of http(s) URLs without query or fragment${shown('OAUTH_REDIRECT_URLS', value)}`)
     return null

@@ -7,7 +7,7 @@ export const JWT_ALGORITHMS = ['HS256', 'EdDSA', 'ES256', 'RS256'] as const
 export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
 export type AsymmetricAlgorithm = Exclude<JwtAlgorithm, 'HS256'>
 
-/** RSA keys shorter than this are refused: below it, a key gives less than 112 bits of security (docs/security.md, 3.2.2). */
+/** RSA keys shorter than this are refused: a shorter modulus gives less than 112 bits of security. */
 const RSA_MIN_BITS = 2048
 
 /** A public key as the JWKS publishes it. */

@@ -71,7 +71,7 @@ function kidOf (token: string): string | undefined | null {
 export type KeyVerifier = (token: string) => unknown
 
 /** fast-jwt's verifier under one key, for the service used without the app. */
-export function keyVerifier (key: VerificationKey, issuer: string | null): KeyVerifier {
+function keyVerifier (key: VerificationKey, issuer: string | null): KeyVerifier {
   return createVerifier({ ...jwtVerifyOptions(key, issuer), key: key.key })
 }
 

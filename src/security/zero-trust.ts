@@ -2,8 +2,6 @@ import { BlockList, isIP } from 'node:net'
 import type { Static } from '@sinclair/typebox'
 import type { AccessCheckBody, AccessDecisionSchema, RiskFactor } from '../../schemas/security.js'
 
-export type { RiskFactor }
-
 /** The decision as the schema describes it, its four factors a tuple in their order. */
 export type AccessDecision = Omit<Static<typeof AccessDecisionSchema>, 'factors'> & {
   /** Device, network, behaviour, timing: in that order. */

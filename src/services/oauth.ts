@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../schemas/auth.js'
+import type { Identity, OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../schemas/auth.js'
 import { BUILT_IN_OAUTH_PROVIDERS, type BuiltInOAuthProvider, type Config, type OAuthProviderConfig } from '../config.js'
 import { Errors, validationFailed } from '../errors.js'
-import type { IdentitiesRepository, LinkedIdentity } from '../store/identities.js'
+import type { IdentitiesRepository } from '../store/identities.js'
 import type { UsersRepository } from '../store/users.js'
 import { exchangeCode, fetchProfile, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
 import { validateIdToken } from '../oauth/id-token.js'
@@ -224,7 +224,7 @@ export class OAuthService {
     return { userId: pending.userId, provider: pending.provider }
   }
 
-  async identities (userId: string): Promise<LinkedIdentity[]> {
+  async identities (userId: string): Promise<Identity[]> {
     return await this.options.identities.listFor(userId)
   }
 

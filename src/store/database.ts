@@ -100,7 +100,9 @@ function openSqlite (path: string): SQLite.Database {
   sqlite.pragma('busy_timeout = 5000')
   // SQLite's lower() folds only A-Z, so searches (search.ts: lower(column) LIKE pattern) would
   // miss "Émile" for "émile"; PostgreSQL's folds all of Unicode. Replaced on this connection by
-  // JavaScript's, the same folding the pattern gets. No index or stored expression uses lower().
+  // JavaScript's, the same folding the pattern gets. The trigram tables hold text lowered by it
+  // (migrations.ts): every writer of the database must be the service, and a Node.js whose
+  // Unicode tables fold some character differently needs them rebuilt (docs/operations.md).
   sqlite.function('lower', { deterministic: true }, (value: unknown) => typeof value === 'string' ? value.toLowerCase() : value)
   return sqlite
 }

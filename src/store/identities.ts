@@ -3,9 +3,6 @@ import { uuidv7 } from './ids.js'
 import { type Db, atomically } from './types.js'
 import { holdUserRow } from './users.js'
 
-/** An identity as its user sees it. */
-export type LinkedIdentity = Identity
-
 /** Links between external identities (provider, subject) and users. */
 export class IdentitiesRepository {
   constructor (private readonly db: Db) {}
@@ -25,7 +22,7 @@ export class IdentitiesRepository {
   }
 
   /** A user's identities, oldest first (a user has a handful at most). */
-  async listFor (userId: string): Promise<LinkedIdentity[]> {
+  async listFor (userId: string): Promise<Identity[]> {
     return await this.db.selectFrom('user_identities').select(['id', 'provider', 'created_at'])
       .where('user_id', '=', userId).orderBy('created_at').orderBy('id').execute()
   }
@@ -36,7 +33,7 @@ export class IdentitiesRepository {
    * unlinks of an account's last two identities run one after another, and the second sees
    * the first's.
    */
-  async unlinkUnlessLast (userId: string, id: string, db: Db = this.db): Promise<{ unlinked: LinkedIdentity } | 'not_found' | 'last'> {
+  async unlinkUnlessLast (userId: string, id: string, db: Db = this.db): Promise<{ unlinked: Identity } | 'not_found' | 'last'> {
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return 'not_found'
       const linked = await trx.selectFrom('user_identities').select(['id', 'provider', 'created_at']).where('user_id', '=', userId).execute()

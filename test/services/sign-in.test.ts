@@ -111,8 +111,7 @@ for (const backend of backends()) {
       const third = await fixture.services.signIn.refresh(context, second.refresh_token)
       await t.rejects(fixture.services.signIn.refresh(context, first.refresh_token), Errors.TOKEN_REUSED)
       await t.rejects(fixture.services.signIn.refresh(context, third.refresh_token), Errors.TOKEN_REUSED, 'the whole session ended')
-      // Entries of one millisecond may come in any order.
-      t.same((await fixture.audited('auth.refresh')).map((row) => JSON.stringify(row.details)).sort(), ['{"retry":true}', '{}', '{}'], 'two rotations and a retry')
+      t.same((await fixture.audited('auth.refresh')).map((row) => JSON.stringify(row.details)), ['{}', '{"retry":true}', '{}'], 'a rotation, its retry, a rotation')
       t.ok((await fixture.audited('auth.token_reused')).length >= 1)
     })
   })

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
+import { isHttpBase } from '../../config.js'
 import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
 
 /**
@@ -11,16 +12,6 @@ import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
  */
 const PUBLIC_CACHING = 'public, max-age=300'
 const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
-
-/** Whether the issuer is an address the endpoints can be built on: http(s), no query or fragment. */
-function isHttpBase (issuer: string): boolean {
-  try {
-    const { protocol, search, hash } = new URL(issuer)
-    return (protocol === 'http:' || protocol === 'https:') && search === '' && hash === '' && !issuer.includes('?') && !issuer.includes('#')
-  } catch {
-    return false
-  }
-}
 
 /**
  * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
