@@ -1,13 +1,12 @@
 import type { CursorCodec } from '../collection/cursor.js'
 import type { Config } from '../config.js'
-import type { OAuthStateStore } from '../oauth/state-store.js'
-import type { PasskeyChallengeStore } from '../passkeys/challenge-store.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { SecretBox } from '../security/secret-box.js'
 import { signingSecret } from '../security/signing-keys.js'
 import type { TokenService } from '../security/tokens.js'
 import { trustedNetworks } from '../security/zero-trust.js'
 import type { Repositories } from '../store/repositories.js'
+import type { SingleUseStores } from '../store/single-use.js'
 import { AccessService } from './access.js'
 import { AccountService } from './accounts.js'
 import { RecentSecurityEventsDetector } from './anomalies.js'
@@ -40,8 +39,7 @@ export interface ServiceDependencies {
   audit: AuditTrail
   /** Revokes an access token on every instance until it expires. */
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
-  oauthStates: OAuthStateStore
-  passkeyChallenges: PasskeyChallengeStore
+  singleUse: SingleUseStores
   mailer: Mailer
   sms: SmsSender
   /** Where message delivery reports what happened. */
@@ -61,13 +59,13 @@ export function createServices (deps: ServiceDependencies) {
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
-  const oauth = new OAuthService({ providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.oauthStates, users, identities: repositories.identities, audit })
+  const oauth = new OAuthService({ providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.singleUse.oauthStates, exchanges: deps.singleUse.oauthExchanges, users, identities: repositories.identities, audit })
   const outbox = new MessageOutbox({ outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log })
   const deliver = () => { outbox.kick() }
   const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })
   const notices = new Notices({ outbox: repositories.outbox, templates, deliver })
   const passkeys = new PasskeyService({
-    passkeys: repositories.passkeys, users, challenges: deps.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, secret: config.jwtSecret
+    passkeys: repositories.passkeys, users, challenges: deps.singleUse.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, secret: config.jwtSecret
   })
   const emailVerification = new EmailVerificationService({
     users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver, now: deps.now

@@ -3,12 +3,12 @@ import type { Identity, OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../sc
 import { BUILT_IN_OAUTH_PROVIDERS, type BuiltInOAuthProvider, type Config, type OAuthProviderConfig } from '../config.js'
 import { Errors, validationFailed } from '../errors.js'
 import type { IdentitiesRepository } from '../store/identities.js'
+import type { PendingAuthorization, PendingExchange, SingleUseStore } from '../store/single-use.js'
 import type { UsersRepository } from '../store/users.js'
 import { exchangeCode, fetchProfile, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
 import { validateIdToken } from '../oauth/id-token.js'
 import { OidcIssuer } from '../oauth/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
-import type { OAuthStateStore, PendingAuthorization } from '../oauth/state-store.js'
 import type { AuditTrail } from './audit-trail.js'
 import type { RequestContext } from './context.js'
 
@@ -21,7 +21,8 @@ export interface OAuthServiceOptions {
   providers: Config['oauth']
   /** OAUTH_REDIRECT_URLS, each ending at a path boundary; null: browser applications are refused. */
   redirectUrls: string[] | null
-  states: OAuthStateStore
+  states: SingleUseStore<PendingAuthorization>
+  exchanges: SingleUseStore<PendingExchange>
   users: UsersRepository
   identities: IdentitiesRepository
   audit: AuditTrail
@@ -211,13 +212,13 @@ export class OAuthService {
   /** A one-time code for a browser application, good for 60 seconds with the verifier of its challenge. */
   async issueExchangeCode (userId: string, provider: string, codeChallenge: string): Promise<string> {
     const code = randomBytes(32).toString('base64url')
-    await this.options.states.putExchange(code, { userId, provider, codeChallenge }, EXCHANGE_CODE_TTL_MS)
+    await this.options.exchanges.put(code, { userId, provider, codeChallenge }, EXCHANGE_CODE_TTL_MS)
     return code
   }
 
   /** The sign-in a one-time code stands for; the code is spent whether or not the verifier is right. */
   async takeExchangeCode (code: string, codeVerifier: string): Promise<{ userId: string, provider: string }> {
-    const pending = await this.options.states.takeExchange(code)
+    const pending = await this.options.exchanges.take(code)
     if (pending === null || !sameText(createHash('sha256').update(codeVerifier).digest('base64url'), pending.codeChallenge)) {
       throw new Errors.INVALID_OAUTH_STATE()
     }

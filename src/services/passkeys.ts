@@ -15,8 +15,8 @@ import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
 import type { Config } from '../config.js'
 import { Errors, validationFailed } from '../errors.js'
-import type { PasskeyChallengeStore } from '../passkeys/challenge-store.js'
 import type { Passkey, PasskeysRepository } from '../store/passkeys.js'
+import type { PendingChallenge, SingleUseStore } from '../store/single-use.js'
 import { normalizeEmail, type UsersRepository } from '../store/users.js'
 import type { AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
@@ -31,7 +31,7 @@ const DEFAULT_NAME = 'Passkey'
 export interface PasskeyDependencies {
   passkeys: PasskeysRepository
   users: UsersRepository
-  challenges: PasskeyChallengeStore
+  challenges: SingleUseStore<PendingChallenge>
   relyingParty: Config['webauthn']
   cursors: CursorCodec
   notices: Notices

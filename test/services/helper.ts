@@ -1,7 +1,5 @@
 import { CursorCodec } from '../../src/collection/cursor.js'
 import { loadConfig } from '../../src/config.js'
-import { DatabaseOAuthStateStore } from '../../src/oauth/state-store.js'
-import { DatabasePasskeyChallengeStore } from '../../src/passkeys/challenge-store.js'
 import { PasswordHasher } from '../../src/security/passwords.js'
 import { TokenService } from '../../src/security/tokens.js'
 import { AuditTrail } from '../../src/services/audit-trail.js'
@@ -11,6 +9,7 @@ import type { Mailer, MailMessage } from '../../src/services/delivery.js'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations.js'
 import { createRepositories, type Repositories } from '../../src/store/repositories.js'
+import { singleUseStores } from '../../src/store/single-use.js'
 import type { UserPrincipal } from '../../src/store/users.js'
 import { freshDatabaseUrl, TEST_PASSWORD, TEST_SECRET, type TestContext, uniqueEmail } from '../helper.js'
 
@@ -61,8 +60,7 @@ export async function buildServices (t: TestContext, postgresUrl: string | null,
     tokens: new TokenService({ secret: config.jwtSecret }),
     audit,
     revokeAccessToken: async (jti, expiresAt) => { await repositories.revocations.add(jti, expiresAt.toISOString(), new Date().toISOString()) },
-    oauthStates: new DatabaseOAuthStateStore(database.db),
-    passkeyChallenges: new DatabasePasskeyChallengeStore(database.db),
+    singleUse: singleUseStores(database.db, null),
     mailer,
     sms: { timeoutMs: 1000, async send () {} },
     log: silent,

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
-import { DatabasePasskeyChallengeStore } from '../../src/passkeys/challenge-store.js'
 import type { Caller } from '../../src/services/context.js'
+import { singleUseStores } from '../../src/store/single-use.js'
 import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
 import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
 import { buildServices, callerOf, contextFrom, registered, type ServiceFixture } from './helper.js'
@@ -246,7 +246,7 @@ for (const backend of backends()) {
 
     t.test('a challenge in the database is single use and expires', async (t) => {
       const fixture = await buildServices(t, backend.url)
-      const store = new DatabasePasskeyChallengeStore(fixture.database.db)
+      const store = singleUseStores(fixture.database.db, null).passkeyChallenges
       await store.put('k', { challenge: 'c', userId: null }, 60_000)
       t.same(await store.take('k'), { challenge: 'c', userId: null })
       t.equal(await store.take('k'), null, 'taken once')

@@ -1,8 +1,7 @@
 import fp from 'fastify-plugin'
-import { DatabaseOAuthStateStore, RedisOAuthStateStore } from '../../oauth/state-store.js'
 import { createDelivery } from '../../delivery/index.js'
-import { DatabasePasskeyChallengeStore, RedisPasskeyChallengeStore } from '../../passkeys/challenge-store.js'
 import { createServices, type Services } from '../../services/index.js'
+import { singleUseStores } from '../../store/single-use.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,8 +33,7 @@ export default fp(async (fastify) => {
     tokens: fastify.tokens,
     audit: fastify.auditTrail,
     revokeAccessToken: fastify.revocations.revoke,
-    oauthStates: redis === null ? new DatabaseOAuthStateStore(database.db) : new RedisOAuthStateStore(redis),
-    passkeyChallenges: redis === null ? new DatabasePasskeyChallengeStore(database.db) : new RedisPasskeyChallengeStore(redis),
+    singleUse: singleUseStores(database.db, redis),
     ...createDelivery(config.messages, log),
     log
   })
