@@ -209,7 +209,8 @@ function isUri (value: string): boolean {
   return URL.canParse(value)
 }
 
-function isHttpUrl (value: string): boolean {
+/** An http(s) URL. */
+export function isHttpUrl (value: string): boolean {
   try {
     const { protocol } = new URL(value)
     return protocol === 'http:' || protocol === 'https:'
@@ -223,7 +224,8 @@ export function isHttpBase (value: string): boolean {
   return isHttpUrl(value) && !/[?#]/.test(value)
 }
 
-function isBuiltIn (name: string): name is BuiltInOAuthProvider {
+/** One of the providers the service knows without configuration. */
+export function isBuiltIn (name: string): name is BuiltInOAuthProvider {
   return (BUILT_IN_OAUTH_PROVIDERS as readonly string[]).includes(name)
 }
 

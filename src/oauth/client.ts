@@ -12,10 +12,15 @@ const USER_AGENT = 'users-api'
  */
 export const MAX_PROVIDER_ANSWER_BYTES = 1024 * 1024
 
-/** PKCE S256: a random verifier kept server-side, its SHA-256 (base64url) sent to the provider. */
+/** PKCE S256: the challenge for a verifier, its SHA-256 in base64url. */
+export function pkceChallenge (verifier: string): string {
+  return createHash('sha256').update(verifier).digest('base64url')
+}
+
+/** PKCE S256: a random verifier kept server-side, its challenge sent to the provider. */
 export function pkcePair (): { verifier: string, challenge: string } {
   const verifier = randomBytes(32).toString('base64url')
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
+  return { verifier, challenge: pkceChallenge(verifier) }
 }
 
 export function providerError (detail: string): Error {

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
+import { isHttpUrl } from '../config.js'
 import { fetchJson, providerError, PROVIDER_TIMEOUT_MS } from './client.js'
 
 /** What the service uses of an issuer's discovery document (docs/api.md, "Providers by issuer"). */
@@ -14,14 +15,9 @@ export interface IssuerMetadata {
 /** A discovery document is read again after this long; until then it is served from memory. */
 export const METADATA_MAX_AGE_MS = 60 * 60 * 1000
 
+/** A discovery document's address member, when it is an http(s) URL. */
 function httpUrl (value: unknown): string | null {
-  if (typeof value !== 'string') return null
-  try {
-    const { protocol } = new URL(value)
-    return protocol === 'https:' || protocol === 'http:' ? value : null
-  } catch {
-    return null
-  }
+  return typeof value === 'string' && isHttpUrl(value) ? value : null
 }
 
 /**

@@ -1,11 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Identity, OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../schemas/auth.js'
-import { BUILT_IN_OAUTH_PROVIDERS, type BuiltInOAuthProvider, type Config, type OAuthProviderConfig } from '../config.js'
+import { type Config, isBuiltIn, type OAuthProviderConfig } from '../config.js'
 import { Errors, validationFailed } from '../errors.js'
 import type { IdentitiesRepository } from '../store/identities.js'
 import type { PendingAuthorization, PendingExchange, SingleUseStore } from '../store/single-use.js'
 import type { UsersRepository } from '../store/users.js'
-import { exchangeCode, fetchProfile, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
+import { exchangeCode, fetchProfile, pkceChallenge, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../oauth/client.js'
 import { validateIdToken } from '../oauth/id-token.js'
 import { OidcIssuer } from '../oauth/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
@@ -46,10 +46,6 @@ function sameText (a: string, b: string): boolean {
   const left = Buffer.from(a)
   const right = Buffer.from(b)
   return left.length === right.length && timingSafeEqual(left, right)
-}
-
-function isBuiltIn (key: string): key is BuiltInOAuthProvider {
-  return (BUILT_IN_OAUTH_PROVIDERS as readonly string[]).includes(key)
 }
 
 /**
@@ -219,7 +215,7 @@ export class OAuthService {
   /** The sign-in a one-time code stands for; the code is spent whether or not the verifier is right. */
   async takeExchangeCode (code: string, codeVerifier: string): Promise<{ userId: string, provider: string }> {
     const pending = await this.options.exchanges.take(code)
-    if (pending === null || !sameText(createHash('sha256').update(codeVerifier).digest('base64url'), pending.codeChallenge)) {
+    if (pending === null || !sameText(pkceChallenge(codeVerifier), pending.codeChallenge)) {
       throw new Errors.INVALID_OAUTH_STATE()
     }
     return { userId: pending.userId, provider: pending.provider }
