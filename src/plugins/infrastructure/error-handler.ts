@@ -142,13 +142,16 @@ class AllowedMethods {
     this.#matchers = null
   }
 
-  /** The methods of the first route path that `path` matches, or none. */
+  /**
+   * The methods of every route path that `path` matches, or none: a method the router would
+   * take to a parametric route is allowed too (`/passkeys/authentication` is also `/passkeys/:id`).
+   */
   on (path: string): string[] {
     this.#matchers ??= [...this.#methods].map(([url, methods]) => ({
       pattern: new RegExp(`^${url.split(/(:\w+|\*)/).map((part) => part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('')}$`),
       methods: [...methods]
     }))
-    return this.#matchers.find((matcher) => matcher.pattern.test(path))?.methods ?? []
+    return [...new Set(this.#matchers.filter((matcher) => matcher.pattern.test(path)).flatMap((matcher) => matcher.methods))]
   }
 }
 
