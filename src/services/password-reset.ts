@@ -73,11 +73,12 @@ export class PasswordResetService {
     const { users, tokens, passwords, passwordPolicy, sessions, notices, audit } = this.deps
     assertPasswordPolicy(password, passwordPolicy)
     const now = new Date(this.#now()).toISOString()
+    // Hashed before the token is spent: a hashing queue that is full (503) leaves it usable.
+    const passwordHash = await passwords.hash(password)
     const spent = await tokens.spend(hashToken(token), 'password_reset', now)
     const user = spent === undefined ? undefined : await users.findById(spent.userId)
     // A reset sent before an e-mail change does not reset the account the new address holds.
     if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
-    const passwordHash = await passwords.hash(password)
     const revokeAccess = await audit.recorded(context, [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }])(async (trx) => {
       await users.update(user.id, { passwordHash }, trx)
       await users.markEmailVerified(user.id, spent.email, trx)
