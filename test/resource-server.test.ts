@@ -66,7 +66,6 @@ async function stop (service: ServiceProcess): Promise<void> {
   await service.exited
 }
 
-/** Asks `service` for the caller until it refuses the token: how long that took, or Infinity past `limitMs`. */
 for (const backend of backends()) {
   t.test(`${backend.name}${redisEnv.REDIS_URL === undefined ? '' : ' + redis'}`, async (t) => {
     t.test('another service verifies our EdDSA tokens from the JWKS; it cannot see a revocation, our instances can', async (t) => {

@@ -269,5 +269,7 @@ if (redisUrl !== undefined && redisUrl !== '') {
     const exchange = async () => await third.inject({ method: 'POST', url: '/api/v1/auth/oauth/exchange', payload: { code, code_verifier: verifier } })
     t.equal((await exchange()).statusCode, 200)
     t.equal((await exchange()).statusCode, 400, 'single use')
+    t.equal(await first.database.db.selectFrom('oauth_states').select('state_hash').executeTakeFirst(), undefined, 'no state in the database')
+    t.equal(await first.database.db.selectFrom('oauth_exchange_codes').select('code_hash').executeTakeFirst(), undefined, 'no exchange code in the database')
   })
 }

@@ -36,7 +36,6 @@ async function rows (app: FastifyInstance, userId: string) {
   }
 }
 
-/** Asks `app` for the caller until it refuses the token: how long that took, or Infinity past `limitMs`. */
 /** The rotations kept for retries on the user's sessions. */
 async function kept (app: FastifyInstance, userId: string) {
   return await app.database.db.selectFrom('sessions').select(['retry_jti', 'retry_until']).where('user_id', '=', userId).where('retry_pair', 'is not', null).execute()

@@ -40,10 +40,7 @@ for (const backend of backends()) {
         { jti: 'live-elsewhere', expires_at: new Date(now + 60_000).toISOString(), created_at: new Date(now).toISOString() }
       ]
       await app.database.db.insertInto('revoked_tokens').values(rows).execute()
-      const started = Date.now()
-      while (!app.revocations.isRevoked('live-elsewhere') && Date.now() - started < 2000) {
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await msUntil(async () => app.revocations.isRevoked('live-elsewhere'), 2000)
       t.ok(app.revocations.isRevoked('live-elsewhere'), 'taken within 2 s (polls every 500 ms)')
       t.notOk(app.revocations.isRevoked('expired-elsewhere'), 'an expired one is not held')
     })
