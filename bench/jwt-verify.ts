@@ -10,16 +10,12 @@ import fastifyJwt from '@fastify/jwt'
 import Fastify, { type FastifyRequest } from 'fastify'
 import { generateKeyPair, privateKey, secretKey, type SigningKeys, type VerificationKey } from '../src/security/signing-keys.js'
 import { jwtSignOptions, jwtVerifyOptions, keyedVerifier } from '../src/security/tokens.js'
+import { median } from './harness.js'
 
 const ROUNDS = 7
 const VERIFICATIONS = 20_000
 
 type Way = (token: string) => unknown
-
-function median (values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? 0
-}
 
 /** The three ways for one key, and a token signed under it. */
 async function ways (keys: SigningKeys): Promise<{ token: string, ways: Record<string, Way>, close: () => Promise<void> }> {

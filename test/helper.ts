@@ -71,6 +71,21 @@ export async function msUntil (check: () => Promise<boolean>, limitMs: number): 
   return Infinity
 }
 
+/** Resolves once every app's Redis connection is ready (Redis calls do not queue while it connects). */
+export async function redisReady (...apps: FastifyInstance[]): Promise<void> {
+  for (const app of apps) {
+    const redis = app.redis
+    if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
+  }
+}
+
+/** The Cookie header that carries an /authorize answer's `oauth_state` cookie back to the callback. */
+export function stateCookie (authorize: { cookies: Array<{ name: string, value: string }> }): string {
+  const cookie = authorize.cookies.find((entry) => entry.name === 'oauth_state')
+  if (cookie === undefined) throw new Error('no state cookie')
+  return `oauth_state=${cookie.value}`
+}
+
 /** The password every test account is created with. */
 export const TEST_PASSWORD = 'correct-horse-battery'
 

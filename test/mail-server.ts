@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { simpleParser } from 'mailparser'
 import { SMTPServer } from 'smtp-server'
+import type { TestContext } from './helper.js'
 
 /** A message as the SMTP server received it, parsed. */
 export interface ReceivedMail {
@@ -171,4 +172,11 @@ export class SmsWebhook {
     if (first !== undefined) return first
     return await new Promise((resolve) => this.#waiting.push(resolve))
   }
+}
+
+/** A mail server for one test, on `port` (any free one by default), stopped at its end. */
+export async function mailServer (t: TestContext, port = 0): Promise<MailServer> {
+  const server = await new MailServer().start(port)
+  t.teardown(async () => { await server.stop() })
+  return server
 }

@@ -4,15 +4,9 @@ import { SMTP_SEND_TIMEOUT_MS, SmtpMailer } from '../src/delivery/smtp-mailer.js
 import type { Mailer, MailMessage } from '../src/services/delivery.js'
 import { MessageOutbox } from '../src/services/outbox.js'
 import { backends, build, freshDatabaseUrl, type TestContext } from './helper.js'
-import { MailServer } from './mail-server.js'
+import { type MailServer, mailServer } from './mail-server.js'
 
 const silent = { info () {}, warn () {}, error () {} }
-
-async function mailServer (t: TestContext): Promise<MailServer> {
-  const server = await new MailServer().start()
-  t.teardown(async () => { await server.stop() })
-  return server
-}
 
 /** Two instances of the service on one database, both delivering through `smtp`. */
 async function twoInstances (t: TestContext, postgresUrl: string, smtp: MailServer): Promise<[FastifyInstance, FastifyInstance]> {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { freePort } from '../../bench/free-port.js'
 import { type TestContext, backends, build, uniqueEmail } from '../helper.js'
 import { launchChromium } from '../chromium.js'
 import { OpenIdTestProvider } from '../openid-provider.js'
@@ -12,15 +13,6 @@ async function listen (server: Server, t: TestContext): Promise<string> {
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
-/** A port free on 127.0.0.1 right now, for the service, whose callback URL the provider must know first. */
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 /**

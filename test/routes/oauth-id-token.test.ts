@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type TestContext, backends, build, uniqueEmail, withToken } from '../helper.js'
+import { type TestContext, backends, build, stateCookie, uniqueEmail, withToken } from '../helper.js'
 import { TestProvider, type ProviderMode } from '../oauth-provider.js'
 import { spawnService } from '../service.js'
 
@@ -28,7 +28,7 @@ async function signIn (app: FastifyInstance, provider: TestProvider, profile: Re
   const sent = location.searchParams.get('nonce') ?? ''
   const code = provider.approve(location.searchParams.get('code_challenge') ?? '', profile, undefined, nonce ?? sent)
   const state = location.searchParams.get('state') ?? ''
-  const cookie = `oauth_state=${authorize.cookies.find((entry) => entry.name === 'oauth_state')?.value ?? ''}`
+  const cookie = stateCookie(authorize)
   const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/idp/callback?code=${code}&state=${state}`, headers: { cookie } })
   return { authorize, nonce: sent, callback }
 }

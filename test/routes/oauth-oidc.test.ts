@@ -1,8 +1,8 @@
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { generateSync } from 'otplib'
-import { type TestContext, backends, build, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
+import { type TestContext, backends, build, createAccount, freshDatabaseUrl, redisReady, stateCookie, uniqueEmail, withToken } from '../helper.js'
 import { OpenIdTestProvider } from '../openid-provider.js'
 
 const NAME = 'corp'
@@ -24,11 +24,6 @@ async function openIdProvider (t: TestContext) {
 }
 
 /** The state cookie /authorize set, as the browser sends it back. */
-function cookieOf (response: LightMyRequestResponse): string {
-  const cookie = response.cookies.find((entry) => entry.name === 'oauth_state')
-  if (cookie === undefined) throw new Error('no state cookie')
-  return `oauth_state=${cookie.value}`
-}
 
 /** The whole flow: /authorize, the provider's login page as `login`, then the callback in the same browser. */
 async function signIn (app: FastifyInstance, provider: OpenIdTestProvider, login: string | null, options: { query?: string, extra?: (back: URL) => void } = {}) {
@@ -36,7 +31,7 @@ async function signIn (app: FastifyInstance, provider: OpenIdTestProvider, login
   if (authorize.statusCode !== 302) throw new Error(authorize.body)
   const back = await provider.signIn(String(authorize.headers.location), login)
   options.extra?.(back)
-  const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/callback${back.search}`, headers: { cookie: cookieOf(authorize) } })
+  const callback = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/callback${back.search}`, headers: { cookie: stateCookie(authorize) } })
   return { authorize, back, callback }
 }
 
@@ -255,15 +250,12 @@ if (redisUrl !== undefined && redisUrl !== '') {
       await build(t, { databaseUrl, env: { ...env, REDIS_URL: redisUrl } }),
       await build(t, { databaseUrl, env: { ...env, REDIS_URL: redisUrl } })
     ]
-    for (const app of [first, second, third]) {
-      const redis = app.redis
-      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
-    }
+    await redisReady(first, second, third)
     provider.accounts.set('shared', { email: uniqueEmail('redis'), email_verified: true })
     const { verifier, challenge } = pkce()
     const authorize = await first.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/authorize?redirect_to=${encodeURIComponent(APP)}&code_challenge=${challenge}&code_challenge_method=S256` })
     const back = await provider.signIn(String(authorize.headers.location), 'shared')
-    const callback = await second.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/callback${back.search}`, headers: { cookie: cookieOf(authorize) } })
+    const callback = await second.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/callback${back.search}`, headers: { cookie: stateCookie(authorize) } })
     t.equal(callback.statusCode, 302, callback.body)
     const code = new URL(String(callback.headers.location)).searchParams.get('code') ?? ''
     const exchange = async () => await third.inject({ method: 'POST', url: '/api/v1/auth/oauth/exchange', payload: { code, code_verifier: verifier } })

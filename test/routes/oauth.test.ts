@@ -1,7 +1,7 @@
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { generateSync } from 'otplib'
-import { type TestContext, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { type TestContext, backends, build, createAccount, redisReady, stateCookie, uniqueEmail, withToken } from '../helper.js'
 import { MAX_PROVIDER_ANSWER_BYTES } from '../../src/oauth/client.js'
 import { TestProvider } from '../oauth-provider.js'
 
@@ -35,10 +35,6 @@ async function signIn (app: FastifyInstance, provider: TestProvider, key: string
 }
 
 /** The state cookie /authorize set, as the browser that started the flow sends it back. */
-function stateCookie (authorize: LightMyRequestResponse): string {
-  return `oauth_state=${authorize.cookies.find((cookie) => cookie.name === 'oauth_state')?.value ?? ''}`
-}
-
 /** /authorize, for a flow that goes no further than the provider: its state and the browser's cookie. */
 async function started (app: FastifyInstance, key: string) {
   const authorize = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${key}/authorize` })
@@ -298,10 +294,7 @@ if (redisUrl !== undefined && redisUrl !== '') {
     const { provider, env } = await providerFor(t, 'google')
     const first = await build(t, { env: { ...env, REDIS_URL: redisUrl } })
     const second = await build(t, { env: { ...env, REDIS_URL: redisUrl } })
-    for (const app of [first, second]) {
-      const redis = app.redis
-      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
-    }
+    await redisReady(first, second)
     const authorize = await first.inject({ method: 'GET', url: '/api/v1/auth/oauth/google/authorize' })
     const location = new URL(String(authorize.headers.location))
     const state = location.searchParams.get('state') ?? ''

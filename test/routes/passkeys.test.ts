@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, freshDatabaseUrl, uniqueEmail, withToken } from '../helper.js'
+import { type Account, backends, build, createAccount, freshDatabaseUrl, redisReady, uniqueEmail, withToken } from '../helper.js'
 import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
 
 const BASE = '/api/v1/auth/passkeys'
@@ -205,10 +205,7 @@ if (redisUrl !== undefined && redisUrl !== '') {
     const databaseUrl = await freshDatabaseUrl(t, process.env.TEST_DATABASE_URL ?? null, { shared: true })
     const first = await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } })
     const second = await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } })
-    for (const app of [first, second]) {
-      const redis = app.redis
-      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
-    }
+    await redisReady(first, second)
     const account = await createAccount(first)
     const authenticator = new SoftwareAuthenticator()
     const registration = (await first.inject(withToken(account.token, { method: 'POST', url: `${BASE}/registration/options` }))).json().data

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, createAccount, withToken } from '../helper.js'
+import { build, createAccount, redisReady, withToken } from '../helper.js'
 
 const limits = { RATE_LIMIT_MAX: '3', RATE_LIMIT_AUTH_MAX: '2', RATE_LIMIT_ADMIN_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' }
 /** A fresh documentation-range address per call, so counters never carry over (Redis included). */
@@ -120,10 +120,7 @@ if (redisUrl !== undefined && redisUrl !== '') {
   t.test('with Redis, instances share the counters', async (t) => {
     const first = await build(t, { env: { ...limits, REDIS_URL: redisUrl } })
     const second = await build(t, { env: { ...limits, REDIS_URL: redisUrl } })
-    for (const app of [first, second]) {
-      const redis = app.redis
-      if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
-    }
+    await redisReady(first, second)
     const address = freshAddress()
     t.equal((await get(first, '/api/v1/users', address)).statusCode, 401)
     t.equal((await get(second, '/api/v1/users', address)).statusCode, 401)

@@ -1,17 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
-import { backends, build, TEST_PASSWORD, type TestContext, uniqueEmail, withToken } from '../helper.js'
-import { MailServer, SMTP_USER, tokenIn } from '../mail-server.js'
+import { backends, build, TEST_PASSWORD, uniqueEmail, withToken } from '../helper.js'
+import { MailServer, mailServer, SMTP_USER, tokenIn } from '../mail-server.js'
 
 const APP_URL = 'https://app.example.test'
 const NEW_PASSWORD = 'a-brand-new-passphrase'
-
-async function mailServer (t: TestContext, port = 0): Promise<MailServer> {
-  const server = await new MailServer().start(port)
-  t.teardown(async () => { await server.stop() })
-  return server
-}
 
 async function register (app: FastifyInstance, email = uniqueEmail('mail')) {
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Mail User', password: TEST_PASSWORD } })
