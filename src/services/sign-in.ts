@@ -93,23 +93,27 @@ export class SignInService {
 
   /** A browser application's one-time code and PKCE verifier: what the callback would have answered. */
   async withExchangeCode (context: RequestContext, { code, code_verifier: codeVerifier }: OAuthExchangeBody): Promise<SignInResult> {
-    const { oauth, users, guard } = this.deps
-    const { userId, provider } = await oauth.takeExchangeCode(code, codeVerifier)
-    const principal = await users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.INVALID_OAUTH_STATE()
-    await guard.refuseIfLocked(context, principal.id, { provider })
-    await this.#assertEmailVerified(context, principal, { provider })
+    const { userId, provider } = await this.deps.oauth.takeExchangeCode(code, codeVerifier)
+    const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
     return await this.#complete(context, principal, {}, `oauth:${provider}`)
+  }
+
+  /**
+   * The account a sign-in other than by password reached, once it may sign in: it exists
+   * (else `Missing`), is not locked, and has its address verified where that is required.
+   */
+  async #admit (context: RequestContext, userId: string, details: Record<string, unknown>, Missing: new () => Error): Promise<UserPrincipal> {
+    const principal = await this.deps.users.findPrincipal(userId)
+    if (principal === undefined) throw new Missing()
+    await this.deps.guard.refuseIfLocked(context, principal.id, details)
+    await this.#assertEmailVerified(context, principal, details)
+    return principal
   }
 
   /** The account a provider sign-in reached, once it may sign in; audited. */
   async #providerAccount (context: RequestContext, signIn: OAuthSignIn): Promise<UserPrincipal> {
-    const { users, guard, audit } = this.deps
-    const principal = await users.findPrincipal(signIn.userId)
-    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    await guard.refuseIfLocked(context, principal.id, { provider: signIn.provider })
-    await this.#assertEmailVerified(context, principal, { provider: signIn.provider })
-    await audit.recordIn(context, 'auth.oauth_login', {
+    const principal = await this.#admit(context, signIn.userId, { provider: signIn.provider }, Errors.INVALID_CREDENTIALS)
+    await this.deps.audit.recordIn(context, 'auth.oauth_login', {
       outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
     })
     return principal
@@ -122,12 +126,8 @@ export class SignInService {
    * apply as after one. Audited as `auth.login` with the method `passkey`.
    */
   async withPasskey (context: RequestContext, body: PasskeyAuthenticationBody): Promise<SignInResult> {
-    const { passkeys, users, guard } = this.deps
-    const { userId, userVerified } = await passkeys.verifyAssertion(context, body)
-    const principal = await users.findPrincipal(userId)
-    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    await guard.refuseIfLocked(context, principal.id, { method: 'passkey' })
-    await this.#assertEmailVerified(context, principal, { method: 'passkey' })
+    const { userId, userVerified } = await this.deps.passkeys.verifyAssertion(context, body)
+    const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
     if (userVerified) return { ...await this.#startSession(context, principal, undefined, 'passkey'), mfa_required: false }
     return await this.#complete(context, principal, undefined, 'passkey')
   }
