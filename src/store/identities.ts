@@ -1,7 +1,7 @@
 import type { Identity } from '../../schemas/auth.js'
 import { uuidv7 } from './ids.js'
 import { type Db, atomically } from './types.js'
-import { holdUserRow } from './users.js'
+import { canSignInWithout, holdUserRow } from './users.js'
 
 /** Links between external identities (provider, subject) and users. */
 export class IdentitiesRepository {
@@ -39,11 +39,7 @@ export class IdentitiesRepository {
       const linked = await trx.selectFrom('user_identities').select(['id', 'provider', 'created_at']).where('user_id', '=', userId).execute()
       const identity = linked.find((candidate) => candidate.id === id)
       if (identity === undefined) return 'not_found'
-      if (linked.length === 1) {
-        const { password_hash: passwordHash } = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
-        const passkey = await trx.selectFrom('passkeys').select('id').where('user_id', '=', userId).executeTakeFirst()
-        if (passwordHash === null && passkey === undefined) return 'last'
-      }
+      if (linked.length === 1 && !await canSignInWithout(trx, userId, 'user_identities')) return 'last'
       await trx.deleteFrom('user_identities').where('id', '=', id).where('user_id', '=', userId).execute()
       return { unlinked: identity }
     })

@@ -5,7 +5,7 @@ import { isUniqueViolation } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { type Db, atomically } from './types.js'
-import { holdUserRow } from './users.js'
+import { canSignInWithout, holdUserRow } from './users.js'
 
 /** A passkey as its holder sees it. */
 export type { Passkey }
@@ -108,11 +108,7 @@ export class PasskeysRepository {
       if (!await holdUserRow(trx, userId)) return 'not_found'
       const passkeys = await trx.selectFrom('passkeys').select('id').where('user_id', '=', userId).execute()
       if (!passkeys.some((passkey) => passkey.id === id)) return 'not_found'
-      if (passkeys.length === 1) {
-        const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst()
-        const identity = await trx.selectFrom('user_identities').select('provider').where('user_id', '=', userId).executeTakeFirst()
-        if ((user?.password_hash ?? null) === null && identity === undefined) return 'last_sign_in_method'
-      }
+      if (passkeys.length === 1 && !await canSignInWithout(trx, userId, 'passkeys')) return 'last_sign_in_method'
       await trx.deleteFrom('passkeys').where('id', '=', id).where('user_id', '=', userId).execute()
       return null
     })

@@ -68,6 +68,18 @@ export async function holdUserRow (trx: Db, userId: string): Promise<boolean> {
 }
 
 /**
+ * Whether the user could still sign in without their passkeys or without their linked
+ * identities (`kind`, the last of which is about to go): by password, or by the other kind.
+ * Asked with the user's row held, so that two removals at once cannot take the last two.
+ */
+export async function canSignInWithout (trx: Db, userId: string, kind: 'passkeys' | 'user_identities'): Promise<boolean> {
+  const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst()
+  if ((user?.password_hash ?? null) !== null) return true
+  const other = kind === 'passkeys' ? 'user_identities' : 'passkeys'
+  return await trx.selectFrom(other).select('user_id').where('user_id', '=', userId).executeTakeFirst() !== undefined
+}
+
+/**
  * How long a principal read for authentication may be reused. Changes made through this
  * instance invalidate it at once; other instances see them within this time.
  */
