@@ -31,7 +31,7 @@ export async function compareAlgorithms (dir: string, report: Report): Promise<v
   const children: ChildProcess[] = []
   try {
     for (const algorithm of ['HS256', ...COMPARED] as JwtAlgorithm[]) {
-      const key: Record<string, string> = algorithm === 'HS256' ? {} : { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: generateKeyPair(algorithm).privateKey }
+      const key: Record<string, string> = algorithm === 'HS256' ? {} : { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: generateKeyPair(algorithm).privateKey, JWT_ISSUER: 'https://users.example.com' }
       const server = await start([...START_FLAGS, 'dist/src/server.js'], { ...serviceEnv(join(dir, `${algorithm}.db`)), ...key }, join(dir, `${algorithm}.log`))
       children.push(server.child)
       const password = 'bench-password-1'

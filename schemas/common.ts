@@ -19,6 +19,8 @@ export const TimestampSchema = Type.String({
   description: 'ISO 8601 UTC timestamp'
 })
 
+export const CodeSchema = Type.String({ pattern: '^[0-9]{6}$', description: 'A 6-digit TOTP or backup code' })
+
 export const IdParamsSchema = Type.Object({ id: IdSchema }, { additionalProperties: false })
 export type IdParams = Static<typeof IdParamsSchema>
 

@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Errors } from '../src/errors.js'
 import { component } from './components.js'
+import { ProofOfferSchema } from './proof.js'
 
 export const ValidationIssueSchema = Type.Object({
   path: Type.String({ description: 'JSON pointer to the offending value, e.g. /email' }),
@@ -17,12 +18,19 @@ const TABLE = Object.values(Errors).map((ServiceError) => {
 /** Every code a client can see (the table names some codes twice, with two messages). */
 export const ERROR_CODES = [...new Set(TABLE.map((entry) => entry.code))]
 
-/** `{ error: { code, message, details? } }`, details only on validation failures (docs/api.md, "Errors"). */
+/** A detail of an error: a validation problem, or a proof REAUTHENTICATION_REQUIRED accepts. */
+const ErrorDetailSchema = Type.Union([ValidationIssueSchema, ProofOfferSchema])
+export type ErrorDetail = Static<typeof ErrorDetailSchema>
+
+/**
+ * `{ error: { code, message, details? } }`, details only on validation failures and on
+ * REAUTHENTICATION_REQUIRED (the proofs the account can offer) (docs/api.md, "Errors").
+ */
 export const ErrorEnvelopeSchema = Type.Object({
   error: Type.Object({
     code: Type.String({ enum: ERROR_CODES, description: 'Machine-readable code, from the error table' }),
     message: Type.String(),
-    details: Type.Optional(Type.Array(ValidationIssueSchema))
+    details: Type.Optional(Type.Array(ErrorDetailSchema))
   })
 }, { title: 'Error' })
 export type ErrorEnvelope = Static<typeof ErrorEnvelopeSchema>
@@ -60,6 +68,7 @@ const RETRY_AFTER = Type.Integer({ minimum: 0, description: 'Seconds to wait bef
 /** Headers each error status carries (docs/api.md, "Errors" and "Rate limits"). */
 const HEADERS: Partial<Record<ErrorStatus, Record<string, TSchema>>> = {
   401: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'Sent when the code names a token (MISSING_TOKEN, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REUSED)' }) },
+  403: { 'WWW-Authenticate': Type.Literal('Bearer error="insufficient_user_authentication"', { description: 'Sent with REAUTHENTICATION_REQUIRED (RFC 9470): the change needs a fresh proof of the account holder' }) },
   429: { 'Retry-After': RETRY_AFTER },
   503: { 'Retry-After': RETRY_AFTER }
 }

@@ -1,15 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { DataEnvelope } from './common.js'
+import { CodeSchema, DataEnvelope } from './common.js'
 import { TokenPairSchema } from './auth.js'
 import { component } from './components.js'
+import { proofFields } from './proof.js'
 
 /** The MFA method identifiers (docs/api.md, "Method identifiers and messages"). `backup_code` answers a challenge in their place. */
 export const MFA_METHODS = ['totp', 'sms', 'email', 'push'] as const
 export const MfaMethodSchema = Type.Unsafe<typeof MFA_METHODS[number]>(Type.String({ enum: [...MFA_METHODS], title: 'MfaMethod' }))
 
-export const CodeSchema = Type.String({ pattern: '^[0-9]{6}$', description: 'A 6-digit TOTP or backup code' })
-
 export const CodeBodySchema = Type.Object({ code: CodeSchema }, { additionalProperties: false })
+
+/** Enrolling (or replacing) TOTP: a first code of the pending secret, and the proof of a sensitive change unless the session stepped up. */
+export const TotpEnableBodySchema = Type.Object({ code: { ...CodeSchema, description: 'A code of the pending secret' }, ...proofFields }, { additionalProperties: false })
 
 export const TotpSetupSchema = Type.Object({
   secret: Type.String({ description: 'Base32 TOTP secret; shown only now' }),

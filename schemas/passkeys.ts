@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CollectionEnvelope, ListItem } from './collection.js'
 import { DataEnvelope, IdSchema, TimestampSchema } from './common.js'
+import { proofFields } from './proof.js'
 import { EmailSchema, NameSchema } from './user.js'
 
 /** Binary values of the WebAuthn JSON forms: base64url without padding. */
@@ -43,17 +44,19 @@ export const AuthenticationCredentialSchema = Type.Object({
 
 export const PasskeyNameSchema = Type.String({ ...NameSchema, minLength: 1, maxLength: 64 })
 
+/** Adding, renaming or removing a passkey is a sensitive change: a proof beside it, or a step-up before. */
 export const PasskeyRegistrationBodySchema = Type.Object({
   response: RegistrationCredentialSchema,
-  name: Type.Optional(PasskeyNameSchema)
+  name: Type.Optional(PasskeyNameSchema),
+  ...proofFields
 }, { additionalProperties: false })
 export type PasskeyRegistrationBody = Static<typeof PasskeyRegistrationBodySchema>
 
-export const PasskeyRenameBodySchema = Type.Object({ name: PasskeyNameSchema }, { additionalProperties: false })
+export const PasskeyRenameBodySchema = Type.Object({ name: PasskeyNameSchema, ...proofFields }, { additionalProperties: false })
 
 export const PasskeyAuthenticationOptionsBodySchema = Type.Union([
   Type.Object({
-    email: Type.Optional({ ...EmailSchema, description: 'Offer this account\'s passkeys; without it, any discoverable passkey of this site' })
+    email: Type.Optional({ ...EmailSchema, description: 'Accept only this account\'s passkeys; without it, any discoverable passkey of this site' })
   }, { additionalProperties: false }),
   Type.Null()
 ])

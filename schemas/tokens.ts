@@ -24,7 +24,9 @@ const common = {
 export const AccessClaimsSchema = Type.Object({
   ...common,
   roles: Type.Array(Type.String(), { description: 'Roles at issuance; what the caller may do is read from the store' }),
-  type: Type.Literal('access')
+  type: Type.Literal('access'),
+  auth_time: Type.Optional(Type.Integer({ minimum: 0, maximum: LATEST_NUMERIC_DATE, description: 'When the sign-in that opened the session was proved; a refresh keeps it' })),
+  amr: Type.Optional(Type.Array(Type.String(), { description: 'How the sign-in was proved (RFC 8176 values: pwd, otp, sms, mfa, hwk, user, fed); a refresh keeps them' }))
 })
 
 /** A refresh token's claims: one link of a session's token family. */
@@ -38,7 +40,9 @@ export const RefreshClaimsSchema = Type.Object({
 export const MfaClaimsSchema = Type.Object({
   ...common,
   type: Type.Literal('mfa'),
-  device: DeviceInfoSchema
+  device: DeviceInfoSchema,
+  amr: Type.Optional(Type.Array(Type.String(), { description: 'How the first factor was proved' })),
+  cv: Type.Optional(Type.Integer({ minimum: 0, description: 'The account\'s credentials version at issuance: a new password or a claim since refuses the challenge' }))
 })
 
 export const TokenClaimsSchema = Type.Union([AccessClaimsSchema, RefreshClaimsSchema, MfaClaimsSchema])

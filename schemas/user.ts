@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 import { component } from './components.js'
+import { proofFields } from './proof.js'
 import { PermissionSchema, RoleSchema } from './rbac.js'
 
 /**
@@ -50,12 +51,10 @@ export const UserCreateBodySchema = Type.Object({
 }, { additionalProperties: false })
 export type UserCreateBody = Static<typeof UserCreateBodySchema>
 
+/** A new password, e-mail address or phone number is a sensitive change: it carries a proof, or follows a step-up. */
 const passwordChange = {
   password: Type.Optional(PasswordSchema),
-  current_password: Type.Optional(Type.String({
-    maxLength: 128,
-    description: 'Required when changing one\'s own password'
-  }))
+  ...proofFields
 }
 
 /** PUT: full replacement of the writable fields. */

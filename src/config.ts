@@ -278,9 +278,10 @@ function readOAuth (env: Record<string, string | undefined>, problems: string[])
 }
 
 /**
- * OAUTH_REDIRECT_URLS: http(s) URLs without query or fragment. An entry that is only an
- * origin gets its `/`, so that a prefix match cannot reach another host
- * (`https://app.example` must not admit `https://app.example.evil`).
+ * OAUTH_REDIRECT_URLS: http(s) URLs without query or fragment, in the parser's form (an entry
+ * that is only an origin gets its `/`, and so admits every path of that origin). A return URL
+ * matches an entry on its origin and a path boundary (OAuthService, docs/api.md "Browser
+ * applications").
  */
 function readRedirectUrls (value: string | undefined, problems: string[]): string[] | null {
   if (value === undefined) return null
@@ -355,6 +356,11 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
   }
   // A token's `iss` is a StringOrURI: a value with a colon must be a URI (docs/api.md, "Signing keys").
   if (env.JWT_ISSUER?.includes(':') === true && !isUri(env.JWT_ISSUER)) problems.push(`JWT_ISSUER contains ":" but is not a URI${shown('JWT_ISSUER', env.JWT_ISSUER)}`)
+  // Other services verify these tokens, finding the keys through the discovery document
+  // (docs/api.md, "Signing keys"): its issuer must be configured, not read from a request.
+  if (algorithm !== 'HS256' && env.JWT_ISSUER === undefined) {
+    problems.push(`JWT_ISSUER is required when JWT_ALGORITHM is ${algorithm}: other services verify its tokens, and without it the discovery document would take its issuer from the Host header of each request`)
+  }
   return {
     signingKey: current.signingKey,
     current: current.verification,

@@ -1,5 +1,5 @@
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
-import type { ValidationIssue } from '../schemas/errors.js'
+import type { ErrorDetail, ValidationIssue } from '../schemas/errors.js'
 import { TokenVerificationError } from './security/tokens.js'
 
 /**
@@ -22,6 +22,7 @@ export const Errors = {
   FORBIDDEN: createError('FORBIDDEN', 'Permission denied. Requires: %s', 403),
   MFA_ENROLLMENT_REQUIRED: createError('MFA_ENROLLMENT_REQUIRED', 'MFA enrollment required', 403),
   EMAIL_NOT_VERIFIED: createError('EMAIL_NOT_VERIFIED', 'E-mail address not verified', 403),
+  REAUTHENTICATION_REQUIRED: createError('REAUTHENTICATION_REQUIRED', 'This change needs a proof that it is the account holder: one of the proofs in details, in the request or through POST /api/v1/auth/reauthenticate', 403),
   ACCESS_DENIED: createError('ACCESS_DENIED', 'Access denied by zero-trust evaluation', 403),
   NOT_FOUND: createError('NOT_FOUND', '%s not found', 404),
   UNSUPPORTED_PROVIDER: createError('UNSUPPORTED_PROVIDER', 'Unsupported OAuth2 provider: %s', 404),
@@ -47,7 +48,7 @@ export function validationFailed (details: ValidationIssue[]) {
 const SERVICE_ERRORS = Object.values(Errors)
 
 /** True for errors raised from the table above (as opposed to library or programming errors). */
-export function isServiceError (error: unknown): error is Error & { code: string, statusCode: number, details?: ValidationIssue[] } {
+export function isServiceError (error: unknown): error is Error & { code: string, statusCode: number, details?: ErrorDetail[] } {
   return SERVICE_ERRORS.some((ServiceError) => error instanceof ServiceError)
 }
 

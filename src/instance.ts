@@ -3,10 +3,11 @@ import fp from 'fastify-plugin'
 import pino from 'pino'
 import app from './app.js'
 import type { Config } from './config.js'
+import { validationFailed } from './errors.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from './plugins/infrastructure/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
-import { buildValidator } from './validation.js'
+import { buildValidator, MAX_JSON_DEPTH, nestedDeeperThan } from './validation.js'
 
 /**
  * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
@@ -30,12 +31,13 @@ const MAX_PATH_PARAMETER_LENGTH = 256
 
 const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
 
-/** The Fastify instance with the application registered; `ready()` and `listen()` are the caller's. */
-export function createInstance (config: Config): FastifyInstance {
-  // Asynchronous, batched writes: a write per line would cost a system call per request.
-  // Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when traffic is light,
-  // and flushed synchronously when the process exits. Buffer mode: sonic-boom adds up the
-  // batches' lengths instead of re-measuring its pending text on every write.
+/**
+ * Standard output, written asynchronously in batches: a write per line would cost a system
+ * call per request. Lines are written once 4 KiB are waiting, or within LOG_FLUSH_MS when
+ * traffic is light, and flushed synchronously when the process exits. Buffer mode: sonic-boom
+ * adds up the batches' lengths instead of re-measuring its pending text on every write.
+ */
+function standardOutput (): LogDestination {
   const destination = pino.destination({
     dest: 1,
     sync: false,
@@ -46,7 +48,30 @@ export function createInstance (config: Config): FastifyInstance {
     maxLength: LOG_BUFFER_BYTES
   })
   // In buffer mode sonic-boom takes Buffers; its typings know only its text mode.
-  const lines = new LineBatcher(destination as unknown as LogDestination)
+  return destination as unknown as LogDestination
+}
+
+/** The JSON body parser: Fastify's own, after refusing bodies nested deeper than MAX_JSON_DEPTH. */
+function jsonBodies (instance: FastifyInstance): void {
+  const parse = instance.getDefaultJsonParser('error', 'error')
+  instance.removeContentTypeParser('application/json')
+  // parseAs 'string' hands over text; the typings allow a Buffer too.
+  instance.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(validationFailed([{ path: '', message: `body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }]), undefined)
+      return
+    }
+    parse(request, text, done)
+  })
+}
+
+/**
+ * The Fastify instance with the application registered; `ready()` and `listen()` are the
+ * caller's. Log lines go to `destination`, standard output unless another is given.
+ */
+export function createInstance (config: Config, destination: LogDestination = standardOutput()): FastifyInstance {
+  const lines = new LineBatcher(destination)
   const logger = pino({ level: config.logLevel, serializers: logSerializers }, lines)
   const logController = new ExchangeLogController(logger, lines)
   const instance = Fastify({
@@ -70,6 +95,7 @@ export function createInstance (config: Config): FastifyInstance {
   // Added before the application, so it runs after the application's own onClose hooks
   // (they run in reverse order): the log is drained once the last request has been logged.
   instance.addHook('onClose', async () => { await lines.drain() })
+  jsonBodies(instance)
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
   instance.register(fp(app), { config })
   return instance

@@ -35,6 +35,42 @@ export function canonicalIds (ajv: AjvCompiler.Ajv): AjvCompiler.Ajv {
   })
 }
 
+/**
+ * How deeply a JSON body may nest arrays and objects. No request of the API nests more than a
+ * few levels, and the walks over a body (the U+0000 check, redaction, libraries handed a
+ * part of it) recurse once per level: a body of thousands of levels, small enough for the
+ * body limit, must be refused before any of them runs.
+ */
+export const MAX_JSON_DEPTH = 32
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPENERS = new Set([0x5b, 0x7b])
+const CLOSERS = new Set([0x5d, 0x7d])
+
+/**
+ * Whether JSON text opens more than `limit` arrays and objects inside one another, read
+ * without parsing it (brackets inside strings do not count).
+ */
+export function nestedDeeperThan (text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let index = 0; index < text.length; index++) {
+    const char = text.charCodeAt(index)
+    if (inString) {
+      if (char === BACKSLASH) index++
+      else if (char === QUOTE) inString = false
+    } else if (char === QUOTE) {
+      inString = true
+    } else if (OPENERS.has(char)) {
+      if (++depth > limit) return true
+    } else if (CLOSERS.has(char)) {
+      depth--
+    }
+  }
+  return false
+}
+
 const ajvFactory = AjvCompiler()
 
 type ExternalSchemas = Parameters<typeof ajvFactory>[0]

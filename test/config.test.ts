@@ -210,30 +210,31 @@ t.test('signing keys: the algorithm\'s key, its kid, previous keys and the issue
   t.equal(config.jwtSecret, 'x'.repeat(32), 'JWT_SECRET still keys cursors and MFA secrets')
   t.notMatch(config.warnings.join('\n'), /JWT_PRIVATE_KEY/)
 
-  const oneLine = loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey.replace(/\n/g, '\\n') })
+  const issuer = { JWT_ISSUER: 'https://auth.example.com' }
+  const oneLine = loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey.replace(/\n/g, '\\n'), ...issuer })
   t.equal(oneLine.jwt.current.kid, config.jwt.current.kid, 'a PEM written on one line with \\n escapes')
 
   const dir = mkdtempSync(join(tmpdir(), 'users-api-keys-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'key.pem'), ed.privateKey)
-  t.equal(loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY_FILE: join(dir, 'key.pem') }).jwt.current.kid, config.jwt.current.kid, 'from JWT_PRIVATE_KEY_FILE')
+  t.equal(loadConfig({ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY_FILE: join(dir, 'key.pem'), ...issuer }).jwt.current.kid, config.jwt.current.kid, 'from JWT_PRIVATE_KEY_FILE')
 
   for (const algorithm of ['EdDSA', 'ES256', 'RS256']) {
-    const generated = loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: algorithm })
+    const generated = loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: algorithm, ...issuer })
     t.equal(generated.jwt.current.algorithm, algorithm, `${algorithm}: a key pair is generated when unset`)
     t.match(generated.warnings.join('\n'), /JWT_PRIVATE_KEY is unset: a .* key pair was generated/)
   }
-  t.match(loadConfig({ JWT_ALGORITHM: 'EdDSA' }).warnings.join('\n'), /JWT_SECRET is unset: .*cursors and MFA enrolments/, 'JWT_SECRET is still wanted under EdDSA')
+  t.match(loadConfig({ JWT_ALGORITHM: 'EdDSA', ...issuer }).warnings.join('\n'), /JWT_SECRET is unset: .*cursors and MFA enrolments/, 'JWT_SECRET is still wanted under EdDSA')
 })
 
 t.test('a signing secret drawn at start-up is said to break tokens and, with retries on, refresh retries across instances', async (t) => {
-  const warningOf = (env: Record<string, string>, variable: string) => loadConfig(env).warnings.find((warning) => warning.startsWith(`${variable} is unset`)) ?? ''
+  const warningOf = (env: Record<string, string>, variable: string) => loadConfig({ JWT_ISSUER: 'https://auth.example.com', ...env }).warnings.find((warning) => warning.startsWith(`${variable} is unset`)) ?? ''
   t.match(warningOf({}, 'JWT_SECRET'), /instances do not accept each other's tokens, nor answer refresh retries of each other's rotations/, 'HS256')
   t.match(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_PRIVATE_KEY'), /instances do not accept each other's tokens, nor answer refresh retries/, 'a generated key pair')
   t.notMatch(warningOf({ JWT_ALGORITHM: 'ES256' }, 'JWT_SECRET'), /refresh retries/, 'under ES256 the secret seals no kept pair')
   t.notMatch(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /refresh retries/, 'retries off: not mentioned')
   t.match(warningOf({ REFRESH_RETRY_WINDOW_S: '0' }, 'JWT_SECRET'), /instances do not accept each other's tokens$/)
-  t.same(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey }).warnings.filter((warning) => /JWT_/.test(warning)), [], 'none when both are set')
+  t.same(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_ISSUER: 'https://auth.example.com' }).warnings.filter((warning) => /JWT_/.test(warning)), [], 'none when both are set')
 })
 
 t.test('JWT_ISSUER is any name or URI (a JWT StringOrURI), kept as written', async (t) => {
@@ -242,6 +243,19 @@ t.test('JWT_ISSUER is any name or URI (a JWT StringOrURI), kept as written', asy
   }
   t.match(problemsOf({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: 'a'.repeat(2049) }), [/^JWT_ISSUER must be/], 'at most 2048 characters')
   t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: '' }).jwt.issuer, null, 'empty is unset')
+})
+
+t.test('JWT_ISSUER is required with EdDSA, ES256 and RS256: discovery must not take its issuer from the Host header', async (t) => {
+  for (const algorithm of ['EdDSA', 'ES256', 'RS256'] as const) {
+    const key = generateKeyPair(algorithm).privateKey
+    for (const unset of [{}, { JWT_ISSUER: '' }] as Array<Record<string, string>>) {
+      t.same(problemsOf({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: key, ...unset }),
+        [`JWT_ISSUER is required when JWT_ALGORITHM is ${algorithm}: other services verify its tokens, and without it the discovery document would take its issuer from the Host header of each request`],
+        `${algorithm}: refused to start${'JWT_ISSUER' in unset ? ' (empty is unset)' : ''}`)
+    }
+    t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: key, JWT_ISSUER: 'urn:example:users' }).jwt.issuer, 'urn:example:users', `${algorithm}: any issuer will do`)
+  }
+  t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwt.issuer, null, 'HS256 starts without one')
 })
 
 t.test('a bad signing key stops start-up with a message naming the variable', async (t) => {
@@ -277,7 +291,7 @@ t.test('a bad signing key stops start-up with a message naming the variable', as
     [{ JWT_ISSUER: 'https://[::1' }, /^JWT_ISSUER contains ":" but is not a URI/]
   ]
   for (const [env, expected] of cases) {
-    const problems = problemsOf({ JWT_SECRET: 'x'.repeat(32), ...env })
+    const problems = problemsOf({ JWT_SECRET: 'x'.repeat(32), JWT_ISSUER: 'https://auth.example.com', ...env })
     t.equal(problems.length, 1, `exactly one problem for ${Object.keys(env).join(', ')}: ${problems.join('; ')}`)
     t.match(problems[0] ?? '', expected)
     t.notMatch(problems[0] ?? '', /BEGIN|MC4CAQ|MIG/, 'no key material in the message')

@@ -62,8 +62,14 @@ const ERROR_MESSAGE: Record<string, RegExp> = {
 }
 
 /** Password checks, MFA code checks, and the admin operations zero trust evaluates (docs/api.md, "Roles, devices, audit, zero trust"). */
-const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}'])
-const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp'])
+/** Sensitive changes and the step-up check a proof: a password or a code, counted as at sign-in (docs/api.md, "Step-up"). */
+const PROOF_CHECKS = [
+  'POST /api/v1/auth/reauthenticate', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}', 'DELETE /api/v1/users/{id}', 'POST /api/v1/auth/passkeys',
+  'PATCH /api/v1/auth/passkeys/{id}', 'DELETE /api/v1/auth/passkeys/{id}', 'POST /api/v1/auth/mfa/totp/enable', 'POST /api/v1/auth/mfa/email/enable',
+  'POST /api/v1/auth/mfa/sms/enable', 'DELETE /api/v1/auth/mfa/email', 'DELETE /api/v1/auth/mfa/sms', 'DELETE /api/v1/auth/identities/{id}'
+]
+const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', ...PROOF_CHECKS])
+const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp', ...PROOF_CHECKS])
 const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs'])
 
 /**
@@ -100,7 +106,7 @@ function permittedWrites (operationKey: string): PermittedWrites {
     permitted.appended.push('sign_in_failures', 'lockouts')
   }
   if (operationKey === 'POST /api/v1/auth/passkeys/authentication') permitted.auditEvents.push('auth.login_failed')
-  if (operationKey === 'POST /api/v1/auth/passkeys/authentication' || operationKey === 'POST /api/v1/auth/passkeys') permitted.changed.push('passkey_challenges')
+  if (['POST /api/v1/auth/passkeys/authentication', 'POST /api/v1/auth/passkeys', 'POST /api/v1/auth/reauthenticate'].includes(operationKey)) permitted.changed.push('passkey_challenges')
   if (operationKey === 'POST /api/v1/auth/refresh') {
     permitted.auditEvents.push('auth.token_reused')
     permitted.changed.push('sessions', 'refresh_tokens')
@@ -583,8 +589,9 @@ const INTERNAL_PATH = new RegExp(`${escapeRegExp(dirname(import.meta.dirname))}|
 function assertResponse (operation: Operation, sent: ReturnType<typeof toInjectOptions>, response: LightMyRequestResponse, label: string, fixtures: Fixtures, providerBase: string): void {
   const status = response.statusCode
   assert.ok(status < 500, `${label}: a server error`)
-  // The public keys and discovery may be cached (docs/api.md, "Signing keys"); nothing else may.
-  const expected = status === 200 && operation.path.startsWith('/.well-known/') ? { ...SECURITY_HEADERS, 'cache-control': 'public, max-age=300' } : SECURITY_HEADERS
+  // The public keys may be cached (docs/api.md, "Signing keys"); nothing else may. Discovery
+  // may be too, but not here: without JWT_ISSUER it is built on the request's Host header.
+  const expected = status === 200 && operation.path === '/.well-known/jwks.json' ? { ...SECURITY_HEADERS, 'cache-control': 'public, max-age=300' } : SECURITY_HEADERS
   for (const [name, value] of Object.entries(expected)) assert.equal(response.headers[name], value, `${label}: header ${name}`)
   assert.ok(!('server' in response.headers) && !('x-powered-by' in response.headers), `${label}: Server or X-Powered-By sent`)
 

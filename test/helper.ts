@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js'
 import { createInstance } from '../src/instance.js'
 import type { Database } from '../src/store/database.js'
 import type { AuditLogsTable } from '../src/store/types.js'
+import type { MailServer } from './mail-server.js'
 
 /** Anything with tap's teardown, so helpers work in any (sub)test. */
 export interface TestContext {
@@ -79,11 +80,14 @@ export async function redisReady (...apps: FastifyInstance[]): Promise<void> {
   }
 }
 
-/** The Cookie header that carries an /authorize answer's `oauth_state` cookie back to the callback. */
+/**
+ * The Cookie header that carries an /authorize answer's state cookie back to the callback:
+ * `__Host-oauth_state` over HTTPS, `oauth_state` over http.
+ */
 export function stateCookie (authorize: { cookies: Array<{ name: string, value: string }> }): string {
-  const cookie = authorize.cookies.find((entry) => entry.name === 'oauth_state')
+  const cookie = authorize.cookies.find((entry) => entry.name === 'oauth_state' || entry.name === '__Host-oauth_state')
   if (cookie === undefined) throw new Error('no state cookie')
-  return `oauth_state=${cookie.value}`
+  return `${cookie.name}=${cookie.value}`
 }
 
 /** The password every test account is created with. */
@@ -175,17 +179,47 @@ export interface Account {
   token: string
 }
 
-/** Registers through the API and signs in; optionally grants roles directly in the store. */
-export async function createAccount (app: FastifyInstance, options: { roles?: Array<'moderator' | 'admin' | 'super_admin'>, name?: string } = {}): Promise<Account> {
+/**
+ * Registers through the API and signs in; optionally grants roles directly in the store. The
+ * address is proved (the account claimed) unless `verified: false`, and the session stepped
+ * up with the password unless `reauthenticated: false` (docs/testing.md, "Test accounts"), so
+ * tests of other features make sensitive changes as an owner who just proved it is them.
+ */
+export async function createAccount (
+  app: FastifyInstance,
+  options: { roles?: Array<'moderator' | 'admin' | 'super_admin'>, name?: string, verified?: boolean, reauthenticated?: boolean } = {}
+): Promise<Account> {
   const email = uniqueEmail()
   const password = TEST_PASSWORD
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: options.name ?? 'Test User', password } })
   if (created.statusCode !== 201) throw new Error(`registration failed: ${created.body}`)
   const { id } = created.json().data
+  if (options.verified !== false) await app.repositories.users.markEmailVerified(id, email)
   for (const role of options.roles ?? []) await app.repositories.users.addRole(id, role)
   const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
   if (login.statusCode !== 200) throw new Error(`login failed: ${login.body}`)
-  return { id, email, password, token: login.json().data.access_token }
+  const token: string = login.json().data.access_token
+  if (options.reauthenticated !== false) {
+    const stepUp = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/reauthenticate', payload: { password } }))
+    if (stepUp.statusCode !== 200) throw new Error(`step-up failed: ${stepUp.body}`)
+    // The step-up authenticated the token: a test that changes roles in the store next must
+    // not meet the principal it cached (as no request had before the step-up existed).
+    app.repositories.users.invalidate(id)
+  }
+  return { id, email, password, token }
+}
+
+/**
+ * Steps up the session of `token`, of an account without a password or second factor, as such
+ * an account does: a code sent to its address `to`, taken from the test's mail server, given back.
+ */
+export async function stepUpWithEmailCode (app: FastifyInstance, token: string, smtp: MailServer, to: string): Promise<void> {
+  const sent = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/reauthenticate/code', payload: { method: 'email' } }))
+  if (sent.statusCode !== 202) throw new Error(`no code sent: ${sent.body}`)
+  const message = await smtp.next((mail) => mail.to.includes(to) && mail.subject.endsWith('confirmation code'))
+  const code = /is (\d{6})\./.exec(message.text)?.[1]
+  const stepUp = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/reauthenticate', payload: { code } }))
+  if (stepUp.statusCode !== 200) throw new Error(`step-up failed: ${stepUp.body}`)
 }
 
 export function withToken (token: string, options: InjectOptions): InjectOptions {

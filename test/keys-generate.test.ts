@@ -40,10 +40,10 @@ for (const algorithm of ['EdDSA', 'ES256', 'RS256'] as const) {
 
     const file = join(t.testdir({}), 'signing.pem')
     writeFileSync(file, run.stdout)
-    const config = loadConfig({ JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY_FILE: file })
+    const config = loadConfig({ JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY_FILE: file, JWT_ISSUER: 'https://users.example.com' })
     t.equal(config.jwt.current.algorithm, algorithm, 'the whole output, as a file, is a JWT_PRIVATE_KEY_FILE for the algorithm')
     t.match(run.stderr, new RegExp(`^${algorithm} key pair, kid ${config.jwt.current.kid}\\n$`), 'the note on stderr names the kid the service will use')
-    t.equal(loadConfig({ JWT_ALGORITHM: algorithm, JWT_PREVIOUS_KEYS: run.stdout.slice(run.stdout.indexOf('-----BEGIN PUBLIC KEY')) }).jwt.previous[0]?.kid, config.jwt.current.kid,
+    t.equal(loadConfig({ JWT_ALGORITHM: algorithm, JWT_ISSUER: 'https://users.example.com', JWT_PREVIOUS_KEYS: run.stdout.slice(run.stdout.indexOf('-----BEGIN PUBLIC KEY')) }).jwt.previous[0]?.kid, config.jwt.current.kid,
       'the public key is a JWT_PREVIOUS_KEYS entry with the same kid')
   })
 }

@@ -11,7 +11,7 @@ t.test('request logs carry method, URL, headers and address, with secrets redact
   const logged = logSerializers.req(request as never)
   t.same(logged, {
     method: 'POST',
-    url: '/api/v1/auth/oauth/github/callback?code=c&state=s&refresh_token=[REDACTED]',
+    url: '/api/v1/auth/oauth/github/callback?code=[REDACTED]&state=[REDACTED]&refresh_token=[REDACTED]',
     headers: { authorization: '[REDACTED]', cookie: '[REDACTED]', 'user-agent': 'ua', 'x-api-key': '[REDACTED]' },
     ip: '203.0.113.4'
   })

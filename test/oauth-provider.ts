@@ -161,3 +161,19 @@ export class TestProvider {
     send(200, payload)
   }
 }
+
+/** A built-in provider (`key`) served by a TestProvider on 127.0.0.1, stopped at teardown, and the variables that configure it. */
+export async function providerFor (t: { teardown: (fn: () => Promise<void>) => void }, key: 'google' | 'github' | 'microsoft', redirectUri: string) {
+  const provider = await new TestProvider({ id: `${key}-client`, secret: `${key}-secret`, redirectUri, githubStyle: key === 'github' }).start()
+  t.teardown(async () => { await provider.stop() })
+  const prefix = `OAUTH_${key.toUpperCase()}_`
+  const env = {
+    [`${prefix}CLIENT_ID`]: `${key}-client`,
+    [`${prefix}CLIENT_SECRET`]: `${key}-secret`,
+    [`${prefix}REDIRECT_URI`]: redirectUri,
+    [`${prefix}AUTH_URL`]: `${provider.base}/authorize`,
+    [`${prefix}TOKEN_URL`]: `${provider.base}/token`,
+    [`${prefix}USERINFO_URL`]: `${provider.base}/userinfo`
+  }
+  return { provider, env }
+}

@@ -58,7 +58,7 @@ async function signIn (service: ServiceProcess, email: string): Promise<{ access
 }
 
 async function start (t: TestContext, databaseUrl: string, env: Record<string, string>): Promise<ServiceProcess> {
-  return await startService(t, { DATABASE_URL: databaseUrl, MFA_REQUIRED_ROLES: 'none', RATE_LIMIT_MAX: '100000', RATE_LIMIT_AUTH_MAX: '1000', JWT_ALGORITHM: 'EdDSA', ...env })
+  return await startService(t, { DATABASE_URL: databaseUrl, MFA_REQUIRED_ROLES: 'none', RATE_LIMIT_MAX: '100000', RATE_LIMIT_AUTH_MAX: '1000', JWT_ALGORITHM: 'EdDSA', JWT_ISSUER: 'https://users.example.com', ...env })
 }
 
 async function stop (service: ServiceProcess): Promise<void> {

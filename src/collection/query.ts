@@ -12,6 +12,8 @@ export type Pagination =
 
 /** A validated collection request: what the store needs to build one bounded query. */
 export interface CollectionRequest {
+  /** Whose collection, seen by whom (CollectionOptions.scope): the cursor's binding, not part of the SQL. */
+  scope: string
   /** Always ends with `id`, so the order is total and pages never overlap or skip. */
   sort: SortKey[]
   /** Fields to return besides `id`; null means all. */
@@ -25,12 +27,12 @@ export interface CollectionRequest {
 }
 
 /**
- * Identifies sort and filters, binding cursors to the query that made them. Computed only
- * for cursor pages: offset pages (the common case) need no hash.
+ * Identifies the collection, its viewer, sort and filters, binding cursors to the query that
+ * made them. Computed only for cursor pages: offset pages (the common case) need no hash.
  */
-export function queryFingerprint (request: Pick<CollectionRequest, 'sort' | 'search' | 'createdAfter' | 'filters'>): string {
+export function queryFingerprint (request: Pick<CollectionRequest, 'scope' | 'sort' | 'search' | 'createdAfter' | 'filters'>): string {
   return createHash('sha256')
-    .update(JSON.stringify([request.sort, request.search ?? null, request.createdAfter ?? null, request.filters]))
+    .update(JSON.stringify([request.scope, request.sort, request.search ?? null, request.createdAfter ?? null, request.filters]))
     .digest('base64url')
     .slice(0, 22)
 }
@@ -57,6 +59,12 @@ export interface CollectionQueryInput {
 export interface CollectionOptions extends CollectionFields {
   /** Sort when none is given; `id` is appended as the tie-breaker. */
   defaultSort: SortKey[]
+  /**
+   * The collection's name, with the ids of its owner and its viewer where they decide what it
+   * holds (`sessions:<user id>`). A cursor is signed with it, so one taken from another
+   * collection, or from another user's, is refused rather than read as a position here.
+   */
+  scope: string
 }
 
 function parseSort (value: readonly string[] | undefined, options: CollectionOptions, issues: ValidationIssue[]): SortKey[] {
@@ -120,9 +128,9 @@ export function parseCollectionQuery (
   }
   if (query.cursor !== undefined) {
     if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })
-    const after = query.cursor === '' ? null : cursors.decode(query.cursor, queryFingerprint({ sort, search: query.search, createdAfter, filters }))
+    const after = query.cursor === '' ? null : cursors.decode(query.cursor, queryFingerprint({ scope: options.scope, sort, search: query.search, createdAfter, filters }))
     if (query.cursor !== '' && (after === null || after.length !== sort.length)) {
-      issues.push({ path: '/cursor', message: 'is not a cursor issued for this sort and filter' })
+      issues.push({ path: '/cursor', message: 'is not a cursor issued for this collection, sort and filter' })
     }
     pagination = { kind: 'cursor', limit, after }
   }
@@ -132,6 +140,7 @@ export function parseCollectionQuery (
   }
   if (issues.length > 0) throw validationFailed(issues)
   return {
+    scope: options.scope,
     sort,
     fields,
     ...(query.search !== undefined && { search: query.search }),

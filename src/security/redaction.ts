@@ -1,13 +1,22 @@
 /**
  * Redaction (docs/api.md, "Redaction"): any key containing one of these words, in any case
  * and at any depth (arrays included), has its value replaced. Used for audit entries and logs.
+ * Besides credentials: one-time passwords (`otp`, `totp`), session ids and CSRF tokens, which
+ * let whoever reads them act as the user.
  */
-const SENSITIVE_KEY = /password|token|secret|key|authorization|cookie/i
+const SENSITIVE_KEY = /password|token|secret|key|authorization|cookie|otp|session|csrf/i
+/**
+ * The OAuth and OpenID parameters that are secrets in flight: the authorization code, the
+ * state and nonce binding a flow to the browser that started it, the PKCE verifier. They are
+ * common words, so they count as a whole name or a word of one (`oauth_state`,
+ * `code_verifier`, `x-oauth-code`), not inside another word (`postcode`, `statement`).
+ */
+const OAUTH_SECRET = /(?:^|[^a-z0-9])(?:code|state|nonce|verifier)(?:$|[^a-z0-9])/i
 export const REDACTED = '[REDACTED]'
 const MAX_DEPTH = 32
 
 export function isSensitiveKey (key: string): boolean {
-  return SENSITIVE_KEY.test(key)
+  return SENSITIVE_KEY.test(key) || OAUTH_SECRET.test(key)
 }
 
 /** A redacted deep copy; cycles and excessive depth are cut rather than followed. */

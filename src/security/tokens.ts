@@ -188,10 +188,10 @@ export class TokenService {
   }
 
   /** The challenge answered by `/auth/mfa/verify`, single use (docs/api.md, "MFA at sign-in"). */
-  issueMfaToken (sub: string, device: Record<string, unknown> = {}): IssuedAccessToken {
+  issueMfaToken (sub: string, device: Record<string, unknown> = {}, proof: Pick<MfaClaims, 'amr' | 'cv'> = {}): IssuedAccessToken {
     const iat = Math.floor(this.#now() / 1000)
     const jti = randomId(16)
-    const token = this.#jwt.sign({ sub, jti, iat, exp: iat + MFA_TOKEN_TTL_S, type: 'mfa', device })
+    const token = this.#jwt.sign({ ...proof, sub, jti, iat, exp: iat + MFA_TOKEN_TTL_S, type: 'mfa', device })
     return { token, jti, expiresAt: new Date((iat + MFA_TOKEN_TTL_S) * 1000) }
   }
 

@@ -8,13 +8,14 @@ import { type PasswordPolicy, passwordPolicyProblems } from '../security/passwor
 import type { PasswordHasher } from '../security/passwords.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
 import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
+import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit-trail.js'
 import { authorize } from './authorization.js'
 import type { Caller, RequestContext } from './context.js'
 import type { EmailVerificationService } from './email-verification.js'
 import type { Notices } from './notices.js'
 import type { SessionService } from './sessions.js'
-import type { SignInGuard } from './sign-in-guard.js'
+import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
 export interface AccountDependencies {
   users: UsersRepository
@@ -44,32 +45,10 @@ export async function createAccount (
   return await insert({ email: input.email, name: input.name, passwordHash, roles: input.roles, emailVerified: input.emailVerified })
 }
 
-/**
- * ADMIN_EMAIL/ADMIN_PASSWORD at start-up: make sure the account exists and holds
- * `super_admin`. Idempotent, safe when several instances start at once, and an existing
- * account's password is left as it is. The operator chose the address: it counts as verified.
- */
-export async function ensureSuperAdmin (deps: AccountDependencies, email: string, password: string): Promise<'created' | 'existing'> {
-  const existing = await deps.users.findByEmail(email)
-  if (existing === undefined) {
-    try {
-      // Bootstrap credentials are the operator's choice: length rules only.
-      await createAccount({ ...deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'], emailVerified: true })
-      return 'created'
-    } catch (error) {
-      if (!(error instanceof Errors.EMAIL_ALREADY_REGISTERED)) throw error
-    }
-  }
-  const user = existing ?? await deps.users.findByEmail(email)
-  if (user === undefined) throw new Error('bootstrap admin vanished during start-up')
-  await deps.users.addRole(user.id, 'super_admin')
-  await deps.users.markEmailVerified(user.id, user.email)
-  return 'existing'
-}
-
 export interface AccountServiceDependencies extends AccountDependencies {
-  guard: SignInGuard
   sessions: SessionService
+  claims: AccountClaims
+  reauthentication: ReauthenticationService
   audit: AuditTrail
   cursors: CursorCodec
   verification: EmailVerificationService
@@ -82,7 +61,7 @@ export class AccountService {
 
   async list (query: CollectionQueryInput) {
     const { users, cursors } = this.deps
-    return await collectionPage(query, { ...USER_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, cursors, async (request) => await users.list(request))
+    return await collectionPage(query, { ...USER_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: 'users' }, cursors, async (request) => await users.list(request))
   }
 
   async get (id: string): Promise<User> {
@@ -106,6 +85,47 @@ export class AccountService {
     return user
   }
 
+  /**
+   * ADMIN_EMAIL/ADMIN_PASSWORD at start-up: make sure the account exists and holds
+   * `super_admin`. Idempotent, and safe when several instances start at once. The operator
+   * chose the address: it counts as proved. An existing account the operator's address had
+   * never proved (unclaimed: anyone could have registered it) is claimed for the operator, as
+   * a reset would claim it (docs/security.md, "Account claiming"): its password becomes
+   * ADMIN_PASSWORD and whatever was attached to it is removed, before it is promoted. A
+   * claimed account keeps its password.
+   */
+  async ensureSuperAdmin (context: RequestContext, email: string, password: string): Promise<'created' | 'existing' | 'claimed'> {
+    const { users, passwords, claims, audit } = this.deps
+    const existing = await users.findByEmail(email)
+    if (existing === undefined) {
+      try {
+        // Bootstrap credentials are the operator's choice: length rules only.
+        await createAccount({ ...this.deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'], emailVerified: true })
+        return 'created'
+      } catch (error) {
+        if (!(error instanceof Errors.EMAIL_ALREADY_REGISTERED)) throw error
+      }
+    }
+    const user = existing ?? await users.findByEmail(email)
+    if (user === undefined) throw new Error('bootstrap admin vanished during start-up')
+    const principal = await users.findPrincipal(user.id)
+    const claimed = principal?.claimed ?? false
+    const promoted = principal?.roles.includes('super_admin') !== true
+    const passwordHash = claimed ? null : await passwords.hash(password)
+    const proved = await audit.recordChange(context, async (trx) => {
+      if (passwordHash !== null) await users.update(user.id, { passwordHash }, trx)
+      const proved = await claims.prove(user.id, user.email, { removePassword: false }, trx)
+      await users.addRole(user.id, 'super_admin', trx)
+      return proved
+    }, (proved): AuditChange[] => [
+      ...(promoted ? [{ event: 'role.assigned' as const, outcome: 'success' as const, targetId: user.id, details: { role: 'super_admin', bootstrap: true } }] : []),
+      ...proved?.entries ?? []
+    ])
+    claims.deliver()
+    await proved?.revokeAccess()
+    return proved?.released === null || proved === undefined ? 'existing' : 'claimed'
+  }
+
   /** The caller's account with its roles, permissions and second factors. */
   async describe (caller: Caller) {
     const { users } = this.deps
@@ -123,12 +143,14 @@ export class AccountService {
   }
 
   /**
-   * Changes an account. A new password ends every session, and with them their access tokens,
-   * and a notice goes out; a new address is unverified until a message sent to it is answered,
-   * and the old address is told.
+   * Changes an account. A new password, address or phone number is a sensitive change: it
+   * needs the caller's proof (docs/security.md, "Sensitive changes"). A new password ends every
+   * session, and with them their access tokens, and a notice goes out; a new address is
+   * unverified until a message sent to it is answered, and the old address is told; so is a
+   * new phone number.
    */
   async update (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<User> {
-    const { users, sessions, audit, verification, notices } = this.deps
+    const { users, sessions, audit, verification, notices, reauthentication } = this.deps
     if (!await this.#assertMayManage(caller, id)) throw new Errors.NOT_FOUND('User')
     const [before, phone] = await Promise.all([users.findById(id), users.findPhone(id)])
     const update = await this.#toUpdate(context, caller, id, body)
@@ -136,7 +158,10 @@ export class AccountService {
     if (update.email !== undefined && normalizeEmail(update.email) === before?.email) delete update.email
     if (update.phone !== undefined && update.phone === phone) delete update.phone
     if (before === undefined) throw new Errors.NOT_FOUND('User')
-    const changed = Object.keys(body).filter((key) => key !== 'current_password')
+    if (update.email !== undefined || update.phone !== undefined || update.passwordHash !== undefined) {
+      await reauthentication.require(context, caller, body, { passwordProved: update.passwordHash !== undefined && caller.id === id })
+    }
+    const changed = Object.keys(body).filter((key) => key !== 'current_password' && key !== 'mfa_code')
     // Notices and the new address's verification message are stored with the change.
     // A new password ends every session in the same transaction.
     const { updated: user, sent, revokeAccess } = await audit.recordChange(context, async (trx) => {
@@ -147,6 +172,7 @@ export class AccountService {
         await notices.add(updated.email, 'password_changed', trx)
         revokeAccess = await sessions.endAllWithin(id, 'password_changed', trx)
       }
+      if (update.phone !== undefined) await notices.add(updated.email, 'phone_changed', trx)
       if (updated.email === before.email) return { updated, sent: [], revokeAccess }
       await notices.add(before.email, 'email_changed', trx)
       return { updated, sent: await verification.storeOnChange(updated, trx), revokeAccess }
@@ -158,17 +184,27 @@ export class AccountService {
           ...sent
         ])
     if (user === undefined) throw new Errors.NOT_FOUND('User')
-    if (update.passwordHash !== undefined || user.email !== before.email) notices.deliver()
+    if (update.passwordHash !== undefined || update.phone !== undefined || user.email !== before.email) notices.deliver()
     if (sent.length > 0) verification.deliver()
     await revokeAccess?.()
     return user
   }
 
-  /** Deletes an account; deleting one that does not exist succeeds too. */
-  async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
+  /**
+   * Deletes an account; deleting one that does not exist succeeds too. Deleting one's own is
+   * a sensitive change: it needs a proof, and the address is told.
+   */
+  async remove (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+    const { users, audit, notices, reauthentication } = this.deps
     await this.#assertMayManage(caller, id)
-    await this.deps.audit.recordChange(context, async (trx) => await this.deps.users.delete(id, trx),
-      (deleted) => [{ event: 'user.deleted', outcome: 'success', targetId: id, details: { existed: deleted } }])
+    const own = caller.id === id ? await users.findById(id) : undefined
+    if (own !== undefined) await reauthentication.require(context, caller, proof)
+    await audit.recordChange(context, async (trx) => {
+      const deleted = await users.delete(id, trx)
+      if (deleted && own !== undefined) await notices.add(own.email, 'account_deleted', trx)
+      return deleted
+    }, (deleted) => [{ event: 'user.deleted', outcome: 'success', targetId: id, details: { existed: deleted } }])
+    if (own !== undefined) notices.deliver()
   }
 
   /**
@@ -190,7 +226,7 @@ export class AccountService {
    * the current one; a `manage_users` caller may reset someone else's without it.
    */
   async #toUpdate (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<UserUpdate> {
-    const { users, passwords, passwordPolicy, guard } = this.deps
+    const { passwords, passwordPolicy, reauthentication } = this.deps
     const update: UserUpdate = {}
     if (body.email !== undefined) update.email = body.email
     if (body.name !== undefined) update.name = body.name
@@ -202,12 +238,9 @@ export class AccountService {
       if (current === undefined) {
         throw validationFailed([{ path: '/current_password', message: 'is required to change the password' }])
       }
-      const stored = await users.findPasswordHash(id)
       // Held to the sign-in lockout, like a sign-in: a stolen access token must not guess the
-      // password here. An account without a password (provider sign-in only) has nothing to guess.
-      const matches = stored !== null && stored !== undefined &&
-        await guard.checkSecret(context, id, 'auth.login_failed', { reason: 'wrong_current_password' }, async () => await passwords.verify(current, stored))
-      if (!matches) throw validationFailed([{ path: '/current_password', message: 'does not match the current password' }])
+      // password here. An account without a password (provider sign-in only) has nothing to match.
+      await reauthentication.checkPassword(context, id, current, 'current_password')
     }
     update.passwordHash = await passwords.hash(body.password)
     return update

@@ -13,7 +13,7 @@ export class AuditLogService {
       ...(event !== undefined && { event }),
       ...(actorId !== undefined && { actor_id: actorId })
     }
-    return await collectionPage(query, { ...AUDIT_FIELDS, defaultSort: [{ field: 'created_at', descending: true }] }, this.deps.cursors,
+    return await collectionPage(query, { ...AUDIT_FIELDS, defaultSort: [{ field: 'created_at', descending: true }], scope: 'audit-logs' }, this.deps.cursors,
       async (request) => await this.deps.auditLogs.list(request), filters)
   }
 }

@@ -9,6 +9,9 @@ export interface Caller {
   /** The access token's identifier and expiry, for revocation. */
   jti: string
   tokenExpiresAt: Date
+  /** When the sign-in behind the token was proved (seconds since the epoch), and how (RFC 8176 `amr` values). */
+  authTime: number
+  amr: string[]
 }
 
 /**

@@ -6,6 +6,7 @@ import { hashToken } from '../security/tokens.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import type { UsersRepository } from '../store/users.js'
 import type { Db } from '../store/types.js'
+import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
 import type { MessageTemplates } from './messages.js'
@@ -27,6 +28,7 @@ export interface EmailVerificationDependencies {
   tokens: OneTimeTokensRepository
   templates: MessageTemplates
   audit: AuditTrail
+  claims: AccountClaims
   mode: Config['messages']['emailVerification']
   deliver: () => void
   now?: () => number
@@ -67,16 +69,23 @@ export class EmailVerificationService {
     return sent
   }
 
-  /** Spends a verification token: its address is verified, if it is still the account's. */
+  /**
+   * Spends a verification token: its address is verified, if it is still the account's. The
+   * first proof of an address claims the account (AccountClaims): what was attached before is
+   * removed in the same transaction.
+   */
   async verify (context: RequestContext, token: string): Promise<User> {
-    const { tokens, users, audit } = this.deps
-    return await audit.recordChange(context, async (trx) => {
+    const { tokens, claims, audit } = this.deps
+    const proved = await audit.recordChange(context, async (trx) => {
       const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString(), trx)
-      const verified = spent === undefined ? undefined : await users.markEmailVerified(spent.userId, spent.email, trx)
+      const proved = spent === undefined ? undefined : await claims.prove(spent.userId, spent.email, { removePassword: false }, trx)
       // Nothing is kept of a token spent for an address the account no longer has.
-      if (verified === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
-      return verified
-    }, (verified) => [{ event: 'email.verified', outcome: 'success', actorId: verified.id, targetId: verified.id }])
+      if (proved === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
+      return proved
+    }, ({ user, entries }) => [{ event: 'email.verified', outcome: 'success', actorId: user.id, targetId: user.id }, ...entries])
+    claims.deliver()
+    await proved.revokeAccess()
+    return proved.user
   }
 
   /** Stores a token and its message on `db`; false when the account was sent enough verification messages this hour. */

@@ -8,6 +8,7 @@ import { trustedNetworks } from '../security/zero-trust.js'
 import type { Repositories } from '../store/repositories.js'
 import type { SingleUseStores } from '../store/single-use.js'
 import { AccessService } from './access.js'
+import { AccountClaims } from './account-claims.js'
 import { AccountService } from './accounts.js'
 import { RecentSecurityEventsDetector } from './anomalies.js'
 import { AuditLogService } from './audit-log.js'
@@ -25,6 +26,7 @@ import { PasskeyService } from './passkeys.js'
 import { MessageOutbox } from './outbox.js'
 import { PasswordResetService } from './password-reset.js'
 import { PostService } from './posts.js'
+import { ReauthenticationService } from './reauthentication.js'
 import { RoleService } from './roles.js'
 import { SessionService } from './sessions.js'
 import { SignInGuard } from './sign-in-guard.js'
@@ -59,19 +61,40 @@ export function createServices (deps: ServiceDependencies) {
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
-  const oauth = new OAuthService({ providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.singleUse.oauthStates, exchanges: deps.singleUse.oauthExchanges, users, identities: repositories.identities, audit })
   const outbox = new MessageOutbox({ outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log })
   const deliver = () => { outbox.kick() }
   const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })
   const notices = new Notices({ outbox: repositories.outbox, templates, deliver })
-  const passkeys = new PasskeyService({
-    passkeys: repositories.passkeys, users, challenges: deps.singleUse.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, secret: config.jwtSecret
+  const claims = new AccountClaims({ users, sessions, notices })
+  const messageCodes = new MessageCodes(repositories.mfa, config.jwtSecret, deps.now)
+  const reauthentication = new ReauthenticationService({
+    users,
+    sessions: repositories.sessions,
+    passwords,
+    guard: signInGuard,
+    mfa,
+    messageCodes,
+    // A passkey's assertion is one proof; the passkey service in turn asks this one for proofs of its changes.
+    verifyPasskey: async (context, body): Promise<{ userId: string }> => await passkeys.verifyAssertion(context, body),
+    outbox: repositories.outbox,
+    templates,
+    deliver,
+    audit,
+    mfaRequiredRoles: config.mfa.requiredRoles,
+    now: deps.now
+  })
+  const passkeys: PasskeyService = new PasskeyService({
+    passkeys: repositories.passkeys, users, challenges: deps.singleUse.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, reauthentication
+  })
+  const oauth = new OAuthService({
+    providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.singleUse.oauthStates, exchanges: deps.singleUse.oauthExchanges, users, identities: repositories.identities, claims, notices, reauthentication, audit
   })
   const emailVerification = new EmailVerificationService({
-    users, tokens: repositories.oneTimeTokens, templates, audit, mode: config.messages.emailVerification, deliver, now: deps.now
+    users, tokens: repositories.oneTimeTokens, templates, audit, claims, mode: config.messages.emailVerification, deliver, now: deps.now
   })
   return {
     sessions,
+    reauthentication,
     signInGuard,
     mfa,
     oauth,
@@ -79,7 +102,7 @@ export function createServices (deps: ServiceDependencies) {
     emailVerification,
     passkeys,
     passwordReset: new PasswordResetService({
-      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, templates, notices, audit, deliver, now: deps.now
+      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, claims, templates, notices, audit, deliver, now: deps.now
     }),
     signIn: new SignInService({
       users,
@@ -92,7 +115,7 @@ export function createServices (deps: ServiceDependencies) {
       oauth,
       passkeys,
       audit,
-      messageCodes: new MessageCodes(repositories.mfa, config.jwtSecret, deps.now),
+      messageCodes,
       outbox: repositories.outbox,
       templates,
       deliver,
@@ -100,9 +123,9 @@ export function createServices (deps: ServiceDependencies) {
       mfaRequiredRoles: config.mfa.requiredRoles
     }),
     accounts: new AccountService({
-      users, passwords, passwordPolicy: config.passwordPolicy, guard: signInGuard, sessions, audit, cursors, verification: emailVerification, notices
+      users, passwords, passwordPolicy: config.passwordPolicy, sessions, claims, reauthentication, audit, cursors, verification: emailVerification, notices
     }),
-    mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, notices, audit }),
+    mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit }),
     roles: new RoleService({ users, audit }),
     devices: new DeviceService({ devices: repositories.devices, users, audit, cursors }),
     posts: new PostService({ posts: repositories.posts, comments: repositories.comments, users, cursors }),

@@ -1,15 +1,23 @@
 import type { OutgoingMessage } from '../store/outbox.js'
 
 /** What a security notice tells the account holder happened. */
-export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'mfa_enabled' | 'mfa_disabled' | 'passkey_added'
+export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
+  'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted'
 
 const NOTICES: Record<NoticeKind, string> = {
   password_changed: 'The password of your account was changed',
   password_reset: 'The password of your account was reset',
   email_changed: 'The e-mail address of your account was changed',
+  phone_changed: 'The phone number of your account was changed',
   mfa_enabled: 'Two-factor authentication was enabled on your account',
   mfa_disabled: 'Two-factor authentication was disabled on your account',
-  passkey_added: 'A passkey was added to your account'
+  backup_codes_replaced: 'New backup codes were made for your account; the old ones no longer work',
+  passkey_added: 'A passkey was added to your account',
+  passkey_removed: 'A passkey was removed from your account',
+  passkey_renamed: 'A passkey of your account was renamed',
+  identity_unlinked: 'A sign-in provider was unlinked from your account',
+  account_claimed: 'Your e-mail address was confirmed for your account',
+  account_deleted: 'Your account was deleted'
 }
 
 function escapeHtml (text: string): string {
@@ -37,15 +45,26 @@ export class MessageTemplates {
       `Someone asked to reset the password of the account with this address. If it was you, choose a new password within ${validMinutes} minutes; if not, ignore this message.`)
   }
 
-  notice (to: string, kind: NoticeKind): OutgoingMessage {
+  /** A security notice; `detail` says more of what happened (what a claim removed). */
+  notice (to: string, kind: NoticeKind, detail?: string): OutgoingMessage {
     const what = NOTICES[kind]
     const advice = 'If this was not you, reset your password and contact your administrator.'
-    return { channel: 'email', recipient: to, subject: what, text: `${what}.\n\n${advice}\n`, html: page([escapeHtml(`${what}.`), escapeHtml(advice)]) }
+    const paragraphs = [`${what}.`, ...(detail === undefined ? [] : [detail]), advice]
+    return { channel: 'email', recipient: to, subject: what, text: `${paragraphs.join('\n\n')}\n`, html: page(paragraphs.map(escapeHtml)) }
   }
 
   signInCode (channel: 'email' | 'sms', to: string, code: string, validMinutes: number): OutgoingMessage {
-    const text = `Your ${this.options.productName} sign-in code is ${code}. It is good for ${validMinutes} minutes, once.`
-    return { channel, recipient: to, subject: `Your ${this.options.productName} sign-in code`, text, html: channel === 'email' ? page([escapeHtml(text)]) : null }
+    return this.#code(channel, to, code, validMinutes, 'sign-in code', '')
+  }
+
+  /** A code that confirms a change to how the account signs in (a step-up). */
+  confirmationCode (channel: 'email' | 'sms', to: string, code: string, validMinutes: number): OutgoingMessage {
+    return this.#code(channel, to, code, validMinutes, 'confirmation code', ' It confirms a change to how your account signs in; if you did not ask for it, reset your password.')
+  }
+
+  #code (channel: 'email' | 'sms', to: string, code: string, validMinutes: number, what: string, warning: string): OutgoingMessage {
+    const text = `Your ${this.options.productName} ${what} is ${code}. It is good for ${validMinutes} minutes, once.${warning}`
+    return { channel, recipient: to, subject: `Your ${this.options.productName} ${what}`, text, html: channel === 'email' ? page([escapeHtml(text)]) : null }
   }
 
   #withToken (to: string, subject: string, path: string, token: string, intro: string): OutgoingMessage {

@@ -1,17 +1,20 @@
 import type { TotpSetup } from '../../schemas/mfa.js'
 import { Errors } from '../errors.js'
 import type { MessageFactor, UsersRepository } from '../store/users.js'
-import type { AuditTrail, Recorded } from './audit-trail.js'
+import { claimedAccount } from './account-claims.js'
+import type { AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
-import type { NoticeKind } from './messages.js'
 import type { MfaService } from './mfa.js'
 import type { Notices } from './notices.js'
+import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
 export interface MfaSettingsDependencies {
   mfa: MfaService
   guard: SignInGuard
   users: UsersRepository
+  /** Every change here is a sensitive change (docs/security.md, "Sensitive changes"). */
+  reauthentication: ReauthenticationService
   notices: Notices
   audit: AuditTrail
 }
@@ -20,48 +23,57 @@ export interface MfaSettingsDependencies {
 export class MfaSettingsService {
   constructor (private readonly deps: MfaSettingsDependencies) {}
 
-  /** A new TOTP secret awaiting its first code. */
+  /**
+   * A new TOTP secret awaiting its first code. An unclaimed account (its address never proved)
+   * enrols no second factor: it would outlive the owner's claim (docs/security.md, "Account claiming").
+   */
   async setup (caller: Caller): Promise<TotpSetup> {
-    const user = await this.deps.users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return await this.deps.mfa.setup(user)
+    return await this.deps.mfa.setup(await claimedAccount(this.deps.users, caller.id))
   }
 
-  /** Turns TOTP on with a first code of the pending secret; answers the first backup codes. */
-  async enable (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
+  /**
+   * Turns TOTP on (or replaces it) with a first code of the pending secret, given a proof of
+   * the account holder; answers the first backup codes.
+   */
+  async enable (context: RequestContext, caller: Caller, { code, ...proof }: { code: string } & InlineProof): Promise<string[]> {
+    await claimedAccount(this.deps.users, caller.id)
+    await this.deps.reauthentication.require(context, caller, proof, { firstEnrolment: true })
     return await this.deps.mfa.enable(caller.id, code,
-      await this.#noticed(caller.id, 'mfa_enabled', this.deps.audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
+      await this.deps.notices.toAccount(this.deps.users, caller.id, 'mfa_enabled', this.deps.audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
   }
 
-  /** A fresh set of backup codes for a TOTP code; the old set stops working. */
+  /** A fresh set of backup codes for a TOTP code (the proof); the old set stops working. Audited and told to the owner. */
   async replaceBackupCodes (context: RequestContext, caller: Caller, code: string): Promise<string[]> {
-    await this.#assertFactorCode(context, caller.id, 'backup_codes', async () => await this.deps.mfa.acceptTotpCode(caller.id, code))
-    return await this.deps.mfa.replaceBackupCodes(caller.id)
+    const { mfa, audit } = this.deps
+    await this.#assertFactorCode(context, caller.id, 'backup_codes', async () => await mfa.acceptTotpCode(caller.id, code))
+    return await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'backup_codes_replaced', audit.recorded(context, [{ event: 'mfa.backup_codes_replaced', outcome: 'success', targetId: caller.id }])))(
+      async (trx) => await mfa.replaceBackupCodes(caller.id, trx))
   }
 
   /** Turns TOTP off with a TOTP or backup code. */
   async disable (context: RequestContext, caller: Caller, code: string): Promise<void> {
     const { mfa, audit } = this.deps
     await this.#assertFactorCode(context, caller.id, 'disable', async () => await mfa.verifyCode(caller.id, code) !== null)
-    await mfa.disable(caller.id, await this.#noticed(caller.id, 'mfa_disabled', audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
+    await mfa.disable(caller.id, await this.deps.notices.toAccount(this.deps.users, caller.id, 'mfa_disabled', audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: 'totp' } }])))
   }
 
   /**
    * Turns sign-in codes by e-mail (to a verified address) or by SMS (to the account's phone
    * number) on: a challenge then offers them.
    */
-  async enableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
+  async enableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor, proof: InlineProof): Promise<void> {
     const { users, audit, notices } = this.deps
-    const user = await users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    const user = await claimedAccount(this.deps.users, caller.id)
     if (factor === 'email' && !user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
+    await this.deps.reauthentication.require(context, caller, proof)
     if (factor === 'sms' && await users.findPhone(caller.id) === null) throw new Errors.CONFLICT('Set a phone number (PATCH /api/v1/users/{id}) before turning SMS codes on')
     await notices.with(audit.recorded(context, [{ event: 'mfa.enabled', outcome: 'success', targetId: caller.id, details: { method: factor } }]), user.email, 'mfa_enabled')(
       async (trx) => { await users.setMessageFactor(caller.id, factor, new Date().toISOString(), trx) })
   }
 
-  async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor): Promise<void> {
-    await (await this.#noticed(caller.id, 'mfa_disabled', this.deps.audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])))(
+  async disableMessageFactor (context: RequestContext, caller: Caller, factor: MessageFactor, proof: InlineProof): Promise<void> {
+    await this.deps.reauthentication.require(context, caller, proof)
+    await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'mfa_disabled', this.deps.audit.recorded(context, [{ event: 'mfa.disabled', outcome: 'success', targetId: caller.id, details: { method: factor } }])))(
       async (trx) => { await this.deps.users.setMessageFactor(caller.id, factor, null, trx) })
   }
 
@@ -74,15 +86,5 @@ export class MfaSettingsService {
   async #assertFactorCode (context: RequestContext, userId: string, action: string, check: () => Promise<boolean>): Promise<void> {
     await this.deps.mfa.assertEnabled(userId)
     if (!await this.deps.guard.checkSecret(context, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
-  }
-
-  /**
-   * `recorded`, with a notice to the account's address stored in the same transaction: it goes
-   * out of band, so an enrolment or removal by someone else is noticed.
-   */
-  async #noticed (userId: string, kind: NoticeKind, recorded: Recorded): Promise<Recorded> {
-    const user = await this.deps.users.findById(userId)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
-    return this.deps.notices.with(recorded, user.email, kind)
   }
 }

@@ -1,4 +1,6 @@
+import { Errors } from '../errors.js'
 import type { Db } from '../store/types.js'
+import type { UsersRepository } from '../store/users.js'
 import type { OutboxRepository } from '../store/outbox.js'
 import type { Recorded } from './audit-trail.js'
 import type { MessageTemplates, NoticeKind } from './messages.js'
@@ -13,13 +15,20 @@ export class Notices {
   constructor (private readonly deps: { outbox: OutboxRepository, templates: MessageTemplates, deliver: () => void, now?: () => number }) {}
 
   /** Stores the notice on `db`, the change's transaction; `deliver` once it is committed. */
-  async add (to: string, kind: NoticeKind, db: Db): Promise<void> {
-    await this.deps.outbox.add(this.deps.templates.notice(to, kind), new Date((this.deps.now ?? Date.now)()).toISOString(), db)
+  async add (to: string, kind: NoticeKind, db: Db, detail?: string): Promise<void> {
+    await this.deps.outbox.add(this.deps.templates.notice(to, kind, detail), new Date((this.deps.now ?? Date.now)()).toISOString(), db)
   }
 
   /** Starts delivering what was stored. */
   deliver (): void {
     this.deps.deliver()
+  }
+
+  /** `with`, to the current address of the account `userId`: a change its holder should know of, made by whoever holds a token. */
+  async toAccount (users: UsersRepository, userId: string, kind: NoticeKind, recorded: Recorded): Promise<Recorded> {
+    const user = await users.findById(userId)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    return this.with(recorded, user.email, kind)
   }
 
   /** `recorded`, with the notice stored in the change's transaction when the change is recorded, and delivered after. */

@@ -9,8 +9,11 @@ import { exchangeCode, fetchProfile, pkceChallenge, pkcePair, providerError, PRO
 import { validateIdToken } from '../oauth/id-token.js'
 import { OidcIssuer } from '../oauth/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
-import type { AuditTrail } from './audit-trail.js'
-import type { RequestContext } from './context.js'
+import type { AccountClaims } from './account-claims.js'
+import type { AuditChange, AuditTrail } from './audit-trail.js'
+import type { Caller, RequestContext } from './context.js'
+import type { Notices } from './notices.js'
+import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
 /** State is single use and expires after 10 minutes (docs/api.md, "Authorize"). */
 export const STATE_TTL_MS = 10 * 60 * 1000
@@ -25,6 +28,9 @@ export interface OAuthServiceOptions {
   exchanges: SingleUseStore<PendingExchange>
   users: UsersRepository
   identities: IdentitiesRepository
+  claims: AccountClaims
+  notices: Notices
+  reauthentication: ReauthenticationService
   audit: AuditTrail
   timeoutMs?: number
 }
@@ -127,7 +133,10 @@ export class OAuthService {
 
   /**
    * A browser application's return URL and PKCE challenge (docs/api.md, "Browser
-   * applications"): the URL must start with an entry of OAUTH_REDIRECT_URLS.
+   * applications"): the URL, without credentials, must be on an entry of OAUTH_REDIRECT_URLS's
+   * origin, at the entry's path or below it (`/cb` admits `/cb/x`, not `/cbevil`). The parser
+   * resolves `..` and `%2e%2e` segments, so the path as given is checked for them, and for an
+   * encoded `/` or `\` that a server behind the application might decode into one.
    */
   #browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
     const { redirect_to: redirectTo, code_challenge: codeChallenge, code_challenge_method: method } = query
@@ -135,15 +144,20 @@ export class OAuthService {
     const allowed = this.options.redirectUrls
     if (allowed === null) throw validationFailed([{ path: '/redirect_to', message: 'sign-in for browser applications is not enabled' }])
     const issues = []
-    let target: string | null = null
-    try {
-      target = redirectTo === undefined ? null : new URL(redirectTo).href
-    } catch {}
-    if (target === null || !allowed.some((entry) => target.startsWith(entry))) issues.push({ path: '/redirect_to', message: 'must start with one of the allowed redirect URLs' })
+    const target = redirectTo === undefined || !URL.canParse(redirectTo) ? null : new URL(redirectTo)
+    const givenPath = redirectTo?.split(/[?#]/, 1)[0] ?? ''
+    const admitted = target !== null && target.username === '' && target.password === '' &&
+      !/%2e|%2f|%5c/i.test(givenPath) && !/(^|[/\\])\.\.([/\\]|$)/.test(givenPath) &&
+      allowed.some((entry) => {
+        const base = new URL(entry)
+        const below = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`
+        return target.origin === base.origin && (target.pathname === base.pathname || target.pathname.startsWith(below))
+      })
+    if (!admitted) issues.push({ path: '/redirect_to', message: 'must be one of the allowed redirect URLs or a path below one' })
     if (codeChallenge === undefined) issues.push({ path: '/code_challenge', message: 'is required with redirect_to' })
     if (method === undefined) issues.push({ path: '/code_challenge_method', message: 'must be S256' })
     if (issues.length > 0 || target === null || codeChallenge === undefined) throw validationFailed(issues)
-    return { redirectTo: target, codeChallenge }
+    return { redirectTo: target.href, codeChallenge }
   }
 
   /**
@@ -225,26 +239,56 @@ export class OAuthService {
     return await this.options.identities.listFor(userId)
   }
 
-  /** Unlinks one of the user's identities, unless the account could then not be signed in to at all; audited. */
-  async unlink (context: RequestContext, userId: string, id: string): Promise<void> {
-    const outcome = await this.options.audit.recordChange(context, async (trx) => await this.options.identities.unlinkUnlessLast(userId, id, trx),
-      (result) => typeof result === 'string' ? [] : [{ event: 'identity.unlinked', outcome: 'success', actorId: userId, targetId: userId, details: { provider: result.unlinked.provider } }])
+  /**
+   * Unlinks one of the caller's identities, unless the account could then not be signed in to
+   * at all; a sensitive change (a proof first), audited and told to the owner.
+   */
+  async unlink (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+    const { users, identities, reauthentication, notices, audit } = this.options
+    const userId = caller.id
+    await reauthentication.require(context, caller, proof)
+    const user = await users.findById(userId)
+    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    const outcome = await audit.recordChange(context, async (trx) => {
+      const result = await identities.unlinkUnlessLast(userId, id, trx)
+      if (typeof result !== 'string') await notices.add(user.email, 'identity_unlinked', trx)
+      return result
+    }, (result) => typeof result === 'string' ? [] : [{ event: 'identity.unlinked', outcome: 'success', actorId: userId, targetId: userId, details: { provider: result.unlinked.provider } }])
+    if (typeof outcome !== 'string') notices.deliver()
     if (outcome === 'not_found') throw new Errors.NOT_FOUND('Identity')
     if (outcome === 'last') throw new Errors.CONFLICT('This identity is the account\'s only way to sign in; set a password, add a passkey or link another first')
   }
 
-  /** A new link, and a new account, are stored with their audit entries (`identity.linked`, `user.created`). */
+  /**
+   * A new link, and a new account, are stored with their audit entries (`identity.linked`,
+   * `user.created`). The account-claiming rule (docs/security.md, "Account claiming"): a
+   * provider that did not verify the address never links to an account nor creates one on a
+   * taken address, and an account it creates is unclaimed; one that verified it claims an
+   * unclaimed account with that address, removing whatever was attached to it before.
+   */
   async #resolveUser (context: RequestContext, provider: string, profile: OAuthProfile): Promise<OAuthSignIn> {
     const { users, identities, audit } = this.options
     const linkedUser = await identities.userOf(provider, profile.subject)
-    if (linkedUser !== undefined) return { userId: linkedUser, provider, created: false, linked: false }
+    if (linkedUser !== undefined) {
+      // An account this identity created while its address was unverified is claimed once the provider verifies it.
+      const linked = await users.findByEmail(profile.email ?? '')
+      if (profile.emailVerified && linked?.id === linkedUser && !(await users.findPrincipal(linkedUser))?.claimed) await this.#claim(context, provider, profile, linkedUser, 'identity.linked')
+      return { userId: linkedUser, provider, created: false, linked: false }
+    }
     if (profile.email === null) throw new Errors.OAUTH_PROVIDER_ERROR('the profile has no e-mail address')
     if (!isUserEmail(profile.email)) throw new Errors.OAUTH_PROVIDER_ERROR('the profile\'s e-mail address is not one a user may have')
     const existing = await users.findByEmail(profile.email)
     if (existing !== undefined) {
-      // Linking on an address either side has not verified would hand the account to whoever
-      // typed it in: at the provider, or here before its owner registered (pre-account takeover).
-      if (!profile.emailVerified || !existing.email_verified) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      // Linking on an address the provider has not verified would hand the account to whoever
+      // typed it in there; one whose current address is unverified here after a change is not
+      // the provider's to take either.
+      if (!profile.emailVerified) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      const claimed = (await users.findPrincipal(existing.id))?.claimed ?? false
+      if (!claimed) {
+        await this.#claim(context, provider, profile, existing.id, null)
+        return { userId: existing.id, provider, created: false, linked: true }
+      }
+      if (!existing.email_verified) throw new Errors.EMAIL_ALREADY_REGISTERED()
       const email = profile.email
       await audit.recordChange(context, async (trx) => { await identities.link(provider, profile.subject, existing.id, email, trx) },
         () => [{ event: 'identity.linked', outcome: 'success', actorId: existing.id, targetId: existing.id, details: { provider } }])
@@ -260,5 +304,25 @@ export class OAuthService {
       { event: 'identity.linked', outcome: 'success', actorId: created.id, targetId: created.id, details: { provider } }
     ])
     return { userId: (await identities.userOf(provider, profile.subject)) ?? user.id, provider, created: true, linked: true }
+  }
+
+  /**
+   * A provider that verified the address claims the unclaimed account that has it: the
+   * identity is linked (unless `linkedAlready`), and everything attached before, the first
+   * registrant's password included, is removed in the same transaction.
+   */
+  async #claim (context: RequestContext, provider: string, profile: OAuthProfile, userId: string, linkedAlready: 'identity.linked' | null): Promise<void> {
+    const { identities, claims, audit } = this.options
+    const email = profile.email ?? ''
+    const proved = await audit.recordChange(context, async (trx) => {
+      if (linkedAlready === null) await identities.link(provider, profile.subject, userId, email, trx)
+      return await claims.prove(userId, email, { keepIdentity: { provider, subject: profile.subject }, removePassword: true }, trx)
+    }, (proved): AuditChange[] => [
+      ...(linkedAlready === null ? [{ event: 'identity.linked' as const, outcome: 'success' as const, actorId: userId, targetId: userId, details: { provider } }] : []),
+      { event: 'email.verified', outcome: 'success', actorId: userId, targetId: userId, details: { provider } },
+      ...proved?.entries ?? []
+    ])
+    claims.deliver()
+    await proved?.revokeAccess()
   }
 }

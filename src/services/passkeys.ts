@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import {
   type AuthenticationResponseJSON,
   generateAuthenticationOptions,
@@ -17,10 +17,12 @@ import type { Config } from '../config.js'
 import { Errors, validationFailed } from '../errors.js'
 import type { Passkey, PasskeysRepository } from '../store/passkeys.js'
 import type { PendingChallenge, SingleUseStore } from '../store/single-use.js'
-import { normalizeEmail, type UsersRepository } from '../store/users.js'
+import type { UsersRepository } from '../store/users.js'
+import { claimedAccount } from './account-claims.js'
 import type { AuditTrail } from './audit-trail.js'
 import type { Caller, RequestContext } from './context.js'
 import type { Notices } from './notices.js'
+import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
 /** A ceremony's challenge is good this long, once (docs/api.md, "Passkeys"). */
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
@@ -36,8 +38,8 @@ export interface PasskeyDependencies {
   cursors: CursorCodec
   notices: Notices
   audit: AuditTrail
-  /** Keys the stand-in credential offered for an e-mail address without passkeys. */
-  secret: string
+  /** Adding, renaming or removing a passkey is a sensitive change: it needs a proof (docs/security.md, "Sensitive changes"). */
+  reauthentication: ReauthenticationService
 }
 
 /** A sign-in a passkey proved: whose, with which passkey, and whether the authenticator verified the user. */
@@ -60,11 +62,14 @@ function userHandle (userId: string): Uint8Array<ArrayBuffer> {
 export class PasskeyService {
   constructor (private readonly deps: PasskeyDependencies) {}
 
-  /** Options for `navigator.credentials.create`, with a challenge good for 5 minutes, once. */
+  /**
+   * Options for `navigator.credentials.create`, with a challenge good for 5 minutes, once. An
+   * unclaimed account (its address never proved) gets no passkey (docs/security.md, "Account
+   * claiming"): it would outlive the owner's claim as a way in.
+   */
   async registrationOptions (caller: Caller): Promise<PublicKeyCredentialCreationOptionsJSON> {
-    const { users, passkeys, challenges, relyingParty } = this.deps
-    const user = await users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
+    const { passkeys, challenges, relyingParty } = this.deps
+    const user = await claimedAccount(this.deps.users, caller.id)
     const options = await generateRegistrationOptions({
       rpName: relyingParty.rpName,
       rpID: relyingParty.rpId,
@@ -87,8 +92,10 @@ export class PasskeyService {
    * passkey. The challenge is found by the one the client data carries, and spent then: it
    * must be one issued to this caller.
    */
-  async register (context: RequestContext, caller: Caller, { response, name }: PasskeyRegistrationBody): Promise<Passkey> {
-    const { users, passkeys, challenges, relyingParty, notices, audit } = this.deps
+  async register (context: RequestContext, caller: Caller, { response, name, ...proof }: PasskeyRegistrationBody): Promise<Passkey> {
+    const { passkeys, challenges, relyingParty, notices, audit, reauthentication } = this.deps
+    const user = await claimedAccount(this.deps.users, caller.id)
+    await reauthentication.require(context, caller, proof, { firstEnrolment: true })
     let verification
     try {
       verification = await verifyRegistrationResponse({
@@ -106,8 +113,6 @@ export class PasskeyService {
       throw validationFailed([{ path: '/response', message: 'The passkey could not be verified: answer fresh registration options (valid 5 minutes, once) from an allowed origin' }])
     }
     const { credential } = verification.registrationInfo
-    const user = await users.findById(caller.id)
-    if (user === undefined) throw new Errors.INVALID_TOKEN()
     const passkey = await audit.recordChange(context, async (trx) => {
       const added = await passkeys.add(caller.id, {
         credentialId: credential.id,
@@ -124,20 +129,26 @@ export class PasskeyService {
   }
 
   async list (caller: Caller, query: CollectionQueryInput) {
-    return await collectionPage(query, { ...PASSKEY_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, this.deps.cursors,
+    return await collectionPage(query, { ...PASSKEY_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `passkeys:${caller.id}` }, this.deps.cursors,
       async (request) => await this.deps.passkeys.list(caller.id, request))
   }
 
-  async rename (caller: Caller, id: string, name: string): Promise<Passkey> {
-    const passkey = await this.deps.passkeys.rename(caller.id, id, name)
+  /** Renames one of the caller's passkeys (a sensitive change: the name is what its owner recognizes it by). */
+  async rename (context: RequestContext, caller: Caller, id: string, { name, ...proof }: { name: string } & InlineProof): Promise<Passkey> {
+    const { passkeys, audit, reauthentication } = this.deps
+    await reauthentication.require(context, caller, proof)
+    const passkey = await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'passkey_renamed', audit.recorded(context, [{ event: 'passkey.renamed', outcome: 'success', targetId: caller.id, details: { id, name } }])))(
+      async (trx) => await passkeys.rename(caller.id, id, name, trx), (renamed) => renamed !== undefined)
     if (passkey === undefined) throw new Errors.NOT_FOUND('Passkey')
     return passkey
   }
 
   /** Removes one of the caller's passkeys; the account's last way to sign in stays (409). */
-  async remove (context: RequestContext, caller: Caller, id: string): Promise<void> {
-    const refusal = await this.deps.audit.recorded(context, [{ event: 'passkey.removed', outcome: 'success', targetId: caller.id, details: { id } }])(
-      async (trx) => await this.deps.passkeys.remove(caller.id, id, trx), (result) => result === null)
+  async remove (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+    const { passkeys, audit, reauthentication } = this.deps
+    await reauthentication.require(context, caller, proof)
+    const refusal = await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'passkey_removed', audit.recorded(context, [{ event: 'passkey.removed', outcome: 'success', targetId: caller.id, details: { id } }])))(
+      async (trx) => await passkeys.remove(caller.id, id, trx), (result) => result === null)
     if (refusal === 'not_found') throw new Errors.NOT_FOUND('Passkey')
     if (refusal === 'last_sign_in_method') {
       throw new Errors.CONFLICT('This passkey is the account\'s last way to sign in: set a password or add another passkey first')
@@ -145,24 +156,24 @@ export class PasskeyService {
   }
 
   /**
-   * Options for `navigator.credentials.get`. With an e-mail address, that account's passkeys
-   * are offered and only they are accepted; an address without passkeys (or without an
-   * account) is offered a stand-in credential derived from it, so the answer does not tell
-   * whether it has any. Without one, any discoverable passkey of this site may answer.
+   * Options for `navigator.credentials.get`, the same whatever the e-mail address: no
+   * credential is listed (discoverable passkeys only), so the answer does not tell whether an
+   * address has an account or passkeys (docs/api.md, "Passkeys"). With an address, the
+   * challenge is bound to its account and only its passkeys are accepted; an address without
+   * an account is bound to an id no account has, so no passkey is. Without one, any
+   * discoverable passkey of this site may answer.
    */
   async authenticationOptions (email: string | undefined): Promise<{ challenge_id: string, options: PublicKeyCredentialRequestOptionsJSON }> {
-    const { users, passkeys, challenges, relyingParty } = this.deps
-    const user = email === undefined ? undefined : await users.findByEmail(email)
-    const credentials = user === undefined ? [] : await passkeys.credentialsOf(user.id)
-    const allowCredentials = email === undefined || credentials.length > 0 ? credentials : [{ id: this.#standIn(email), transports: [] }]
+    const { users, challenges, relyingParty } = this.deps
+    const userId = email === undefined ? null : (await users.findByEmail(email))?.id ?? ''
     const options = await generateAuthenticationOptions({
       rpID: relyingParty.rpId,
-      allowCredentials,
+      allowCredentials: [],
       timeout: PASSKEY_CHALLENGE_TTL_MS,
       userVerification: 'preferred'
     })
     const challengeId = randomBytes(16).toString('base64url')
-    await challenges.put(`authentication:${challengeId}`, { challenge: options.challenge, userId: user?.id ?? null }, PASSKEY_CHALLENGE_TTL_MS)
+    await challenges.put(`authentication:${challengeId}`, { challenge: options.challenge, userId }, PASSKEY_CHALLENGE_TTL_MS)
     return { challenge_id: challengeId, options }
   }
 
@@ -207,10 +218,5 @@ export class PasskeyService {
   async #refuse (context: RequestContext, userId: string | null, reason: string): Promise<never> {
     await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: userId, targetId: userId, details: { method: 'passkey', reason } })
     throw new Errors.INVALID_CREDENTIALS()
-  }
-
-  /** A credential id no authenticator holds, the same for an address every time. */
-  #standIn (email: string): string {
-    return createHmac('sha256', this.deps.secret).update(`passkey-stand-in:${normalizeEmail(email)}`).digest('base64url')
   }
 }

@@ -6,6 +6,7 @@ import { Errors } from '../errors.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import { normalizeEmail, type UsersRepository } from '../store/users.js'
 import { assertPasswordPolicy } from './accounts.js'
+import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit-trail.js'
 import type { RequestContext } from './context.js'
 import { MESSAGES_PER_HOUR, newOneTimeToken } from './email-verification.js'
@@ -23,6 +24,7 @@ export interface PasswordResetDependencies {
   passwords: PasswordHasher
   passwordPolicy: PasswordPolicy
   sessions: SessionService
+  claims: AccountClaims
   templates: MessageTemplates
   notices: Notices
   audit: AuditTrail
@@ -67,10 +69,11 @@ export class PasswordResetService {
   /**
    * A new password for a reset token: the policy applies (checked before the token is spent),
    * every session of the account ends, every other reset token stops working, and a notice
-   * goes to the address. The message proved the address, so it counts as verified.
+   * goes to the address. The message proved the address, so it counts as verified; a first
+   * proof claims the account (AccountClaims), removing what was attached before.
    */
   async reset (context: RequestContext, { token, password }: ResetPasswordBody): Promise<void> {
-    const { users, tokens, passwords, passwordPolicy, sessions, notices, audit } = this.deps
+    const { users, tokens, passwords, passwordPolicy, sessions, claims, notices, audit } = this.deps
     assertPasswordPolicy(password, passwordPolicy)
     const now = new Date(this.#now()).toISOString()
     // Hashed before the token is spent: a hashing queue that is full (503) leaves it usable.
@@ -79,14 +82,15 @@ export class PasswordResetService {
     const user = spent === undefined ? undefined : await users.findById(spent.userId)
     // A reset sent before an e-mail change does not reset the account the new address holds.
     if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
-    const revokeAccess = await audit.recorded(context, [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }])(async (trx) => {
+    const { proved, revokeAccess } = await audit.recordChange(context, async (trx) => {
       await users.update(user.id, { passwordHash }, trx)
-      await users.markEmailVerified(user.id, spent.email, trx)
+      const proved = await claims.prove(user.id, spent.email, { removePassword: false }, trx)
       await tokens.spendAll(user.id, 'password_reset', now, trx)
       await notices.add(user.email, 'password_reset', trx)
-      return await sessions.endAllWithin(user.id, 'password_reset', trx)
-    })
+      return { proved, revokeAccess: await sessions.endAllWithin(user.id, 'password_reset', trx) }
+    }, ({ proved }): AuditChange[] => [{ event: 'auth.password_reset', outcome: 'success', actorId: user.id, targetId: user.id }, ...proved?.entries ?? []])
     notices.deliver()
+    await proved?.revokeAccess()
     await revokeAccess()
   }
 }

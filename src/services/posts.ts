@@ -39,7 +39,7 @@ export class PostService {
   /** A page of the posts the caller may see (newest first by default), optionally one author's. */
   async list (caller: Caller | null, query: CollectionQueryInput & { status?: string }, authorId?: string) {
     const { status, ...rest } = query
-    return await collectionPage(rest, { ...POST_FIELDS, defaultSort: [{ field: 'created_at', descending: true }] }, this.deps.cursors,
+    return await collectionPage(rest, { ...POST_FIELDS, defaultSort: [{ field: 'created_at', descending: true }], scope: `posts:${authorId ?? 'all'}:${caller?.id ?? 'anonymous'}` }, this.deps.cursors,
       async (request) => await this.deps.posts.list(request, visibilityOf(caller), authorId), status === undefined ? {} : { status })
   }
 
@@ -76,7 +76,7 @@ export class PostService {
   /** A post's comments, oldest first by default. */
   async comments (caller: Caller | null, postId: string, query: CollectionQueryInput) {
     const post = await this.get(caller, postId)
-    return await collectionPage(query, { ...COMMENT_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, this.deps.cursors,
+    return await collectionPage(query, { ...COMMENT_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `comments:${post.id}:${caller?.id ?? 'anonymous'}` }, this.deps.cursors,
       async (request) => await this.deps.comments.list(post.id, request))
   }
 

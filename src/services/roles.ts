@@ -18,8 +18,7 @@ export class RoleService {
   }
 
   async assign (context: RequestContext, caller: Caller, userId: string, role: Role) {
-    this.#assertMayGrant(caller, role)
-    await this.assignment(userId) // 404 before writing for a user that does not exist
+    await this.#assertMayChange(caller, userId, role)
     await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.addRole(userId, role, trx) },
       () => [{ event: 'role.assigned', outcome: 'success', targetId: userId, details: { role } }])
     return await this.assignment(userId)
@@ -27,16 +26,23 @@ export class RoleService {
 
   /** Harmless when the role is not held. */
   async remove (context: RequestContext, caller: Caller, userId: string, role: Role) {
-    this.#assertMayGrant(caller, role)
-    await this.assignment(userId) // 404 before writing (and auditing a removal) for a user that does not exist
+    await this.#assertMayChange(caller, userId, role)
     await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.removeRole(userId, role, trx) },
       () => [{ event: 'role.removed', outcome: 'success', targetId: userId, details: { role } }])
     return await this.assignment(userId)
   }
 
-  /** Nobody grants or takes away a role whose permissions they do not hold themselves. */
-  #assertMayGrant (caller: Caller, role: Role): void {
-    const missing = permissionLacked(authorize(caller, 'manage_roles'), [role])
+  /**
+   * Nobody grants or takes away a role whose permissions they do not hold themselves, nor
+   * changes the roles of an account holding a permission they lack (the rule for changing
+   * another account, docs/api.md "Roles and permissions"): a moderator may not strip an admin
+   * of any role. A user that does not exist is 404, before anything is written or audited.
+   */
+  async #assertMayChange (caller: Caller, userId: string, role: Role): Promise<void> {
+    const grantor = authorize(caller, 'manage_roles')
+    const target = await this.deps.users.findPrincipal(userId)
+    if (target === undefined) throw new Errors.NOT_FOUND('User')
+    const missing = permissionLacked(grantor, [role, ...target.roles])
     if (missing !== null) throw new Errors.FORBIDDEN(missing)
   }
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config.js'
 import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
-import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../store/sessions.js'
+import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
 import type { UsersRepository } from '../store/users.js'
 import type { Recorded } from './audit-trail.js'
@@ -66,17 +66,19 @@ export class SessionService {
    * sessions end, and their access tokens are revoked before the pair is answered (this
    * session, in turn, is ended by whichever later sign-in finds it the oldest). An account
    * deleted as it signs in fails like an unknown one. The session is stored through
-   * `recorded`, with the entry of the sign-in.
+   * `recorded`, with the entry of the sign-in. `amr` says how the sign-in was proved (RFC 8176
+   * values); it and the instant, `auth_time`, go into every access token of the session.
    */
-  async start (user: { id: string, roles: string[] }, device: Device | undefined, recorded: Recorded): Promise<TokenPair> {
+  async start (user: { id: string, roles: string[] }, device: Device | undefined, amr: string[], recorded: Recorded): Promise<TokenPair> {
     const { sessions, policy } = this.#deps
     const nowMs = this.#now()
     const now = new Date(nowMs).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
-    const { access, refresh } = this.#sign(user, deviceInfo, nowMs)
+    const authentication = { authTime: now, amr }
+    const { access, refresh } = this.#sign(user, deviceInfo, authentication, nowMs)
     const ended = await recorded(async (trx) => {
       const opened = await sessions.open({
-        userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
+        userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, authentication, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
       }, trx)
       if (opened === undefined) throw new Errors.INVALID_CREDENTIALS()
       return opened
@@ -157,7 +159,7 @@ export class SessionService {
   /** The user's live sessions, oldest first by default. */
   async list (userId: string, query: CollectionQueryInput) {
     const { sessions, cursors } = this.#deps
-    return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }] }, cursors,
+    return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `sessions:${userId}` }, cursors,
       async (request) => await sessions.list(userId, this.cutoffs(), request))
   }
 
@@ -202,10 +204,11 @@ export class SessionService {
    * session's access tokens are revoked until that instant + 15 minutes, which must not come
    * before they expire.
    */
-  #sign (user: { id: string, roles: string[] }, device: Record<string, unknown>, issuedAtMs: number) {
+  #sign (user: { id: string, roles: string[] }, device: Record<string, unknown>, { authTime, amr }: SignInProof, issuedAtMs: number) {
     const { tokens } = this.#deps
+    const signIn = { auth_time: Math.floor(Date.parse(authTime) / 1000), amr }
     return {
-      access: tokens.issueAccessToken({ sub: user.id, roles: [...user.roles] }, ACCESS_TOKEN_TTL_S, issuedAtMs),
+      access: tokens.issueAccessToken({ sub: user.id, roles: [...user.roles], ...signIn }, ACCESS_TOKEN_TTL_S, issuedAtMs),
       refresh: tokens.issueRefreshToken(user.id, device, issuedAtMs)
     }
   }
@@ -218,7 +221,8 @@ export class SessionService {
   async #rotate (user: { id: string, roles: string[] }, presented: PresentedRefreshToken, device: Record<string, unknown>, now: string, recorded: Recorded): Promise<TokenPair | null> {
     const { sessions, policy, retryBox } = this.#deps
     const nowMs = Date.parse(now)
-    const { access, refresh } = this.#sign(user, device, nowMs)
+    // A refresh keeps the sign-in's auth_time and amr: it proves nothing new of the user.
+    const { access, refresh } = this.#sign(user, device, presented.sessionAuthentication, nowMs)
     const pair = tokenPair(access.token, refresh.token)
     const retry = policy.refreshRetryWindowS === 0
       ? null

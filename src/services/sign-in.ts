@@ -63,7 +63,7 @@ export class SignInService {
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await this.#assertEmailVerified(context, principal, { email })
-    return await this.#complete(context, principal, device, 'password')
+    return await this.#complete(context, principal, device, 'password', ['pwd'])
   }
 
   /**
@@ -78,7 +78,7 @@ export class SignInService {
     const { redirectTo, codeChallenge } = flow.pending
     if (redirectTo === null || codeChallenge === null) {
       const principal = await this.#providerAccount(context, await oauth.finish(context, flow, callback))
-      return { result: await this.#complete(context, principal, {}, `oauth:${flow.provider}`) }
+      return { result: await this.#complete(context, principal, {}, `oauth:${flow.provider}`, ['fed']) }
     }
     const back = new URL(redirectTo)
     try {
@@ -95,7 +95,7 @@ export class SignInService {
   async withExchangeCode (context: RequestContext, { code, code_verifier: codeVerifier }: OAuthExchangeBody): Promise<SignInResult> {
     const { userId, provider } = await this.deps.oauth.takeExchangeCode(code, codeVerifier)
     const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
-    return await this.#complete(context, principal, {}, `oauth:${provider}`)
+    return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'])
   }
 
   /**
@@ -128,8 +128,8 @@ export class SignInService {
   async withPasskey (context: RequestContext, body: PasskeyAuthenticationBody): Promise<SignInResult> {
     const { userId, userVerified } = await this.deps.passkeys.verifyAssertion(context, body)
     const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
-    if (userVerified) return { ...await this.#startSession(context, principal, undefined, 'passkey'), mfa_required: false }
-    return await this.#complete(context, principal, undefined, 'passkey')
+    if (userVerified) return { ...await this.#startSession(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false }
+    return await this.#complete(context, principal, undefined, 'passkey', ['hwk'])
   }
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */
@@ -149,7 +149,8 @@ export class SignInService {
     const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
       async (trx) => await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx), (result) => result)
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
-    return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`)
+    const amr = [...new Set([...claims.amr ?? [], method === 'sms' ? 'sms' : 'otp', 'mfa'])]
+    return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`, amr)
   }
 
   /**
@@ -195,17 +196,18 @@ export class SignInService {
    * `answerChallenge` completes. An account whose role must use MFA and whose only second
    * factor is a passkey is told to sign in with the passkey (docs/api.md, "Required roles").
    */
-  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string): Promise<SignInResult> {
+  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string, amr: string[]): Promise<SignInResult> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
     if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
     if (methods.length > 0) {
-      const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device })
+      // The challenge names the credentials it was opened under: a new password or a claim ends it.
+      const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device }, { amr, cv: principal.credentialsVersion })
       return { mfa_required: true, mfa_token: challenge.token, methods }
     }
-    return { ...await this.#startSession(context, principal, device as Device | undefined, method), mfa_required: false }
+    return { ...await this.#startSession(context, principal, device as Device | undefined, method, amr), mfa_required: false }
   }
 
-  /** An MFA challenge's claims and its account; a challenge ends with its account. */
+  /** An MFA challenge's claims and its account; a challenge ends with its account, and with a new password or a claim. */
   async #challenge (mfaToken: string) {
     let claims
     try {
@@ -214,7 +216,7 @@ export class SignInService {
       throw tokenFailure(error)
     }
     const principal = await this.deps.users.findPrincipal(claims.sub)
-    if (principal === undefined) throw new Errors.INVALID_TOKEN()
+    if (principal === undefined || (claims.cv ?? 0) !== principal.credentialsVersion) throw new Errors.INVALID_TOKEN()
     return { claims, principal }
   }
 
@@ -231,10 +233,10 @@ export class SignInService {
    * a session, audited as `auth.login` with the method that proved the caller (`mfa:totp`
    * after a challenge).
    */
-  async #startSession (context: RequestContext, principal: UserPrincipal, device: Device | undefined, method: string): Promise<TokenPair> {
+  async #startSession (context: RequestContext, principal: UserPrincipal, device: Device | undefined, method: string, amr: string[]): Promise<TokenPair> {
     const { guard, sessions, audit } = this.deps
     await guard.recordSuccess(principal.id, context.ip)
-    return await sessions.start(principal, device,
+    return await sessions.start(principal, device, amr,
       audit.recorded(context, [{ event: 'auth.login', outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } }]))
   }
 }

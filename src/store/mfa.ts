@@ -67,8 +67,8 @@ export class MfaRepository {
   }
 
   /** A fresh set replaces the old one, atomically. */
-  async replaceBackupCodes (userId: string, codeHashes: string[], now: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  async replaceBackupCodes (userId: string, codeHashes: string[], now: string, db: Db = this.db): Promise<void> {
+    await atomically(db, async (trx) => {
       await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', userId).execute()
       await trx.insertInto('mfa_backup_codes')
         .values(codeHashes.map((codeHash) => ({ id: uuidv7(), user_id: userId, code_hash: codeHash, created_at: now })))

@@ -92,8 +92,8 @@ export class PasskeysRepository {
   }
 
   /** Renames one of the user's passkeys; undefined when the user has none with this id. */
-  async rename (userId: string, id: string, name: string): Promise<Passkey | undefined> {
-    return await this.db.updateTable('passkeys').set({ name })
+  async rename (userId: string, id: string, name: string, db: Db = this.db): Promise<Passkey | undefined> {
+    return await db.updateTable('passkeys').set({ name })
       .where('id', '=', id).where('user_id', '=', userId)
       .returning(COLUMNS).executeTakeFirst()
   }

@@ -19,7 +19,12 @@ export interface PresentedRefreshToken {
   sessionRevokedReason: string | null
   /** The session's last rotation, while kept for retries (SessionsRepository.rotate). */
   sessionRetry: KeptRotation | null
+  /** How the session's sign-in was proved, for the access tokens its refreshes issue. */
+  sessionAuthentication: SignInProof
 }
+
+/** When a session's sign-in was proved, and how (RFC 8176 `amr` values): its access tokens' `auth_time` and `amr`. */
+export interface SignInProof { authTime: string, amr: string[] }
 
 /** A rotation kept for retries of its spent token: that token's jti, the pair it was rotated into (sealed), and until when. */
 export interface KeptRotation { jti: string, pair: string, until: string }
@@ -58,12 +63,13 @@ export interface SessionOpening {
   refresh: IssuedRefreshToken
   accessJti: string
   now: string
+  authentication: SignInProof
   cutoffs: LivenessCutoffs
   maxConcurrent: number
   accessIssuedAfter: string
 }
 
-export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset'
+export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed'
 
 function parseDevice (text: string): Record<string, unknown> {
   const value: unknown = JSON.parse(text)
@@ -98,7 +104,15 @@ export class SessionsRepository {
       if (!await holdUserRow(trx, userId)) return undefined
       const sessionId = uuidv7()
       await trx.insertInto('sessions').values({
-        id: sessionId, user_id: userId, device: JSON.stringify(device), created_at: now, last_used_at: now, revoked_at: null, revoked_reason: null
+        id: sessionId,
+        user_id: userId,
+        device: JSON.stringify(device),
+        created_at: now,
+        last_used_at: now,
+        revoked_at: null,
+        revoked_reason: null,
+        auth_time: opening.authentication.authTime,
+        amr: JSON.stringify(opening.authentication.amr)
       }).execute()
       await insertRefreshToken(trx, sessionId, userId, opening.refresh, opening.accessJti, device, now)
       const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
@@ -145,7 +159,8 @@ export class SessionsRepository {
       .select([
         'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
         'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
-        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until'
+        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until',
+        'sessions.auth_time', 'sessions.amr'
       ])
       .where('refresh_tokens.token_hash', '=', tokenHash)
       .executeTakeFirst()
@@ -162,8 +177,27 @@ export class SessionsRepository {
       sessionRevokedReason: row.revoked_reason,
       sessionRetry: row.retry_jti === null || row.retry_pair === null || row.retry_until === null
         ? null
-        : { jti: row.retry_jti, pair: row.retry_pair, until: row.retry_until }
+        : { jti: row.retry_jti, pair: row.retry_pair, until: row.retry_until },
+      // Sessions opened before sign-ins were recorded count from their start, proof unknown.
+      sessionAuthentication: { authTime: row.auth_time ?? row.created_at, amr: row.amr === null ? [] : JSON.parse(row.amr) as string[] }
     }
+  }
+
+  /**
+   * Lets the live session that issued the access token make sensitive changes until `until`
+   * (docs/security.md, "Sensitive changes"); false when that session has ended.
+   */
+  async grantReauthentication (userId: string, accessJti: string, until: string, db: Db = this.db): Promise<boolean> {
+    const sessionId = await this.sessionOfAccessToken(userId, accessJti, db)
+    if (sessionId === undefined) return false
+    const granted = await db.updateTable('sessions').set({ reauthenticated_until: until })
+      .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
+    return granted.numUpdatedRows > 0n
+  }
+
+  /** Until when the live session that issued the access token may make sensitive changes; null without a step-up. */
+  async reauthenticatedUntil (userId: string, accessJti: string): Promise<string | null> {
+    return (await stepUpOf(this.db, userId, accessJti).executeTakeFirst())?.reauthenticated_until ?? null
   }
 
   /** Erases the rotations kept for retries whose window ended at `now` or before. */
@@ -196,8 +230,8 @@ export class SessionsRepository {
   }
 
   /** The session that issued an access token, if it belongs to the user. */
-  async sessionOfAccessToken (userId: string, accessJti: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('refresh_tokens').select('session_id')
+  async sessionOfAccessToken (userId: string, accessJti: string, db: Db = this.db): Promise<string | undefined> {
+    const row = await db.selectFrom('refresh_tokens').select('session_id')
       .where('access_jti', '=', accessJti).where('user_id', '=', userId).executeTakeFirst()
     return row?.session_id
   }
@@ -210,6 +244,18 @@ export class SessionsRepository {
     const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
+}
+
+/**
+ * The step-up of the live session that issued an access token: found by the token's jti through
+ * the index of access tokens (migration 0002), then the session by its key. Exported for the
+ * test that checks that plan.
+ */
+export function stepUpOf (db: Db, userId: string, accessJti: string) {
+  return db.selectFrom('refresh_tokens')
+    .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+    .select('sessions.reauthenticated_until')
+    .where('refresh_tokens.access_jti', '=', accessJti).where('refresh_tokens.user_id', '=', userId).where('sessions.revoked_at', 'is', null)
 }
 
 /** A user's sessions that have not ended, by revocation or timeout. */

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import type { Generated, Kysely } from 'kysely'
 
 /** Timestamps are ISO 8601 UTC strings in both dialects (see database.ts). */
 export interface UsersTable {
@@ -18,6 +18,10 @@ export interface UsersTable {
   phone: string | null
   mfa_email_enabled_at: string | null
   mfa_sms_enabled_at: string | null
+  /** When the address was first proved; null while the account is unclaimed (docs/security.md, "Account claiming"). */
+  claimed_at: string | null
+  /** Raised by a new password or a claim: MFA challenges carry the version they were issued under. */
+  credentials_version: Generated<number>
   created_at: string
   updated_at: string
 }
@@ -102,6 +106,11 @@ export interface SessionsTable {
   retry_pair: string | null
   /** and until when a retry gets that pair. */
   retry_until: string | null
+  /** When the sign-in that opened the session was proved, and how (RFC 8176 values, JSON): the access tokens' auth_time and amr. */
+  auth_time: string | null
+  amr: string | null
+  /** Until when a step-up lets the session make sensitive changes (docs/security.md, "Sensitive changes"). */
+  reauthenticated_until: string | null
 }
 
 /** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */

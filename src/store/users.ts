@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import type { User } from '../../schemas/user.js'
 import type { CollectionRequest } from '../collection/query.js'
@@ -22,6 +23,20 @@ export interface UserPrincipal {
   /** Second factors sent by message that are on. */
   messageFactors: MessageFactor[]
   emailVerified: boolean
+  /** The address was proved at least once (docs/security.md, "Account claiming"). */
+  claimed: boolean
+  /** Raised by a new password or a claim: an MFA challenge of an older version is refused. */
+  credentialsVersion: number
+}
+
+/** What a claim removed from an account that was attached before its address was proved. */
+export interface ReleasedAttachments {
+  identities: number
+  passkeys: number
+  totp: boolean
+  messageFactors: MessageFactor[]
+  trustedDevices: number
+  password: boolean
 }
 
 export type MessageFactor = 'email' | 'sms'
@@ -96,7 +111,7 @@ export class UsersRepository {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
-      .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'user_roles.role'])
+      .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'users.claimed_at', 'users.credentials_version', 'user_roles.role'])
       .select((eb) => eb.exists(eb.selectFrom('passkeys').select('passkeys.id').whereRef('passkeys.user_id', '=', 'users.id')).as('has_passkey'))
       .where('users.id', '=', ''))
     this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
@@ -140,6 +155,7 @@ export class UsersRepository {
       password_hash: user.passwordHash,
       totp_enabled_at: null,
       email_verified: user.emailVerified ? 1 : 0,
+      claimed_at: user.emailVerified ? now : null,
       created_at: now,
       updated_at: now
     }
@@ -191,7 +207,9 @@ export class UsersRepository {
       mfaEnabled: first.totp_enabled_at !== null,
       hasPasskey: Boolean(first.has_passkey),
       messageFactors: [...(first.mfa_email_enabled_at !== null ? ['email' as const] : []), ...(first.mfa_sms_enabled_at !== null ? ['sms' as const] : [])],
-      emailVerified: Boolean(first.email_verified)
+      emailVerified: Boolean(first.email_verified),
+      claimed: first.claimed_at !== null,
+      credentialsVersion: Number(first.credentials_version)
     }
   }
 
@@ -203,7 +221,8 @@ export class UsersRepository {
     const values = {
       ...(changes.email !== undefined && { email: normalizeEmail(changes.email), email_verified: 0, mfa_email_enabled_at: null }),
       ...(changes.name !== undefined && { name: changes.name }),
-      ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash }),
+      // A new password ends the MFA challenges the old one opened.
+      ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash, credentials_version: sql<number>`credentials_version + 1` }),
       ...(changes.phone !== undefined && { phone: changes.phone, mfa_sms_enabled_at: null }),
       updated_at: new Date().toISOString()
     }
@@ -217,12 +236,61 @@ export class UsersRepository {
     }
   }
 
-  /** Marks `email` verified, when it is still the user's address; the user, or undefined when it is not. */
-  async markEmailVerified (id: string, email: string, db: Db = this.db): Promise<User | undefined> {
-    const row = await db.updateTable('users').set({ email_verified: 1, updated_at: new Date().toISOString() })
-      .where('id', '=', id).where('email', '=', normalizeEmail(email)).returning(PUBLIC_COLUMNS).executeTakeFirst()
-    this.invalidate(id)
-    return row === undefined ? undefined : toUser(row)
+  /**
+   * Marks `email` verified, when it is still the user's address: the user, and whether this
+   * is the first proof of an address (the account is claimed now); undefined when it is not
+   * the user's address.
+   */
+  async markEmailVerified (id: string, email: string, db: Db = this.db): Promise<(User & { claimedNow: boolean }) | undefined> {
+    return await atomically(db, async (trx) => {
+      const before = await trx.selectFrom('users').select('claimed_at').where('id', '=', id).executeTakeFirst()
+      const now = new Date().toISOString()
+      const row = await trx.updateTable('users').set({ email_verified: 1, claimed_at: before?.claimed_at ?? now, updated_at: now })
+        .where('id', '=', id).where('email', '=', normalizeEmail(email)).returning(PUBLIC_COLUMNS).executeTakeFirst()
+      this.invalidate(id)
+      return row === undefined ? undefined : { ...toUser(row), claimedNow: before?.claimed_at === null }
+    })
+  }
+
+  /**
+   * Removes what was attached to an account before its address was first proved (docs/security.md,
+   * "Account claiming"): linked identities (but `keepIdentity`, the provider identity that proved
+   * it), passkeys, TOTP and backup codes, codes by message and the phone number, trusted devices,
+   * codes sent by message, and, with `password`, the password. Raises the credentials version,
+   * which ends pending MFA challenges. Sessions are ended by the caller, in the same transaction.
+   */
+  async releaseForClaim (id: string, options: { keepIdentity?: { provider: string, subject: string }, password: boolean }, db: Db = this.db): Promise<ReleasedAttachments> {
+    return await atomically(db, async (trx) => {
+      const user = await trx.selectFrom('users').select(['totp_enabled_at', 'mfa_email_enabled_at', 'mfa_sms_enabled_at', 'password_hash']).where('id', '=', id).executeTakeFirst()
+      let identities = trx.deleteFrom('user_identities').where('user_id', '=', id)
+      const keep = options.keepIdentity
+      if (keep !== undefined) identities = identities.where((eb) => eb.not(eb.and([eb('provider', '=', keep.provider), eb('subject', '=', keep.subject)])))
+      const removed = {
+        identities: Number((await identities.executeTakeFirst()).numDeletedRows),
+        passkeys: Number((await trx.deleteFrom('passkeys').where('user_id', '=', id).executeTakeFirst()).numDeletedRows),
+        trustedDevices: Number((await trx.deleteFrom('trusted_devices').where('user_id', '=', id).executeTakeFirst()).numDeletedRows)
+      }
+      await trx.deleteFrom('mfa_backup_codes').where('user_id', '=', id).execute()
+      await trx.deleteFrom('mfa_message_codes').where('user_id', '=', id).execute()
+      await trx.updateTable('users').set({
+        totp_secret: null,
+        totp_pending_secret: null,
+        totp_enabled_at: null,
+        totp_last_step: null,
+        mfa_email_enabled_at: null,
+        mfa_sms_enabled_at: null,
+        phone: null,
+        ...(options.password && { password_hash: null }),
+        credentials_version: sql<number>`credentials_version + 1`
+      }).where('id', '=', id).execute()
+      this.invalidate(id)
+      return {
+        ...removed,
+        totp: (user?.totp_enabled_at ?? null) !== null,
+        messageFactors: [...((user?.mfa_email_enabled_at ?? null) !== null ? ['email' as const] : []), ...((user?.mfa_sms_enabled_at ?? null) !== null ? ['sms' as const] : [])],
+        password: options.password && (user?.password_hash ?? null) !== null
+      }
+    })
   }
 
   /** Turns a second factor sent by message on (an instant) or off (null). */

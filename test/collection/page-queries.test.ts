@@ -12,6 +12,7 @@ import { backends, build, createAccount, queryPlan, TEST_SECRET } from '../helpe
  * (a filter left out, or applied without a value) must not share a compiled query.
  */
 const firstPage = (overrides: Partial<CollectionRequest> = {}): CollectionRequest => ({
+  scope: 'test',
   sort: [{ field: 'id', descending: false }],
   fields: null,
   filters: {},

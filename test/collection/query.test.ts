@@ -7,7 +7,8 @@ const options: CollectionOptions = {
   sortable: ['name', 'created_at'],
   selectable: ['name', 'email'],
   searchIn: 'the name',
-  defaultSort: [{ field: 'created_at', descending: false }]
+  defaultSort: [{ field: 'created_at', descending: false }],
+  scope: 'users'
 }
 
 function issuesOf (fn: () => unknown): unknown {
@@ -70,6 +71,16 @@ t.test('cursor mode: empty cursor is the first page; a cursor is bound to its qu
     'another filter')
   t.match(issuesOf(() => parseCollectionQuery({ limit: 5, cursor, page: 2 }, options, cursors)), [{ path: '/page' }],
     'page and cursor together')
+})
+
+t.test('a cursor is bound to its collection and viewer (the scope)', async (t) => {
+  const cursor = cursors.encode(queryFingerprint(parseCollectionQuery({ limit: 5, cursor: '' }, { ...options, scope: 'sessions:user-a' }, cursors)), ['2026-01-01T00:00:00.000Z', 'id-1'])
+  t.same(parseCollectionQuery({ limit: 5, cursor }, { ...options, scope: 'sessions:user-a' }, cursors).pagination.kind, 'cursor', 'accepted in its own scope')
+  for (const scope of ['sessions:user-b', 'users', 'passkeys:user-a', 'sessions:user-a ']) {
+    t.same(issuesOf(() => parseCollectionQuery({ limit: 5, cursor }, { ...options, scope }, cursors)),
+      [{ path: '/cursor', message: 'is not a cursor issued for this collection, sort and filter' }], `refused in ${scope}`)
+  }
+  t.equal(parseCollectionQuery({ limit: 5 }, options, cursors).scope, 'users', 'the request carries its scope to the store, which signs the next cursor with it')
 })
 
 t.test('forged and corrupt cursors are refused', async (t) => {

@@ -22,7 +22,9 @@ for (const backend of backends()) {
       t.equal(data.refresh_expires_in, 604800)
 
       const claims = claimsOf(data.access_token)
-      t.same(Object.keys(claims).sort(), ['exp', 'iat', 'jti', 'roles', 'sub', 'type'])
+      t.same(Object.keys(claims).sort(), ['amr', 'auth_time', 'exp', 'iat', 'jti', 'roles', 'sub', 'type'])
+      t.same(claims.amr, ['pwd'], 'proved by a password')
+      t.equal(claims.auth_time, claims.iat, 'at sign-in')
       t.equal(claims.sub, account.id)
       t.same(claims.roles, ['user'])
       t.equal(claims.type, 'access')

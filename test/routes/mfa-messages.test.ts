@@ -25,7 +25,10 @@ async function audited (app: FastifyInstance, event: string, userId: string) {
   return rows.map((row) => JSON.parse(row.details) as Record<string, unknown>)
 }
 
-/** A registered account with its address verified from the delivered mail, signed in. */
+/**
+ * A registered account with its address verified from the delivered mail, signed in, its
+ * session stepped up with the password: turning factors on and off are sensitive changes.
+ */
 async function verifiedAccount (app: FastifyInstance, smtp: MailServer) {
   const email = uniqueEmail('factor')
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Factor User', password: TEST_PASSWORD } })
@@ -33,7 +36,9 @@ async function verifiedAccount (app: FastifyInstance, smtp: MailServer) {
   const token = tokenIn(await smtp.next((mail) => mail.to.includes(email)))
   await app.inject({ method: 'POST', url: '/api/v1/auth/email/verify', payload: { token } })
   const signedIn = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: TEST_PASSWORD } })
-  return { id, email, accessToken: signedIn.json().data.access_token as string }
+  const accessToken = signedIn.json().data.access_token as string
+  await app.inject(withToken(accessToken, { method: 'POST', url: '/api/v1/auth/reauthenticate', payload: { password: TEST_PASSWORD } }))
+  return { id, email, accessToken }
 }
 
 for (const backend of backends()) {
@@ -72,7 +77,12 @@ for (const backend of backends()) {
       t.same(await audited(app, 'mfa.code_sent', account.id), [{ method: 'email' }], 'the code sent is audited with its method')
 
       t.equal((await app.inject({ method: 'DELETE', url: '/api/v1/auth/mfa/email' })).statusCode, 401, 'turning codes off needs the account\'s token')
-      const off = await app.inject(withToken(verified.json().data.access_token, { method: 'DELETE', url: '/api/v1/auth/mfa/email' }))
+      // Turning codes off is a sensitive change: a code sent for it is the proof (docs/api.md, "Step-up").
+      const signedIn = verified.json().data.access_token
+      t.equal((await app.inject(withToken(signedIn, { method: 'DELETE', url: '/api/v1/auth/mfa/email' }))).statusCode, 403, 'not with the token alone')
+      await app.inject(withToken(signedIn, { method: 'POST', url: '/api/v1/auth/reauthenticate/code', payload: { method: 'email' } }))
+      const proof = codeIn((await smtp.next((mail) => mail.to.includes(account.email))).text)
+      const off = await app.inject(withToken(signedIn, { method: 'DELETE', url: '/api/v1/auth/mfa/email', payload: { mfa_code: proof } }))
       t.equal(off.statusCode, 204)
       t.match(await smtp.next((mail) => mail.to.includes(account.email)), { subject: 'Two-factor authentication was disabled on your account' }, 'a notice goes out')
       t.same(await audited(app, 'mfa.disabled', account.id), [{ method: 'email' }])
@@ -99,17 +109,20 @@ for (const backend of backends()) {
       const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: challenge.mfa_token, code: codeIn(message.body) } })
       t.equal(verified.statusCode, 200)
 
-      const moved = await app.inject(withToken(verified.json().data.access_token, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { phone: '+15555550199' } }))
+      // A new number is a sensitive change: the code-verified session has not stepped up, the first one has.
+      const unproved = await app.inject(withToken(verified.json().data.access_token, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { phone: '+15555550199' } }))
+      t.equal(unproved.json().error.code, 'REAUTHENTICATION_REQUIRED')
+      const moved = await app.inject(withToken(account.accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { phone: '+15555550199' } }))
       t.equal(moved.statusCode, 200)
       const plain = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })
       t.ok('access_token' in plain.json().data, 'a new number turned SMS codes off: sign-in needs no code until they are on again')
       t.same(await audited(app, 'mfa.code_sent', account.id), [{ method: 'sms' }], 'the code sent is audited with its method')
 
       const accessToken = plain.json().data.access_token as string
-      t.equal((await app.inject(withToken(accessToken, { method: 'POST', url: '/api/v1/auth/mfa/sms/enable' }))).statusCode, 204)
+      t.equal((await app.inject(withToken(accessToken, { method: 'POST', url: '/api/v1/auth/mfa/sms/enable', payload: { current_password: TEST_PASSWORD } }))).statusCode, 204)
       t.same((await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: TEST_PASSWORD } })).json().data.methods, ['sms'], 'on again for the new number')
       t.equal((await app.inject({ method: 'DELETE', url: '/api/v1/auth/mfa/sms' })).statusCode, 401, 'turning codes off needs the account\'s token')
-      const off = await app.inject(withToken(accessToken, { method: 'DELETE', url: '/api/v1/auth/mfa/sms' }))
+      const off = await app.inject(withToken(account.accessToken, { method: 'DELETE', url: '/api/v1/auth/mfa/sms' }))
       t.equal(off.statusCode, 204)
       const me = await app.inject(withToken(accessToken, { method: 'GET', url: '/api/v1/auth/me' }))
       t.match(me.json().data, { mfa_enabled: false, mfa_methods: [] })

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { generateSync } from 'otplib'
-import { type TestContext, backends, build, createAccount, freshDatabaseUrl, redisReady, stateCookie, uniqueEmail, withToken } from '../helper.js'
+import { mailServer } from '../mail-server.js'
+import { type TestContext, backends, build, createAccount, freshDatabaseUrl, redisReady, stateCookie, stepUpWithEmailCode, uniqueEmail, withToken } from '../helper.js'
 import { OpenIdTestProvider } from '../openid-provider.js'
 
 const NAME = 'corp'
@@ -200,10 +201,13 @@ for (const backend of backends()) {
 
     t.test('identities: listed, unlinked, and the last way to sign in is kept (409)', async (t) => {
       const { provider, env } = await openIdProvider(t)
-      const app = await build(t, { postgresUrl: backend.url, env })
+      const smtp = await mailServer(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { ...env, SMTP_URL: smtp.url() } })
       provider.accounts.set('only', { email: uniqueEmail(), email_verified: true })
       const { callback } = await signIn(app, provider, 'only')
       const token = callback.json().data.access_token
+      // Unlinking is a sensitive change: this provider-only account proves itself by a code to its address.
+      await stepUpWithEmailCode(app, token, smtp, (await me(app, token)).email)
       const list = await app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/identities' }))
       t.equal(list.statusCode, 200)
       const identities = list.json().data

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, freshDatabaseUrl, redisReady, uniqueEmail, withToken } from '../helper.js'
+import { mailServer } from '../mail-server.js'
+import { type Account, backends, build, createAccount, freshDatabaseUrl, redisReady, stepUpWithEmailCode, uniqueEmail, withToken } from '../helper.js'
 import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
 
 const BASE = '/api/v1/auth/passkeys'
@@ -155,7 +156,8 @@ for (const backend of backends()) {
     })
 
     t.test('rename and remove: own passkeys only; the last way to sign in is kept (409)', async (t) => {
-      const app = await build(t, { postgresUrl: backend.url })
+      const smtp = await mailServer(t)
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url() } })
       const account = await createAccount(app)
       const stranger = await createAccount(app)
       const passkey = await addPasskey(app, account.token, new SoftwareAuthenticator())
@@ -170,7 +172,8 @@ for (const backend of backends()) {
 
       const user = await app.repositories.users.create({ email: uniqueEmail('passwordless'), name: 'No Password', passwordHash: null, roles: ['user'], emailVerified: true })
       const signedIn = app.auditTrail.recorded({ ip: '127.0.0.1', userAgent: null, caller: null }, [{ event: 'auth.login', outcome: 'success', actorId: user.id, targetId: user.id }])
-      const { access_token: token } = await app.services.sessions.start({ id: user.id, roles: ['user'] }, undefined, signedIn)
+      const { access_token: token } = await app.services.sessions.start({ id: user.id, roles: ['user'] }, undefined, ['fed'], signedIn)
+      await stepUpWithEmailCode(app, token, smtp, user.email)
       const only = await addPasskey(app, token, new SoftwareAuthenticator())
       const last = await app.inject(withToken(token, { method: 'DELETE', url: `${BASE}/${only.id}` }))
       t.equal(last.statusCode, 409)

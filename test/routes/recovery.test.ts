@@ -167,7 +167,8 @@ for (const backend of backends()) {
       await app.inject({ method: 'POST', url: '/api/v1/auth/email/verify', payload: { token } })
       const { access_token: accessToken } = (await login(app, account.email)).json().data
       const newEmail = uniqueEmail('moved')
-      const changed = await app.inject(withToken(accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { email: newEmail } }))
+      // A new address is a sensitive change: the password goes with it (docs/security.md, "Sensitive changes").
+      const changed = await app.inject(withToken(accessToken, { method: 'PATCH', url: `/api/v1/users/${account.id}`, payload: { email: newEmail, current_password: TEST_PASSWORD } }))
       t.equal(changed.statusCode, 200)
       t.equal(changed.json().data.email_verified, false)
       t.match(await smtp.next((mail) => mail.to.includes(account.email)), { subject: 'The e-mail address of your account was changed' })

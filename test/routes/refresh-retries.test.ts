@@ -84,9 +84,10 @@ for (const backend of backends()) {
         // Both share JWT_SECRET; the other signs with another key and still accepts this one.
         const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
         const key = generateKeyPair('EdDSA')
-        const app = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey } })
-        const same = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey } })
-        const other = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_PREVIOUS_KEYS: key.publicKey } })
+        const issuer = 'https://users.example.com'
+        const app = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
+        const same = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
+        const other = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_PREVIOUS_KEYS: key.publicKey, JWT_ISSUER: issuer } })
         const account = await createAccount(app)
         const first = await login(app, account)
         const rotated = await refresh(app, first.refresh_token)

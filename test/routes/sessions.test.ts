@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { liveSessionsOldestFirst } from '../../src/store/sessions.js'
+import { liveSessionsOldestFirst, stepUpOf } from '../../src/store/sessions.js'
 import { type Account, backends, build, claimsOf, createAccount, queryPlan, withToken } from '../helper.js'
 
 async function login (app: FastifyInstance, account: Account, device?: { id: string, name?: string }) {
@@ -118,6 +118,14 @@ for (const backend of backends()) {
       t.match(plan, /sessions_user_id_live/, plan)
       const live = await app.database.db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
       t.equal(live.length, 1, 'the limit held')
+    })
+
+    t.test('a sensitive change finds its session\'s step-up from the access token through the index of access tokens', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const account = await createAccount(app)
+      for (let n = 0; n < 3; n++) await login(app, account)
+      const plan = await queryPlan(app.database, 'refresh_tokens', stepUpOf(app.database.db, account.id, claimsOf(account.token).jti as string))
+      t.match(plan, /refresh_tokens_access_jti/, plan)
     })
 
     t.test('GET and DELETE /auth/sessions', async (t) => {

@@ -121,12 +121,34 @@ for (const algorithm of ALGORITHMS) {
   })
 }
 
-t.test('without JWT_ISSUER tokens carry no iss and discovery names the address asked', async (t) => {
-  const app = await build(t, { env: { JWT_ALGORITHM: 'EdDSA' } })
+t.test('without JWT_ISSUER (HS256) tokens carry no iss and discovery names the address asked, never to be cached', async (t) => {
+  const app = await build(t)
   const account = await createAccount(app)
   t.notOk('iss' in claimsOf(account.token))
   const discovery = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: { host: 'users.internal:8080' } })
   t.match(discovery.json(), { issuer: 'http://users.internal:8080', jwks_uri: 'http://users.internal:8080/.well-known/jwks.json' })
+  t.equal(discovery.headers['cache-control'], 'no-store', 'built on the request: no cache may keep it')
+  const jwks = await app.inject({ method: 'GET', url: '/.well-known/jwks.json', headers: { host: 'users.internal:8080' } })
+  t.equal(jwks.headers['cache-control'], 'public, max-age=300', 'the JWKS takes nothing from the request')
+})
+
+t.test('a forged Host or X-Forwarded-Host never reaches a discovery document a cache may keep', async (t) => {
+  const forged = { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' }
+  for (const env of [{}, { TRUST_PROXY: '127.0.0.1' }] as Array<Record<string, string>>) {
+    const proxied = 'TRUST_PROXY' in env ? ' behind a trusted proxy' : ''
+    const fromRequest = await build(t, { env })
+    const built = await fromRequest.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: forged })
+    t.match(built.json().jwks_uri, /evil\.example/, `HS256 without JWT_ISSUER${proxied}: the addresses come from the request`)
+    t.equal(built.headers['cache-control'], 'no-store', `HS256 without JWT_ISSUER${proxied}: and no cache may keep them`)
+
+    const issuer = 'https://auth.example.com'
+    const key = generateKeyPair('EdDSA')
+    const configured = await build(t, { env: { ...env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
+    const fixed = await configured.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: forged })
+    t.match(fixed.json(), { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, token_endpoint: `${issuer}/api/v1/auth/login` }, `EdDSA${proxied}: JWT_ISSUER, whatever the headers`)
+    t.notMatch(fixed.body, /evil\.example/)
+    t.equal(fixed.headers['cache-control'], 'public, max-age=300', `EdDSA${proxied}: so caches may keep it`)
+  }
 })
 
 t.test('a JWT_ISSUER that is a name: tokens carry it, discovery shows it and builds addresses on the address asked', async (t) => {
@@ -137,6 +159,7 @@ t.test('a JWT_ISSUER that is a name: tokens carry it, discovery shows it and bui
   t.equal(claimsOf(account.token).iss, issuer)
   const discovery = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: { host: 'users.internal:8080' } })
   t.match(discovery.json(), { issuer, jwks_uri: 'http://users.internal:8080/.well-known/jwks.json', refresh_endpoint: 'http://users.internal:8080/api/v1/auth/refresh' })
+  t.equal(discovery.headers['cache-control'], 'no-store', 'addresses built on the request: no cache may keep them')
   const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   const { payload } = await jwtVerify(account.token, createLocalJWKSet({ keys }), { issuer, algorithms: ['EdDSA'] })
   t.equal(payload.sub, account.id, 'a verifier checking that issuer accepts the token')
@@ -156,18 +179,19 @@ t.test('a token without kid (issued before key ids) is accepted under the HS256 
 t.test('moving from HS256 to EdDSA: the former secret as a previous key keeps tokens valid until it is removed', async (t) => {
   const { url } = sqliteFile(t)
   const former = 'former-secret-of-at-least-32-characters'
-  const before = await build(t, { databaseUrl: url, env: { JWT_SECRET: former } })
+  const issuer = 'https://auth.example.com'
+  const before = await build(t, { databaseUrl: url, env: { JWT_SECRET: former, JWT_ISSUER: issuer } })
   const account = await createAccount(before)
   await before.close()
 
   const ed = generateKeyPair('EdDSA')
-  const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey, JWT_PREVIOUS_KEYS: former } })
+  const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey, JWT_PREVIOUS_KEYS: former, JWT_ISSUER: issuer } })
   t.equal((await me(after, account.token)).statusCode, 200, 'a token of the former secret is still accepted')
   const jwks = (await after.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   t.same(jwks.keys.map((key: { kid: string }) => key.kid), [after.config.jwt.current.kid], 'the former secret is not published')
   await after.close()
 
-  const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey } })
+  const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: ed.privateKey, JWT_ISSUER: issuer } })
   const refused = await me(later, account.token)
   t.equal(refused.statusCode, 401)
   t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once the former secret is removed')
@@ -178,13 +202,14 @@ for (const algorithm of ['ES256', 'RS256'] as const) {
     const { url } = sqliteFile(t)
     const a = generateKeyPair(algorithm)
     const b = generateKeyPair(algorithm)
-    const before = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey } })
+    const issuer = 'https://auth.example.com'
+    const before = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey, JWT_ISSUER: issuer } })
     const account = await createAccount(before)
     const kidA = before.config.jwt.current.kid
     t.equal(headerOf(account.token).kid, kidA)
     await before.close()
 
-    const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey } })
+    const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey, JWT_ISSUER: issuer } })
     const kidB = after.config.jwt.current.kid
     t.not(kidB, kidA)
     t.equal((await me(after, account.token)).statusCode, 200, 'A\'s token is accepted while A is a previous key')
@@ -194,7 +219,7 @@ for (const algorithm of ['ES256', 'RS256'] as const) {
     t.equal(protectedHeader.kid, kidA, 'and a JWKS verifier accepts it by A\'s kid')
     await after.close()
 
-    const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey } })
+    const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_ISSUER: issuer } })
     const refused = await me(later, account.token)
     t.equal(refused.statusCode, 401)
     t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once A is dropped')
@@ -208,7 +233,7 @@ t.test('the JWKS lists the current key and the previous public keys, each once',
   const current = generateKeyPair('ES256')
   const previous = [generateKeyPair('EdDSA'), generateKeyPair('RS256')]
   const app = await build(t, {
-    env: { JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: [current.publicKey, ...previous.map((pair) => pair.publicKey)].join('') }
+    env: { JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: [current.publicKey, ...previous.map((pair) => pair.publicKey)].join(''), JWT_ISSUER: 'https://auth.example.com' }
   })
   const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   t.same(keys.map((key: { alg: string }) => key.alg), ['ES256', 'EdDSA', 'RS256'])
@@ -219,7 +244,7 @@ t.test('the JWKS lists the current key and the previous public keys, each once',
 t.test('discovery keeps listing HS256 while a former secret is accepted, and each algorithm once', async (t) => {
   const current = generateKeyPair('EdDSA')
   const app = await build(t, {
-    env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: `${generateKeyPair('EdDSA').publicKey}${TEST_SECRET}` }
+    env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: `${generateKeyPair('EdDSA').publicKey}${TEST_SECRET}`, JWT_ISSUER: 'https://auth.example.com' }
   })
   const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
   t.same(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'HS256'])

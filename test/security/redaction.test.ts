@@ -49,18 +49,40 @@ t.test('header values with a query string have its sensitive parameters redacted
 })
 
 t.test('query parameters with sensitive names are redacted in URLs', async (t) => {
-  t.equal(redactUrl('/cb?code=abc&state=s&access_token=xyz'), `/cb?code=abc&state=s&access_token=${REDACTED}`)
+  t.equal(redactUrl('/cb?code=abc&state=s&access_token=xyz&provider=github'), `/cb?code=${REDACTED}&state=${REDACTED}&access_token=${REDACTED}&provider=github`)
   t.equal(redactUrl('/path'), '/path')
   t.equal(redactUrl('/x?Refresh%5FToken=1&b'), `/x?Refresh%5FToken=${REDACTED}&b`)
   t.equal(redactUrl('/x?%zz=1'), '/x?%zz=1', 'malformed escapes do not throw')
 })
 
+t.test('OAuth parameters, one-time passwords, sessions and CSRF tokens are redacted too', async (t) => {
+  const secret = ['code', 'State', 'nonce', 'code_verifier', 'oauth_state', 'x-oauth-code', 'totp', 'OTP_CODE', 'sessionId', 'session', 'X-CSRF', 'csrfToken']
+  const kept = { provider: 'github', method: 'totp', postcode: 'EC1A', statement: 'kept', status: 'published', error_description: 'kept' }
+  const input = { ...Object.fromEntries(secret.map((name, index) => [name, `value-${index}`])), ...kept }
+  t.same(redact(input), { ...Object.fromEntries(secret.map((name) => [name, REDACTED])), ...kept },
+    'the OAuth words as a name or a word of one, not inside another word; values are never looked at')
+  t.equal(redactUrl('/api/v1/auth/oauth/github/callback?code=SECRET1&state=SECRET2&iss=https%3A%2F%2Fid.example'),
+    `/api/v1/auth/oauth/github/callback?code=${REDACTED}&state=${REDACTED}&iss=https%3A%2F%2Fid.example`)
+  t.equal(redactUrl('/x?Code_Verifier=v&NONCE=n&otp=1&session_id=s&csrf=c&sort=-created_at'),
+    `/x?Code_Verifier=${REDACTED}&NONCE=${REDACTED}&otp=${REDACTED}&session_id=${REDACTED}&csrf=${REDACTED}&sort=-created_at`)
+  t.same(redactHeaders({ 'x-csrf-token': 'CS3', 'x-xsrf-token': 'CS4', 'x-session-id': 'SID3', 'x-otp': '111111', 'x-oauth-state': 'S3', 'user-agent': 'ua' }),
+    { 'x-csrf-token': REDACTED, 'x-xsrf-token': REDACTED, 'x-session-id': REDACTED, 'x-otp': REDACTED, 'x-oauth-state': REDACTED, 'user-agent': 'ua' })
+  t.same(redactHeaders({ referer: 'https://app.example/cb?code=C3&state=S4&page=2' }), { referer: `https://app.example/cb?code=${REDACTED}&state=${REDACTED}&page=2` },
+    'in a header value\'s query string')
+})
+
 t.test('fuzzed objects never leak a value stored under a sensitive key', async (t) => {
-  const sensitiveName = fc.tuple(
-    fc.constantFrom('password', 'TOKEN', 'Secret', 'key', 'authorization', 'Cookie'),
+  const containing = fc.tuple(
+    fc.constantFrom('password', 'TOKEN', 'Secret', 'key', 'authorization', 'Cookie', 'otp', 'Session', 'CSRF'),
     fc.string({ maxLength: 4 }),
     fc.string({ maxLength: 4 })
   ).map(([word, before, after]) => `${before}${word}${after}`)
+  const asWord = fc.tuple(
+    fc.constantFrom('code', 'STATE', 'Nonce', 'code_verifier'),
+    fc.constantFrom('', 'oauth_', 'x-', 'a.'),
+    fc.constantFrom('', '_param', '-id', ' ')
+  ).map(([word, before, after]) => `${before}${word}${after}`)
+  const sensitiveName = fc.oneof(containing, asWord)
   const secret = fc.string({ minLength: 8, maxLength: 16 }).map((text) => `SECRET<${text}>`)
   const tree = fc.letrec((tie) => ({
     node: fc.oneof(

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import t from 'tap'
 import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
-import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
+import { buildServices, contextFrom, owner, registered, type ServiceFixture } from './helper.js'
 
 /**
  * From here on every `operation` on `table` fails with `message`, as a full disk or a lost
@@ -45,14 +45,14 @@ for (const backend of backends()) {
       await t.rejects(services.signIn.withPassword(contextFrom('192.0.2.8'), { email: user.email, password: TEST_PASSWORD }), /audit storage refused/)
       t.same(await repositories.sessions.unrevokedIds(user.id), [], 'no session was opened')
 
-      await t.rejects(services.accounts.remove(context, admin, user.id), /audit storage refused/)
+      await t.rejects(services.accounts.remove(context, admin, user.id, {}), /audit storage refused/)
       t.not(await repositories.users.findById(user.id), undefined, 'the account was not deleted')
     })
 
     t.test('a change and the message it sends commit together: when the message cannot be stored, the change is not kept', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services, repositories } = fixture
-      const user = await registered(fixture)
+      const user = await owner(fixture)
       await repositories.users.markEmailVerified(user.id, user.email)
       await breakOutboxWrites(fixture)
       const context = contextFrom('192.0.2.10', user)
@@ -67,7 +67,7 @@ for (const backend of backends()) {
       await t.rejects(services.accounts.update(context, user, user.id, { email: uniqueEmail('moved') }), /outbox storage refused/)
       t.match(await repositories.users.findById(user.id), { email: user.email, email_verified: true }, 'no new address without its notice and verification')
 
-      await t.rejects(services.mfaSettings.enableMessageFactor(context, user, 'email'), /outbox storage refused/)
+      await t.rejects(services.mfaSettings.enableMessageFactor(context, user, 'email', {}), /outbox storage refused/)
       t.same((await repositories.users.findPrincipal(user.id))?.messageFactors, [], 'no second factor turned on without its notice')
 
       t.same((await fixture.audited('user.updated')).concat(await fixture.audited('mfa.enabled')), [], 'and nothing recorded')

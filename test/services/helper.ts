@@ -5,6 +5,7 @@ import { TokenService } from '../../src/security/tokens.js'
 import { AuditTrail } from '../../src/services/audit-trail.js'
 import type { Caller, RequestContext } from '../../src/services/context.js'
 import { createServices, type Services } from '../../src/services/index.js'
+import { REAUTHENTICATION_TTL_MS } from '../../src/services/reauthentication.js'
 import type { Mailer, MailMessage } from '../../src/services/delivery.js'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations.js'
@@ -86,9 +87,18 @@ export function contextFrom (ip: string, caller: Caller | null = null): RequestC
   return { ip, userAgent: 'service-test', caller }
 }
 
-/** A caller as authentication establishes one from a token. */
-export function callerOf (principal: UserPrincipal): Caller {
-  return { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: 'jti-of-' + principal.id, tokenExpiresAt: new Date(Date.now() + 60_000) }
+/** A caller as authentication establishes one from a token (by default one no session issued). */
+export function callerOf (principal: UserPrincipal, token?: string): Caller {
+  const claims = token === undefined ? undefined : new TokenService({ secret: TEST_SECRET }).verify(token, 'access')
+  return {
+    id: principal.id,
+    roles: principal.roles,
+    mfaEnabled: principal.mfaEnabled,
+    jti: claims?.jti ?? 'jti-of-' + principal.id,
+    tokenExpiresAt: new Date(Date.now() + 60_000),
+    authTime: claims?.auth_time ?? Math.floor(Date.now() / 1000),
+    amr: claims?.amr ?? []
+  }
 }
 
 /** Registers an account through the service and grants `roles` directly in the store; answers it as a caller. */
@@ -99,4 +109,60 @@ export async function registered ({ services, repositories }: ServiceFixture, ro
   const principal = await repositories.users.findPrincipal(user.id)
   if (principal === undefined) throw new Error('registered account not found')
   return { ...callerOf(principal), email }
+}
+
+/**
+ * An account as its owner uses it (docs/testing.md, "Test accounts"): registered, its address
+ * proved (claimed), signed in to a session of its own (recorded without an entry of its own, so
+ * tests count only theirs) and, unless `reauthenticated: false`, stepped up, so that sensitive
+ * changes made as it succeed for 5 minutes. Answers it as a caller of that session.
+ */
+export async function owner (
+  fixture: ServiceFixture, roles: Array<'moderator' | 'admin' | 'super_admin'> = [], options: { reauthenticated?: boolean } = {}
+): Promise<Caller & { email: string }> {
+  const { services, repositories, audit } = fixture
+  const account = await registered(fixture, roles)
+  await repositories.users.markEmailVerified(account.id, account.email)
+  const principal = await repositories.users.findPrincipal(account.id)
+  if (principal === undefined) throw new Error('registered account not found')
+  const pair = await services.sessions.start(principal, undefined, ['pwd'], audit.recorded(contextFrom('192.0.2.1'), []))
+  const caller = callerOf(principal, pair.access_token)
+  if (options.reauthenticated !== false) {
+    await repositories.sessions.grantReauthentication(caller.id, caller.jti, new Date(Date.now() + REAUTHENTICATION_TTL_MS).toISOString())
+  }
+  return { ...caller, email: account.email }
+}
+
+/**
+ * A session of an existing account without a password (a provider's, say), stepped up with a
+ * code sent to its verified address, as such an account proves itself for a sensitive change.
+ */
+export async function steppedUpWithoutPassword (fixture: ServiceFixture, userId: string): Promise<Caller> {
+  const { services, repositories } = fixture
+  const principal = await repositories.users.findPrincipal(userId)
+  if (principal === undefined) throw new Error('no such account')
+  const context = contextFrom('192.0.2.2')
+  const pair = await services.sessions.start(principal, undefined, ['fed'], fixture.audit.recorded(context, [{ event: 'auth.login', outcome: 'success', actorId: userId, targetId: userId }]))
+  const caller = callerOf(principal, pair.access_token)
+  const before = fixture.sent.length
+  await services.reauthentication.sendCode(contextFrom('192.0.2.2', caller), caller, 'email')
+  await fixture.delivered()
+  const code = /is (\d{6})\./.exec(fixture.sent.slice(before).at(-1)?.text ?? '')?.[1]
+  if (code === undefined) throw new Error('no code was sent')
+  await services.reauthentication.reauthenticate(contextFrom('192.0.2.2', caller), caller, { code })
+  return caller
+}
+
+/** The bare token of the last message delivered to `to` with a subject starting `subject`. */
+export async function tokenSent ({ sent, delivered }: ServiceFixture, to: string, subject: string): Promise<string> {
+  await delivered()
+  const message = sent.filter((mail) => mail.to === to && mail.subject.startsWith(subject)).at(-1)
+  const token = message === undefined ? undefined : /Token: ([A-Za-z0-9_-]+)/.exec(message.text)?.[1]
+  if (token === undefined) throw new Error(`no "${subject}" message with a token to ${to}`)
+  return token
+}
+
+/** The account's address unverified again, as after a change of address: the account stays claimed. */
+export async function unverifyAddress ({ database }: ServiceFixture, userId: string): Promise<void> {
+  await database.db.updateTable('users').set({ email_verified: 0 }).where('id', '=', userId).execute()
 }

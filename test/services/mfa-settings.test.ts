@@ -2,15 +2,15 @@ import { generateSync } from 'otplib'
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
 import { backends } from '../helper.js'
-import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
+import { buildServices, contextFrom, owner, unverifyAddress, type ServiceFixture } from './helper.js'
 
 const totp = (secret: string, offset = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
 
 /** An account with TOTP on: its caller, the secret and the first backup codes. */
 async function withTotp (fixture: ServiceFixture) {
-  const account = await registered(fixture)
+  const account = await owner(fixture)
   const { secret } = await fixture.services.mfaSettings.setup(account)
-  const backupCodes = await fixture.services.mfaSettings.enable(contextFrom('198.51.100.40', account), account, totp(secret))
+  const backupCodes = await fixture.services.mfaSettings.enable(contextFrom('198.51.100.40', account), account, { code: totp(secret) })
   return { account, secret, backupCodes }
 }
 
@@ -19,12 +19,12 @@ for (const backend of backends()) {
     t.test('TOTP is turned on by a code of the pending secret, audited, with a notice and backup codes; not twice', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services } = fixture
-      const account = await registered(fixture)
+      const account = await owner(fixture)
       const context = contextFrom('198.51.100.41', account)
-      await t.rejects(services.mfaSettings.enable(context, account, '000000'), Errors.CONFLICT, 'no setup in progress')
+      await t.rejects(services.mfaSettings.enable(context, account, { code: '000000' }), Errors.CONFLICT, 'no setup in progress')
       const { secret } = await services.mfaSettings.setup(account)
-      await t.rejects(services.mfaSettings.enable(context, account, '000000'), Errors.INVALID_MFA_CODE)
-      const backupCodes = await services.mfaSettings.enable(context, account, totp(secret))
+      await t.rejects(services.mfaSettings.enable(context, account, { code: '000000' }), Errors.INVALID_MFA_CODE)
+      const backupCodes = await services.mfaSettings.enable(context, account, { code: totp(secret) })
       t.ok(backupCodes.length > 0, 'backup codes')
       t.equal(new Set(backupCodes).size, backupCodes.length, 'all different')
       t.match(await fixture.audited('mfa.enabled'), [{ target_id: account.id, ip: '198.51.100.41', details: { method: 'totp' } }])
@@ -75,15 +75,16 @@ for (const backend of backends()) {
     t.test('codes by e-mail need a verified address, by SMS a phone number; turning one on is audited', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services } = fixture
-      const account = await registered(fixture)
+      const account = await owner(fixture)
+      await unverifyAddress(fixture, account.id)
       const context = contextFrom('198.51.100.44', account)
-      await t.rejects(services.mfaSettings.enableMessageFactor(context, account, 'email'), Errors.EMAIL_NOT_VERIFIED)
-      await t.rejects(services.mfaSettings.enableMessageFactor(context, account, 'sms'), Errors.CONFLICT)
+      await t.rejects(services.mfaSettings.enableMessageFactor(context, account, 'email', {}), Errors.EMAIL_NOT_VERIFIED)
+      await t.rejects(services.mfaSettings.enableMessageFactor(context, account, 'sms', {}), Errors.CONFLICT)
       t.same(await fixture.audited('mfa.enabled'), [])
       await fixture.repositories.users.markEmailVerified(account.id, account.email)
-      await services.mfaSettings.enableMessageFactor(context, account, 'email')
+      await services.mfaSettings.enableMessageFactor(context, account, 'email', {})
       t.match(await fixture.audited('mfa.enabled'), [{ target_id: account.id, details: { method: 'email' } }])
-      await services.mfaSettings.disableMessageFactor(context, account, 'email')
+      await services.mfaSettings.disableMessageFactor(context, account, 'email', {})
       t.match(await fixture.audited('mfa.disabled'), [{ target_id: account.id, details: { method: 'email' } }])
     })
   })

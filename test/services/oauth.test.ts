@@ -1,8 +1,8 @@
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
-import { backends, type TestContext, uniqueEmail } from '../helper.js'
+import { backends, TEST_PASSWORD, type TestContext, uniqueEmail } from '../helper.js'
 import { TestProvider } from '../oauth-provider.js'
-import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
+import { buildServices, contextFrom, registered, type ServiceFixture, steppedUpWithoutPassword } from './helper.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/callback'
 
@@ -46,10 +46,9 @@ for (const backend of backends()) {
       t.same(again, { userId: first.userId, provider: 'google', created: false, linked: false }, 'the linked subject wins over a changed e-mail')
     })
 
-    t.test('an account is linked by e-mail only when the provider and the service have both verified it; otherwise 409 and nothing linked', async (t) => {
+    t.test('a claimed account is linked by e-mail only when the provider and the service have both verified it; otherwise 409 and nothing linked', async (t) => {
       const { fixture, provider } = await withProvider(t, backend.url)
       const account = await registered(fixture)
-      await t.rejects(signIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: true }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified here')
       await fixture.repositories.users.markEmailVerified(account.id, account.email)
       await t.rejects(signIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified at the provider')
       t.equal(await fixture.repositories.identities.userOf('google', 'link-1'), undefined, 'nothing linked')
@@ -59,6 +58,32 @@ for (const backend of backends()) {
       t.same(linked, { userId: account.id, provider: 'google', created: false, linked: true })
       t.match(await fixture.audited('identity.linked'), [{ actor_id: account.id, target_id: account.id, details: { provider: 'google' } }])
       t.same((await fixture.audited('user.created')).length, 1, 'only the registration created a user')
+    })
+
+    t.test('a provider that verified the address claims an unclaimed account: its identity is linked, everything else goes, the first registrant\'s password too', async (t) => {
+      const { fixture, provider } = await withProvider(t, backend.url)
+      const { services, repositories } = fixture
+      const account = await registered(fixture)
+      await repositories.identities.link('github', 'attacker-1', account.id, account.email)
+      const stolen = await services.signIn.withPassword(contextFrom('203.0.113.50'), { email: account.email, password: TEST_PASSWORD })
+      const claimed = await signIn(fixture, provider, { sub: 'owner-1', email: account.email, email_verified: true })
+      t.same(claimed, { userId: account.id, provider: 'google', created: false, linked: true })
+      t.same((await services.oauth.identities(account.id)).map((identity) => identity.provider), ['google'], 'only the proving identity is left')
+      t.equal(await repositories.users.findPasswordHash(account.id), null, 'the registrant\'s password is gone')
+      t.equal((await repositories.users.findPrincipal(account.id))?.claimed, true)
+      if (!stolen.mfa_required) await t.rejects(services.signIn.refresh(contextFrom('203.0.113.50'), stolen.refresh_token), Errors.INVALID_TOKEN, 'the registrant\'s session ended')
+      t.match(await fixture.audited('account.claimed'), [{ target_id: account.id, details: { identities: 1, credential_removed: true } }])
+    })
+
+    t.test('a provider that did not verify the address never links to an account, and an account it creates is unclaimed', async (t) => {
+      const { fixture, provider } = await withProvider(t, backend.url)
+      const { repositories } = fixture
+      const account = await registered(fixture)
+      await t.rejects(signIn(fixture, provider, { sub: 'unverified-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'an unclaimed account is not taken')
+      t.equal(await repositories.identities.userOf('google', 'unverified-1'), undefined)
+      const created = await signIn(fixture, provider, { sub: 'unverified-2', email: uniqueEmail('unverified'), email_verified: false })
+      t.equal(created.created, true)
+      t.match(await repositories.users.findPrincipal(created.userId), { claimed: false, emailVerified: false })
     })
 
     t.test('a state is good once, for the browser that holds it and the provider it was issued for', async (t) => {
@@ -77,8 +102,9 @@ for (const backend of backends()) {
       const { userId } = await signIn(fixture, provider, { sub: 'only-1', email: uniqueEmail('only'), email_verified: true })
       const [identity] = await fixture.services.oauth.identities(userId)
       if (identity === undefined) throw new Error('expected an identity')
-      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31'), userId, identity.id), Errors.CONFLICT)
-      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31'), userId, '00000000-0000-7000-8000-000000000000'), Errors.NOT_FOUND)
+      const caller = await steppedUpWithoutPassword(fixture, userId)
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), caller, identity.id, {}), Errors.CONFLICT)
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), caller, '00000000-0000-7000-8000-000000000000', {}), Errors.NOT_FOUND)
       t.equal((await fixture.services.oauth.identities(userId)).length, 1)
       t.same(await fixture.audited('identity.unlinked'), [])
     })

@@ -3,16 +3,7 @@ import { Errors } from '../../src/errors.js'
 import { VERIFICATION_TTL_MS } from '../../src/services/email-verification.js'
 import { RESET_TTL_MS } from '../../src/services/password-reset.js'
 import { backends, TEST_PASSWORD } from '../helper.js'
-import { buildServices, contextFrom, registered, type ServiceFixture } from './helper.js'
-
-/** The bare token of the last message delivered to `to` with a subject starting `subject`. */
-async function tokenSent ({ sent, delivered }: ServiceFixture, to: string, subject: string): Promise<string> {
-  await delivered()
-  const message = sent.filter((mail) => mail.to === to && mail.subject.startsWith(subject)).at(-1)
-  const token = message === undefined ? undefined : /Token: ([A-Za-z0-9_-]+)/.exec(message.text)?.[1]
-  if (token === undefined) throw new Error(`no "${subject}" message with a token to ${to}`)
-  return token
-}
+import { buildServices, contextFrom, registered, tokenSent } from './helper.js'
 
 const SECOND = 1000
 

@@ -35,7 +35,7 @@ for (const backend of backends()) {
       const fixture = await buildServices(t, backend.url)
       const account = await registered(fixture)
       const { sessions, clock } = withClock(fixture)
-      const first = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
+      const first = await sessions.start(account, undefined, ['pwd'], recordedFor(fixture, 'auth.login')(account.id))
       const rotated = await sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh'))
       t.equal(rotated.retry, false)
       clock.now += 9999
@@ -50,7 +50,7 @@ for (const backend of backends()) {
       const fixture = await buildServices(t, backend.url)
       const account = await registered(fixture)
       const { sessions, clock } = withClock(fixture)
-      const first = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
+      const first = await sessions.start(account, undefined, ['pwd'], recordedFor(fixture, 'auth.login')(account.id))
       const { pair } = await sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh'))
       const stored = await fixture.database.db.selectFrom('sessions').select('retry_pair').where('user_id', '=', account.id).executeTakeFirstOrThrow()
       t.ok(stored.retry_pair !== null && !stored.retry_pair.includes(pair.refresh_token) && !stored.retry_pair.includes(pair.access_token.split('.')[1] ?? ''), 'no token in the clear')
@@ -60,7 +60,7 @@ for (const backend of backends()) {
       await t.rejects(other.sessions.refresh(first.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'another secret opens nothing: reuse')
       await t.rejects(sessions.refresh(pair.refresh_token, recordedFor(fixture, 'auth.refresh')), Errors.TOKEN_REUSED, 'which ended the session')
 
-      const second = await sessions.start(account, undefined, recordedFor(fixture, 'auth.login')(account.id))
+      const second = await sessions.start(account, undefined, ['pwd'], recordedFor(fixture, 'auth.login')(account.id))
       await sessions.refresh(second.refresh_token, recordedFor(fixture, 'auth.refresh'))
       clock.now += 9999
       await sessions.eraseLapsedRetries()

@@ -3,7 +3,7 @@ import t from 'tap'
 import { Errors } from '../../src/errors.js'
 import { MESSAGE_CODE_TTL_MS } from '../../src/services/message-codes.js'
 import { backends, TEST_PASSWORD } from '../helper.js'
-import { buildServices, contextFrom, registered } from './helper.js'
+import { buildServices, contextFrom, owner, registered } from './helper.js'
 
 const totp = (secret: string, offset = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
 
@@ -46,10 +46,10 @@ for (const backend of backends()) {
     t.test('with MFA on, a password answers a challenge good once, and a wrong code counts toward the lockout', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services } = fixture
-      const account = await registered(fixture)
+      const account = await owner(fixture)
       const context = contextFrom('198.51.100.10', account)
       const { secret } = await services.mfaSettings.setup(account)
-      const [backupCode = ''] = await services.mfaSettings.enable(context, account, totp(secret))
+      const [backupCode = ''] = await services.mfaSettings.enable(context, account, { code: totp(secret) })
       await fixture.delivered()
       t.match(fixture.sent.filter((message) => message.subject.includes('Two-factor')), [{ to: account.email, subject: 'Two-factor authentication was enabled on your account' }], 'a notice goes out')
 
@@ -67,11 +67,11 @@ for (const backend of backends()) {
     t.test('EMAIL_VERIFICATION=required: an MFA answer is refused once the address became unverified after the challenge', async (t) => {
       const fixture = await buildServices(t, backend.url, { EMAIL_VERIFICATION: 'required' })
       const { services, repositories } = fixture
-      const account = await registered(fixture)
+      const account = await owner(fixture)
       await repositories.users.markEmailVerified(account.id, account.email)
       const context = contextFrom('198.51.100.12', account)
       const { secret } = await services.mfaSettings.setup(account)
-      await services.mfaSettings.enable(context, account, totp(secret))
+      await services.mfaSettings.enable(context, account, { code: totp(secret) })
       const challenge = await services.signIn.withPassword(contextFrom('198.51.100.12'), { email: account.email, password: TEST_PASSWORD })
       if (!challenge.mfa_required) throw new Error('expected a challenge')
       await repositories.users.update(account.id, { email: `moved-${account.email}` })
@@ -83,9 +83,9 @@ for (const backend of backends()) {
     t.test('a sign-in code by e-mail is refused once its 5 minutes are over, and good until then', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services, repositories, clock } = fixture
-      const account = await registered(fixture)
+      const account = await owner(fixture)
       await repositories.users.markEmailVerified(account.id, account.email)
-      await services.mfaSettings.enableMessageFactor(contextFrom('198.51.100.13', account), account, 'email')
+      await services.mfaSettings.enableMessageFactor(contextFrom('198.51.100.13', account), account, 'email', {})
       const challenge = await services.signIn.withPassword(contextFrom('198.51.100.13'), { email: account.email, password: TEST_PASSWORD })
       if (!challenge.mfa_required) throw new Error('expected a challenge')
       await services.signIn.sendChallengeCode(contextFrom('198.51.100.13'), { mfa_token: challenge.mfa_token, method: 'email' })

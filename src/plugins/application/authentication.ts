@@ -84,7 +84,15 @@ export default fp(async (fastify) => {
       principal.roles.some((role) => mfaRequiredRoles.has(role))) {
       return new Errors.MFA_ENROLLMENT_REQUIRED()
     }
-    request.user = { id: principal.id, roles: principal.roles, mfaEnabled: principal.mfaEnabled, jti: claims.jti, tokenExpiresAt: new Date(claims.exp * 1000) }
+    request.user = {
+      id: principal.id,
+      roles: principal.roles,
+      mfaEnabled: principal.mfaEnabled,
+      jti: claims.jti,
+      tokenExpiresAt: new Date(claims.exp * 1000),
+      authTime: claims.auth_time ?? claims.iat,
+      amr: claims.amr ?? []
+    }
     return undefined
   }
 

@@ -2,8 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ErrorEnvelope } from '../../../schemas/errors.js'
-import type { ValidationIssue } from '../../../schemas/errors.js'
+import type { ErrorDetail, ErrorEnvelope, ValidationIssue } from '../../../schemas/errors.js'
 import { Errors, isServiceError } from '../../errors.js'
 import { CapacityExceededError } from '../../security/concurrency-limiter.js'
 import { isForeignKeyViolation, isStorageUnavailable } from '../../store/errors.js'
@@ -44,11 +43,12 @@ function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
   })
 }
 
-function fromService (error: Error & { code: string, statusCode: number, details?: ValidationIssue[] }): ErrorReply {
+function fromService (error: Error & { code: string, statusCode: number, details?: ErrorDetail[] }): ErrorReply {
   const envelope: ErrorEnvelope = { error: { code: error.code, message: error.message } }
   if (error.details !== undefined) envelope.error.details = error.details
   const headers: Record<string, string> = {}
   if (error.statusCode === 401 && /TOKEN/.test(error.code)) headers['www-authenticate'] = 'Bearer'
+  if (error.code === 'REAUTHENTICATION_REQUIRED') headers['www-authenticate'] = 'Bearer error="insufficient_user_authentication"'
   if (error.statusCode === 503) headers['retry-after'] = '1'
   return { status: error.statusCode, envelope, headers }
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdentityListResponseSchema } from '../../../schemas/auth.js'
 import { BEARER, described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
+import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 
 /** The caller's linked provider identities (docs/api.md, "Identities"). */
 const identities: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -23,13 +24,14 @@ const identities: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       operationId: 'auth.identities.delete',
       tags: ['auth'],
-      summary: 'Unlink one of the caller\'s identities (refused when it is the account\'s last way to sign in)',
+      summary: 'Unlink one of the caller\'s identities (refused when it is the account\'s last way to sign in); a sensitive change: needs a proof',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 404, 409) }
+      body: ProofBodySchema,
+      response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
     }
   }, async (request, reply) => {
-    await oauth.unlink(request.serviceContext, fastify.authorize(request, 'read').id, request.params.id)
+    await oauth.unlink(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

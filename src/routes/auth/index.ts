@@ -9,6 +9,7 @@ import identities from './identities.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
 import passkeys from './passkeys.js'
+import reauthentication from './reauthentication.js'
 import recovery from './recovery.js'
 
 /** Sign-in, sessions and the caller's own account (docs/api.md, "Sign-in and sessions"). */
@@ -18,6 +19,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(oauth, { prefix: '/oauth' })
   await fastify.register(passkeys, { prefix: '/passkeys' })
   await fastify.register(identities, { prefix: '/identities' })
+  await fastify.register(reauthentication, { prefix: '/reauthenticate' })
   await fastify.register(recovery)
 
   fastify.post('/login', {

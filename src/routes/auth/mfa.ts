@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { BEARER, described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
-import { BackupCodesResponseSchema, CodeBodySchema, MfaCodeRequestBodySchema, MfaVerifyBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
+import { BackupCodesResponseSchema, CodeBodySchema, MfaCodeRequestBodySchema, MfaVerifyBodySchema, TotpEnableBodySchema, TotpSetupResponseSchema } from '../../../schemas/mfa.js'
+import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 import { AcceptedResponseSchema } from '../../../schemas/recovery.js'
 
 /** TOTP enrolment, backup codes, codes by message, and completing an MFA sign-in (docs/api.md, "Multi-factor authentication"). */
@@ -15,9 +16,9 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       operationId: 'auth.mfa.totp.setup',
-      summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code',
+      summary: 'Start TOTP enrolment: a secret, its provisioning URI and QR code (not for an account whose address was never verified: 403 EMAIL_NOT_VERIFIED)',
       security: BEARER,
-      response: { 200: described(TotpSetupResponseSchema, 'The secret, its provisioning URI and QR code'), ...errorResponses({ body: true }, 401, 409) }
+      response: { 200: described(TotpSetupResponseSchema, 'The secret, its provisioning URI and QR code'), ...errorResponses({ body: true }, 401, 403, 409) }
     }
   }, async (request) => ({ data: await mfaSettings.setup(fastify.authorize(request, 'read')) }))
 
@@ -27,13 +28,13 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['mfa'],
       operationId: 'auth.mfa.totp.enable',
-      summary: 'Finish enrolment with a first code; answers 10 single-use backup codes',
+      summary: 'Finish enrolment with a first code; answers 10 single-use backup codes (a sensitive change: needs a proof)',
       security: BEARER,
-      body: CodeBodySchema,
-      response: { 200: described(BackupCodesResponseSchema, 'TOTP is on; the backup codes, shown only now'), ...errorResponses({ body: true }, 401, 409) }
+      body: TotpEnableBodySchema,
+      response: { 200: described(BackupCodesResponseSchema, 'TOTP is on; the backup codes, shown only now'), ...errorResponses({ body: true }, 401, 403, 409, 423) }
     }
   }, async (request) => {
-    const backupCodes = await mfaSettings.enable(request.serviceContext, fastify.authorize(request, 'read'), request.body.code)
+    const backupCodes = await mfaSettings.enable(request.serviceContext, fastify.authorize(request, 'read'), request.body)
     return { data: { backup_codes: backupCodes } }
   })
 
@@ -76,12 +77,13 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         tags: ['mfa'],
         operationId: `auth.mfa.${factor}.enable`,
-        summary: `Turn sign-in codes by ${name} on`,
+        summary: `Turn sign-in codes by ${name} on (a sensitive change: needs a proof)`,
         security: BEARER,
-        response: { 204: { type: 'null', description: 'On' }, ...errorResponses({ body: true }, 401, 403, 409) }
+        body: ProofBodySchema,
+        response: { 204: { type: 'null', description: 'On' }, ...errorResponses({ body: true }, 401, 403, 409, 423) }
       }
     }, async (request, reply) => {
-      await mfaSettings.enableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor)
+      await mfaSettings.enableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor, request.body ?? {})
       return await reply.code(204).send()
     })
 
@@ -91,12 +93,13 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         tags: ['mfa'],
         operationId: `auth.mfa.${factor}.disable`,
-        summary: `Turn sign-in codes by ${factor === 'email' ? 'e-mail' : 'SMS'} off`,
+        summary: `Turn sign-in codes by ${factor === 'email' ? 'e-mail' : 'SMS'} off (a sensitive change: needs a proof)`,
         security: BEARER,
-        response: { 204: { type: 'null', description: 'Off' }, ...errorResponses({ body: true }, 401) }
+        body: ProofBodySchema,
+        response: { 204: { type: 'null', description: 'Off' }, ...errorResponses({ body: true }, 401, 403, 423) }
       }
     }, async (request, reply) => {
-      await mfaSettings.disableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor)
+      await mfaSettings.disableMessageFactor(request.serviceContext, fastify.authorize(request, 'read'), factor, request.body ?? {})
       return await reply.code(204).send()
     })
   }

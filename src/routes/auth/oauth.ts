@@ -1,6 +1,7 @@
 import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema, OAuthExchangeBodySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
 import { described, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
@@ -9,11 +10,19 @@ import { STATE_TTL_MS } from '../../services/oauth.js'
 
 /**
  * The cookie binding a flow's state to the browser that started it (docs/security.md,
- * "Provider sign-in"): sent back only to these routes, on the provider's top-level redirect
- * (Lax), never readable by scripts.
+ * "Provider sign-in"): sent back on the provider's top-level redirect (Lax), never readable by
+ * scripts. Over HTTPS it is `__Host-` prefixed, so only this host, over HTTPS, can have set it
+ * (the prefix needs Secure, Path=/ and no Domain); browsers refuse the prefix without Secure,
+ * so plain http (local development) keeps the plain name, sent only to these routes. Each
+ * protocol reads only its own name. Behind a proxy, TRUST_PROXY and X-Forwarded-Proto tell
+ * the protocol (docs/operations.md, "Proxies and client addresses").
  */
-const STATE_COOKIE = 'oauth_state'
-const STATE_COOKIE_OPTIONS = { path: '/api/v1/auth/oauth', httpOnly: true, sameSite: 'lax', secure: 'auto' } as const
+function stateCookie (request: FastifyRequest) {
+  const common = { httpOnly: true, sameSite: 'lax' } as const
+  return request.protocol === 'https'
+    ? { name: '__Host-oauth_state', options: { ...common, path: '/', secure: true } }
+    : { name: 'oauth_state', options: { ...common, path: '/api/v1/auth/oauth', secure: false } }
+}
 
 /** Sign-in through Google, GitHub, Microsoft or any OpenID provider (docs/api.md, "OAuth sign-in"). */
 const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -33,7 +42,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
           description: 'Redirect to the provider; sets the state cookie',
           headers: {
             Location: Type.String({ description: 'The provider\'s authorization address, with state and a PKCE challenge' }),
-            'Set-Cookie': Type.String({ description: 'oauth_state: the flow\'s state, HttpOnly, SameSite=Lax, for 10 minutes' })
+            'Set-Cookie': Type.String({ description: 'The flow\'s state, HttpOnly, SameSite=Lax, for 10 minutes: __Host-oauth_state (Secure, Path=/) over HTTPS, oauth_state over http' })
           }
         }),
         ...errorResponses({}, 404, 502)
@@ -41,7 +50,8 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { url, state } = await providers.authorize(request.params.provider, request.query)
-    reply.setCookie(STATE_COOKIE, state, { ...STATE_COOKIE_OPTIONS, maxAge: STATE_TTL_MS / 1000 })
+    const cookie = stateCookie(request)
+    reply.setCookie(cookie.name, state, { ...cookie.options, maxAge: STATE_TTL_MS / 1000 })
     return await reply.redirect(url, 302)
   })
 
@@ -63,8 +73,9 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    reply.clearCookie(STATE_COOKIE, STATE_COOKIE_OPTIONS)
-    const outcome = await signIn.withProvider(request.serviceContext, request.params.provider, request.query, request.cookies[STATE_COOKIE])
+    const cookie = stateCookie(request)
+    reply.clearCookie(cookie.name, cookie.options)
+    const outcome = await signIn.withProvider(request.serviceContext, request.params.provider, request.query, request.cookies[cookie.name])
     return 'redirect' in outcome ? await reply.redirect(outcome.redirect, 302) : { data: outcome.result }
   })
 

@@ -14,6 +14,7 @@ import {
   PasskeyResponseSchema,
   RegistrationOptionsResponseSchema
 } from '../../../schemas/passkeys.js'
+import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 
 /** Passkey registration and sign-in, and the caller's passkeys (docs/api.md, "Passkeys"). */
 const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -26,9 +27,9 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       operationId: 'auth.passkeys.registrationOptions',
       tags: ['passkeys'],
-      summary: 'Options for navigator.credentials.create; the challenge is good for 5 minutes, once',
+      summary: 'Options for navigator.credentials.create; the challenge is good for 5 minutes, once (not for an account whose address was never verified: 403 EMAIL_NOT_VERIFIED)',
       security: BEARER,
-      response: { 200: described(RegistrationOptionsResponseSchema, 'Options for navigator.credentials.create, with a challenge good once for 5 minutes'), ...errorResponses({ body: true }, 401) }
+      response: { 200: described(RegistrationOptionsResponseSchema, 'Options for navigator.credentials.create, with a challenge good once for 5 minutes'), ...errorResponses({ body: true }, 401, 403) }
     }
   }, async (request) => ({ data: await passkeys.registrationOptions(fastify.authorize(request, 'read')) }))
 
@@ -38,10 +39,10 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       operationId: 'auth.passkeys.create',
       tags: ['passkeys'],
-      summary: 'Register a passkey: the browser\'s answer to the registration options',
+      summary: 'Register a passkey: the browser\'s answer to the registration options (a sensitive change: needs a proof, REAUTHENTICATION_REQUIRED otherwise)',
       security: BEARER,
       body: PasskeyRegistrationBodySchema,
-      response: { 201: described(PasskeyResponseSchema, 'Registered: the passkey'), ...errorResponses({ body: true }, 401, 409) }
+      response: { 201: described(PasskeyResponseSchema, 'Registered: the passkey'), ...errorResponses({ body: true }, 401, 403, 409, 423) }
     }
   }, async (request, reply) => {
     const passkey = await passkeys.register(request.serviceContext, fastify.authorize(request, 'read'), request.body)
@@ -66,26 +67,27 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       operationId: 'auth.passkeys.update',
       tags: ['passkeys'],
-      summary: 'Rename one of the caller\'s passkeys',
+      summary: 'Rename one of the caller\'s passkeys (a sensitive change: needs a proof)',
       security: BEARER,
       params: IdParamsSchema,
       body: PasskeyRenameBodySchema,
-      response: { 200: described(PasskeyResponseSchema, 'Renamed: the passkey'), ...errorResponses({ body: true }, 401, 404) }
+      response: { 200: described(PasskeyResponseSchema, 'Renamed: the passkey'), ...errorResponses({ body: true }, 401, 403, 404, 423) }
     }
-  }, async (request) => ({ data: await passkeys.rename(fastify.authorize(request, 'read'), request.params.id, request.body.name) }))
+  }, async (request) => ({ data: await passkeys.rename(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body) }))
 
   fastify.delete('/:id', {
     onRequest: [fastify.authenticate],
     schema: {
       operationId: 'auth.passkeys.delete',
       tags: ['passkeys'],
-      summary: 'Remove one of the caller\'s passkeys; the account\'s last way to sign in is kept (409)',
+      summary: 'Remove one of the caller\'s passkeys; the account\'s last way to sign in is kept (409); a sensitive change: needs a proof',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 404, 409) }
+      body: ProofBodySchema,
+      response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
     }
   }, async (request, reply) => {
-    await passkeys.remove(request.serviceContext, fastify.authorize(request, 'read'), request.params.id)
+    await passkeys.remove(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 

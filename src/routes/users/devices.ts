@@ -20,7 +20,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
       querystring: CollectionQuerySchema(DEVICE_FIELDS),
       response: { 200: described(DeviceCollectionSchema, 'A page of the user\'s trusted devices'), ...errorResponses({}, 401, 403, 404) }
     }
-  }, async (request) => await trusted.list(request.params.id, request.query))
+  }, async (request) => await trusted.list(fastify.authorize(request, 'read'), request.params.id, request.query))
 
   fastify.post('/:id/devices', {
     onRequest: guard,
@@ -34,7 +34,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: described(DeviceResponseSchema, 'Trusted: the device'), ...errorResponses({ body: true }, 401, 403, 404, 409) }
     }
   }, async (request, reply) => {
-    const device = await trusted.add(request.serviceContext, request.params.id, request.body)
+    const device = await trusted.add(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body)
     return await reply.code(201).send({ data: device })
   })
 
@@ -49,7 +49,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses({ body: true }, 401, 403, 404) }
     }
   }, async (request, reply) => {
-    await trusted.remove(request.serviceContext, request.params.id, request.params.deviceId)
+    await trusted.remove(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.params.deviceId)
     return await reply.code(204).send()
   })
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { BEARER, described, IdParamsSchema, LOCATION, PUBLIC } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
+import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 import { USER_FIELDS, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
 import devices from './devices.js'
 import userPosts from './posts.js'
@@ -71,7 +72,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         security: BEARER,
         params: IdParamsSchema,
         body,
-        response: { 200: described(UserResponseSchema, 'The updated user'), ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
+        response: { 200: described(UserResponseSchema, 'The updated user (a new password, e-mail or phone is a sensitive change: it needs a proof, REAUTHENTICATION_REQUIRED otherwise)'), ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
       },
       handler: async (request) => ({ data: await accounts.update(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body) })
     })
@@ -83,13 +84,14 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['users'],
       operationId: 'users.delete',
-      summary: 'Delete a user (idempotent: a missing user also answers 204)',
+      summary: 'Delete a user (idempotent: a missing user also answers 204); deleting one\'s own account is a sensitive change: needs a proof',
       security: BEARER,
       params: IdParamsSchema,
-      response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403) }
+      body: ProofBodySchema,
+      response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request, reply) => {
-    await accounts.remove(request.serviceContext, fastify.authorize(request, 'manage_users'), request.params.id)
+    await accounts.remove(request.serviceContext, fastify.authorize(request, 'manage_users'), request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

@@ -12,6 +12,11 @@ import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
  */
 const PUBLIC_CACHING = 'public, max-age=300'
 const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
+const DISCOVERY_CACHING = {
+  'Cache-Control': Type.Union([Type.Literal(PUBLIC_CACHING), Type.Literal('no-store')], {
+    description: 'Caches may keep the answer for 5 minutes, unless its addresses are built on the address the request was made to (JWT_ISSUER is not an http(s) URL): then none may'
+  })
+}
 
 /**
  * Public keys and discovery for services that verify our tokens themselves (docs/api.md,
@@ -24,6 +29,9 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   // With JWT_ISSUER an http(s) address the document does not depend on the Host header a
   // client sends; an issuer that is a name, or another kind of URI, locates nothing.
   const configuredBase = jwt.issuer !== null && isHttpBase(jwt.issuer) ? jwt.issuer.replace(/\/+$/, '') : null
+  // A document built on the request's Host (or X-Forwarded-Host) header must not be kept: a
+  // cache would hand the addresses one client sent to every other.
+  const discoveryCaching = configuredBase === null ? 'no-store' : PUBLIC_CACHING
 
   fastify.get('/jwks.json', {
     schema: {
@@ -44,11 +52,11 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'keys.discovery',
       summary: 'Discovery: issuer, JWKS address, token endpoints, algorithms',
       security: PUBLIC,
-      response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', CACHING), ...errorResponses({}) }
+      response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', DISCOVERY_CACHING), ...errorResponses({}) }
     }
   }, async (request, reply) => {
     const base = configuredBase ?? `${request.protocol}://${request.host}`
-    reply.header('cache-control', PUBLIC_CACHING)
+    reply.header('cache-control', discoveryCaching)
     return {
       issuer: jwt.issuer ?? base,
       jwks_uri: `${base}/.well-known/jwks.json`,
