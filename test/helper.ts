@@ -6,6 +6,7 @@ import { type Compilable, CompiledQuery, sql } from 'kysely'
 import pg from 'pg'
 import { loadConfig } from '../src/config.js'
 import { createInstance } from '../src/instance.js'
+import { REAUTHENTICATION_TTL_MS } from '../src/services/reauthentication.js'
 import type { Database } from '../src/store/database.js'
 import type { AuditLogsTable } from '../src/store/types.js'
 import type { MailServer } from './mail-server.js'
@@ -182,7 +183,7 @@ export interface Account {
 /**
  * Registers through the API and signs in; optionally grants roles directly in the store. The
  * address is proved (the account claimed) unless `verified: false`, and the session stepped
- * up with the password unless `reauthenticated: false` (docs/testing.md, "Test accounts"), so
+ * up unless `reauthenticated: false` (docs/testing.md, "Test accounts"), so
  * tests of other features make sensitive changes as an owner who just proved it is them.
  */
 export async function createAccount (
@@ -199,12 +200,10 @@ export async function createAccount (
   const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
   if (login.statusCode !== 200) throw new Error(`login failed: ${login.body}`)
   const token: string = login.json().data.access_token
+  // The step-up is granted in the store, as POST /auth/reauthenticate would with the password,
+  // without paying for another hash on every account a test makes (that route has tests of its own).
   if (options.reauthenticated !== false) {
-    const stepUp = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/reauthenticate', payload: { password } }))
-    if (stepUp.statusCode !== 200) throw new Error(`step-up failed: ${stepUp.body}`)
-    // The step-up authenticated the token: a test that changes roles in the store next must
-    // not meet the principal it cached (as no request had before the step-up existed).
-    app.repositories.users.invalidate(id)
+    await app.repositories.sessions.grantReauthentication(id, claimsOf(token).jti as string, new Date(Date.now() + REAUTHENTICATION_TTL_MS).toISOString())
   }
   return { id, email, password, token }
 }
