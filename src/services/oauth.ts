@@ -271,8 +271,9 @@ export class OAuthService {
     const linkedUser = await identities.userOf(provider, profile.subject)
     if (linkedUser !== undefined) {
       // An account this identity created while its address was unverified is claimed once the provider verifies it.
-      const linked = await users.findByEmail(profile.email ?? '')
-      if (profile.emailVerified && linked?.id === linkedUser && !(await users.findPrincipal(linkedUser))?.claimed) await this.#claim(context, provider, profile, linkedUser, 'identity.linked')
+      // Read only when the provider vouches for the address: a linked sign-in otherwise costs nothing more.
+      if (profile.emailVerified && profile.email !== null && (await users.findByEmail(profile.email))?.id === linkedUser &&
+        !(await users.findPrincipal(linkedUser))?.claimed) await this.#claim(context, provider, profile, linkedUser, 'identity.linked')
       return { userId: linkedUser, provider, created: false, linked: false }
     }
     if (profile.email === null) throw new Errors.OAUTH_PROVIDER_ERROR('the profile has no e-mail address')
