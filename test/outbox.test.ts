@@ -81,7 +81,9 @@ for (const backend of backends().filter((candidate) => candidate.url !== null)) 
 
     t.test('an instance that stops in the middle of a send: its claim lapses, and another instance sends the message', async (t) => {
       const smtp = await mailServer(t)
-      const [first] = await twoInstances(t, postgresUrl, smtp)
+      const [first, second] = await twoInstances(t, postgresUrl, smtp)
+      // Their own polls stopped first, so that the claim below is the only one (a poll could take the message before it).
+      await Promise.all([first.services.outbox.stop(), second.services.outbox.stop()])
       await queue(first, ['orphan@example.com'])
       const now = Date.now()
       // Claimed as the outbox claims, by an instance that then stops.
