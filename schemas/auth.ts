@@ -1,17 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DataEnvelope, IdSchema } from './common.js'
+import { DataEnvelope, EXAMPLE_PASSWORD, IdSchema } from './common.js'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { EmailSchema } from './user.js'
 
 export const DeviceSchema = Type.Object({
-  id: Type.String({ minLength: 1, maxLength: 128 }),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 }))
+  id: Type.String({ minLength: 1, maxLength: 128, examples: ['laptop-7f3a'] }),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, examples: ['Work laptop'] }))
 }, { additionalProperties: false, title: 'Device' })
 export type Device = Static<typeof DeviceSchema>
 
 export const LoginBodySchema = Type.Object({
   email: EmailSchema,
-  password: Type.String({ minLength: 1, maxLength: 128 }),
+  password: Type.String({ minLength: 1, maxLength: 128, examples: [EXAMPLE_PASSWORD] }),
   device: Type.Optional(DeviceSchema)
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBodySchema>
@@ -55,7 +55,7 @@ export const SESSION_FIELDS = {
 export const SessionListItemSchema = ListItem(SessionSchema, 'SessionListItem')
 
 export const OAuthParamsSchema = Type.Object({
-  provider: Type.String({ minLength: 1, maxLength: 32, description: 'google, github, microsoft, or a provider named in OAUTH_PROVIDERS (any case)' })
+  provider: Type.String({ minLength: 1, maxLength: 32, examples: ['google'], description: 'google, github, microsoft, or a provider named in OAUTH_PROVIDERS (any case)' })
 }, { additionalProperties: false })
 
 /** The S256 challenge: BASE64URL(SHA-256(verifier)) without padding, 43 characters. */
@@ -83,7 +83,7 @@ export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuerySchema>
 
 export const OAuthExchangeBodySchema = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 128, description: 'The one-time code the callback sent the browser back with' }),
-  code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$', description: 'The PKCE verifier (43 to 128 characters) whose challenge started the flow' })
+  code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$', examples: ['dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'], description: 'The PKCE verifier (43 to 128 characters) whose challenge started the flow' })
 }, { additionalProperties: false })
 export type OAuthExchangeBody = Static<typeof OAuthExchangeBodySchema>
 

@@ -8,9 +8,17 @@ import { component } from './components.js'
  */
 export const CANONICAL_UUID = 'x-canonical-uuid'
 
+/**
+ * What the document's examples sign up and sign in with, so that Swagger UI's "Try it out" works
+ * as shown: the password meets either PASSWORD_POLICY.
+ */
+export const EXAMPLE_EMAIL = 'ada@example.com'
+export const EXAMPLE_PASSWORD = 'Analytical-Engine-1843'
+
 export const IdSchema = Type.String({
   format: 'uuid',
   [CANONICAL_UUID]: true,
+  examples: ['0193b5a2-7c1e-7d40-9a6b-2f1c8e4d3a90'],
   description: 'Resource identifier (UUID, time-ordered, in lower case; requests may spell it in any case or as urn:uuid:…)'
 })
 
@@ -19,7 +27,7 @@ export const TimestampSchema = Type.String({
   description: 'ISO 8601 UTC timestamp'
 })
 
-export const CodeSchema = Type.String({ pattern: '^[0-9]{6}$', description: 'A 6-digit TOTP or backup code' })
+export const CodeSchema = Type.String({ pattern: '^[0-9]{6}$', examples: ['123456'], description: 'A 6-digit TOTP or backup code' })
 
 export const IdParamsSchema = Type.Object({ id: IdSchema }, { additionalProperties: false })
 export type IdParams = Static<typeof IdParamsSchema>

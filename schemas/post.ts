@@ -6,9 +6,9 @@ import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
 export const POST_STATUSES = ['draft', 'published', 'archived'] as const
 export const PostStatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>(Type.String({ enum: [...POST_STATUSES], title: 'PostStatus' }))
 
-const TitleSchema = Type.String({ minLength: 1, maxLength: 200 })
-const PostBodySchema = Type.String({ minLength: 1, maxLength: 5000 })
-const CommentTextSchema = Type.String({ minLength: 1, maxLength: 2000 })
+const TitleSchema = Type.String({ minLength: 1, maxLength: 200, examples: ['Notes on the Analytical Engine'] })
+const PostBodySchema = Type.String({ minLength: 1, maxLength: 5000, examples: ['The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.'] })
+const CommentTextSchema = Type.String({ minLength: 1, maxLength: 2000, examples: ['A fine description.'] })
 
 export const PostSchema = Type.Object({
   id: IdSchema,

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { CodeSchema } from './common.js'
+import { CodeSchema, EXAMPLE_PASSWORD } from './common.js'
 
 /**
  * The proofs a sensitive change accepts (docs/security.md, "Sensitive changes"): the password,
@@ -15,7 +15,7 @@ export const ProofOfferSchema = Type.Object({
 }, { title: 'ProofOffer' })
 export type ProofOffer = Static<typeof ProofOfferSchema>
 
-export const CurrentPasswordSchema = Type.String({ maxLength: 128, description: 'The account\'s current password' })
+export const CurrentPasswordSchema = Type.String({ maxLength: 128, examples: [EXAMPLE_PASSWORD], description: 'The account\'s current password' })
 
 /**
  * The proof a sensitive change may carry beside the change itself, instead of a step-up

@@ -18,7 +18,7 @@ export const ASSIGNABLE_ROLES = ROLES.filter((role) => role !== 'anonymous')
 
 export const RoleParamsSchema = Type.Object({
   id: IdSchema,
-  role: Type.Unsafe<Role>(Type.String({ enum: [...ASSIGNABLE_ROLES] }))
+  role: Type.Unsafe<Role>(Type.String({ enum: [...ASSIGNABLE_ROLES], examples: ['moderator'] }))
 }, { additionalProperties: false })
 
 /** A user's roles and the permissions they add up to (docs/api.md, "Roles and permissions"). */

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { CodeSchema, DataEnvelope, TimestampSchema } from './common.js'
+import { CodeSchema, DataEnvelope, EXAMPLE_PASSWORD, TimestampSchema } from './common.js'
 import { MessageFactorSchema } from './mfa.js'
 import { CurrentPasswordSchema, proofFields } from './proof.js'
 import { PasskeyAuthenticationBodySchema } from './passkeys.js'
@@ -13,7 +13,7 @@ export const ReauthenticateBodySchema = Type.Object({
   password: Type.Optional({ ...CurrentPasswordSchema, minLength: 1, description: 'The current password (not enough for an account with a second factor)' }),
   code: Type.Optional({ ...CodeSchema, description: 'A TOTP or backup code, or a code sent by POST /auth/reauthenticate/code' }),
   passkey: Type.Optional(PasskeyAuthenticationBodySchema)
-}, { additionalProperties: false, description: 'Exactly one proof' })
+}, { additionalProperties: false, description: 'Exactly one proof', examples: [{ password: EXAMPLE_PASSWORD }] })
 export type ReauthenticateBody = Static<typeof ReauthenticateBodySchema>
 
 export const ReauthenticationCodeBodySchema = Type.Object({ method: MessageFactorSchema }, { additionalProperties: false })

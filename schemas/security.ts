@@ -31,8 +31,8 @@ export const DeviceSchema = Type.Object({
 }, { title: 'TrustedDevice' })
 
 export const DeviceBodySchema = Type.Object({
-  device_id: Type.String({ minLength: 1, maxLength: 128 }),
-  name: Type.String({ minLength: 1, maxLength: 100 })
+  device_id: Type.String({ minLength: 1, maxLength: 128, examples: ['laptop-7f3a'] }),
+  name: Type.String({ minLength: 1, maxLength: 100, examples: ['Work laptop'] })
 }, { additionalProperties: false })
 export type DeviceBody = Static<typeof DeviceBodySchema>
 
@@ -46,7 +46,7 @@ export const DeviceListItemSchema = ListItem(DeviceSchema, 'TrustedDeviceListIte
 
 export const DeviceParamsSchema = Type.Object({
   id: IdSchema,
-  deviceId: Type.String({ minLength: 1, maxLength: 128, description: 'The record id or the device_id' })
+  deviceId: Type.String({ minLength: 1, maxLength: 128, examples: ['laptop-7f3a'], description: 'The record id or the device_id' })
 }, { additionalProperties: false })
 
 /** Named response envelopes (components of the OpenAPI document). */

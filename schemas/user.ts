@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ListItem, CollectionEnvelope } from './collection.js'
-import { IdSchema, TimestampSchema, DataEnvelope } from './common.js'
+import { DataEnvelope, EXAMPLE_EMAIL, EXAMPLE_PASSWORD, IdSchema, TimestampSchema } from './common.js'
 import { component } from './components.js'
 import { proofFields } from './proof.js'
 import { PermissionSchema, RoleSchema } from './rbac.js'
@@ -10,21 +10,21 @@ import { PermissionSchema, RoleSchema } from './rbac.js'
  * also given as a pattern, which clients' validators agree on whatever their own `email` is.
  */
 export const EMAIL_PATTERN = "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$"
-export const EmailSchema = Type.String({ format: 'email', pattern: EMAIL_PATTERN, maxLength: 254 })
+export const EmailSchema = Type.String({ format: 'email', pattern: EMAIL_PATTERN, maxLength: 254, examples: [EXAMPLE_EMAIL] })
 /**
  * Shown in messages and lists: printable text on one line, not only spaces (U+0000 is refused
  * for every string, with its own message). Spaces, then a visible character, then the rest: the
  * first two classes are disjoint, so matching takes linear time whatever the input.
  */
-export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '^[^\\S\\u0001-\\u001F\\u007F]*[^\\s\\u0001-\\u001F\\u007F][^\\u0001-\\u001F\\u007F]*$', description: 'No control characters (line breaks included), not only spaces' })
+export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '^[^\\S\\u0001-\\u001F\\u007F]*[^\\s\\u0001-\\u001F\\u007F][^\\u0001-\\u001F\\u007F]*$', examples: ['Ada Lovelace'], description: 'No control characters (line breaks included), not only spaces' })
 /** E.164: the number SMS codes go to. */
-export const PhoneSchema = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'E.164 phone number, for SMS sign-in codes' })
+export const PhoneSchema = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', examples: ['+14155550123'], description: 'E.164 phone number, for SMS sign-in codes' })
 /**
  * 8 to 128 characters; PASSWORD_POLICY=strong adds its checks in code (docs/api.md, "Passwords"),
  * and the OpenAPI document publishes the configured policy's rules as the `Password` component.
  */
 export const PASSWORD_LENGTH = { minLength: 8, maxLength: 128 }
-export const PasswordSchema = component('Password', Type.String(PASSWORD_LENGTH))
+export const PasswordSchema = component('Password', Type.String({ ...PASSWORD_LENGTH, examples: [EXAMPLE_PASSWORD] }))
 
 /** The public user; password and hashes are not part of any response (docs/api.md, "Users"). */
 export const UserSchema = Type.Object({

@@ -38,6 +38,10 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
   const first = await startService(t, env)
   const second = await startService(t, env)
   const reader = await signUp(first.base, uniqueEmail('reader'))
+  // The load registers on the second instance: its first registration (hashing workers started,
+  // connections opened) is not what this test measures, and on a busy machine it can take longer
+  // than the answer bound.
+  await signUp(second.base, uniqueEmail('warm-up'))
 
   const read = (service: ServiceProcess) => () => ({ url: `${service.base}/api/v1/users/${reader.id}`, init: json('GET', undefined, reader.token) })
   const load = new Load([
@@ -107,8 +111,9 @@ t.test('Redis killed and restarted under load: limits fail open, revocations sti
 
   await load.stop()
   const all = load.exchanges
-  t.same(all.filter((e) => e.status === null).map((e) => `${e.stream} ${e.failure}`), [], `no request hung (${ANSWER_WITHIN_MS} ms) or lost its connection`)
-  t.same(all.filter((e) => !(e.status === 200 || e.status === 201)).map((e) => `${e.stream} ${e.status}: ${JSON.stringify(e.body)}`), [], 'no request failed at all: never a 500 or a 503')
+  const sent = (e: Exchange) => `sent ${e.sentAt - downAt} ms after the kill`
+  t.same(all.filter((e) => e.status === null).map((e) => `${e.stream} ${e.failure}, ${sent(e)}`), [], `no request hung (${ANSWER_WITHIN_MS} ms) or lost its connection`)
+  t.same(all.filter((e) => !(e.status === 200 || e.status === 201)).map((e) => `${e.stream} ${e.status}: ${JSON.stringify(e.body)}, ${sent(e)}`), [], 'no request failed at all: never a 500 or a 503')
   t.same([first.child.exitCode, second.child.exitCode], [null, null], 'both instances stayed up')
 
   t.comment(`fault: redis-server killed (SIGKILL), down ${restartAt - downAt} ms, restarted empty`)

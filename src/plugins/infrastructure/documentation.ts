@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { EXAMPLE_PASSWORD } from '../../../schemas/common.js'
 import { components } from '../../../schemas/components.js'
 import { PASSWORD_LENGTH } from '../../../schemas/user.js'
 import { publishedPasswordSchema } from '../../security/password-policy.js'
@@ -93,7 +94,7 @@ export default fp(async (fastify) => {
   /** The `Password` component says what the configured PASSWORD_POLICY asks (docs/api.md, "Passwords"). */
   function withPasswordPolicy (document: Record<string, unknown>): Record<string, unknown> {
     const schemas = (document.components as { schemas: Record<string, Record<string, unknown>> }).schemas
-    schemas.Password = { type: 'string', ...publishedPasswordSchema(PASSWORD_LENGTH, fastify.config.passwordPolicy), title: 'Password' }
+    schemas.Password = { type: 'string', ...publishedPasswordSchema(PASSWORD_LENGTH, fastify.config.passwordPolicy), examples: [EXAMPLE_PASSWORD], title: 'Password' }
     return document
   }
 
