@@ -13,7 +13,7 @@ import { buildOpenApiDocument, standaloneSchemas } from '../src/documentation.js
 import { Errors } from '../src/errors.js'
 import { passwordPolicyProblems } from '../src/security/password-policy.js'
 import { schemaCheck } from '../src/validation.js'
-import { build } from './helper.js'
+import { build, SECURITY_HEADERS } from './helper.js'
 
 type Json = Record<string, any>
 
@@ -25,7 +25,8 @@ t.test('the three documentation paths answer under the security headers, from lo
   const docs = await app.inject({ method: 'GET', url: '/api/docs' })
   t.equal(docs.statusCode, 200)
   t.match(docs.headers['content-type'], /text\/html/)
-  t.match(docs.headers['content-security-policy'], /default-src 'self'/)
+  t.equal(docs.headers['content-security-policy'], "default-src 'self';frame-ancestors 'none';script-src 'self';style-src 'self' 'unsafe-inline';img-src 'self' data:",
+    'Swagger UI: scripts and images from the service only')
   for (const src of [...docs.body.matchAll(/src="([^"]+)"/g)].map((match) => match[1] ?? '')) {
     t.notMatch(src, /^https?:/, `no remote script: ${src}`)
     const asset = await app.inject({ method: 'GET', url: new URL(src, 'http://local/api/docs/').pathname })
@@ -34,10 +35,24 @@ t.test('the three documentation paths answer under the security headers, from lo
   const redoc = await app.inject({ method: 'GET', url: '/api/redoc' })
   t.equal(redoc.statusCode, 200)
   t.match(redoc.body, /<redoc spec-url="\/api\/openapi.json">/)
+  t.equal(redoc.headers['content-security-policy'], "default-src 'self';frame-ancestors 'none';script-src 'self';style-src 'self' 'unsafe-inline';img-src 'self' data:;worker-src blob:",
+    'ReDoc: the same, and its search worker from a blob: URL')
+  t.equal(json.headers['content-security-policy'], SECURITY_HEADERS['content-security-policy'], 'the API keeps the specification\'s CSP')
   t.notMatch(redoc.body, /https?:\/\//, 'nothing fetched from the internet')
   const bundle = await app.inject({ method: 'GET', url: '/api/redoc/redoc.standalone.js' })
   t.equal(bundle.statusCode, 200)
   t.ok(bundle.body.length > 100_000, 'the ReDoc bundle is served from the package')
+  t.notMatch(bundle.body, /cdn\.redoc\.ly/, 'without the logo it would fetch from Redocly\'s CDN')
+})
+
+t.test('the root points to the documentation: a browser is sent to Swagger UI, another client told where things are', async (t) => {
+  const app = await build(t)
+  const browser = await app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } })
+  t.same([browser.statusCode, browser.headers.location], [302, '/api/docs'])
+  const client = await app.inject({ method: 'GET', url: '/' })
+  t.equal(client.statusCode, 200)
+  t.same(client.json(), { documentation: '/api/docs', reference: '/api/redoc', openapi: '/api/openapi.json', health: '/health' })
+  t.equal(client.headers['content-security-policy'], SECURITY_HEADERS['content-security-policy'], 'under the API\'s headers')
 })
 
 t.test('the document: 3.1, version 1.0.0, bearer scheme, tags, named components used by $ref', async (t) => {

@@ -8,6 +8,7 @@ import { components } from '../../../schemas/components.js'
 import { PASSWORD_LENGTH } from '../../../schemas/user.js'
 import { publishedPasswordSchema } from '../../security/password-policy.js'
 import { withoutCanonicalMarks } from '../../validation.js'
+import { documentationCsp } from './security-headers.js'
 
 const require = createRequire(import.meta.url)
 
@@ -19,13 +20,20 @@ const require = createRequire(import.meta.url)
  * no such copy, and the bundle is read from node_modules.
  */
 async function redocBundle (): Promise<string> {
+  let bundle: string
   try {
-    return await readFile(new URL('../../../vendor/redoc.standalone.js', import.meta.url), 'utf8')
+    bundle = await readFile(new URL('../../../vendor/redoc.standalone.js', import.meta.url), 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-    return await readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8')
+    bundle = await readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8')
   }
+  // The menu's "API docs by Redocly" line shows a logo from Redocly's CDN, with no option to
+  // turn it off; with no address the image fails at once and the line shows its text alone.
+  return bundle.replaceAll(REDOCLY_LOGO, '')
 }
+
+/** The one thing ReDoc's bundle loads from outside the service. */
+const REDOCLY_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg'
 
 /** ReDoc's page: its script is served by the service, never from the internet. */
 const REDOC_PAGE = `<!doctype html>
@@ -133,14 +141,23 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
 
-  await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: false, uiConfig: { deepLinking: true } })
+  await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: documentationCsp({ workers: false }), uiConfig: { deepLinking: true } })
 
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
   fastify.get('/api/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
     await reply.type('application/yaml; charset=utf-8').send(fastify.swagger({ yaml: true })))
 
+  // The service's root, where a new user's browser first goes: to the documentation; any
+  // other client is told where things are.
+  fastify.get('/', { schema: { hide: true } }, async (request, reply) => {
+    if (request.headers.accept?.includes('text/html') === true) return await reply.redirect('/api/docs')
+    return { documentation: '/api/docs', reference: '/api/redoc', openapi: '/api/openapi.json', health: '/health' }
+  })
+
   const bundle = await redocBundle()
-  fastify.get('/api/redoc', { schema: { hide: true } }, async (_request, reply) => await reply.type('text/html; charset=utf-8').send(REDOC_PAGE))
+  const redocCsp = documentationCsp({ workers: true })
+  fastify.get('/api/redoc', { schema: { hide: true } }, async (_request, reply) =>
+    await reply.type('text/html; charset=utf-8').header('content-security-policy', redocCsp).send(REDOC_PAGE))
   fastify.get('/api/redoc/redoc.standalone.js', { schema: { hide: true } }, async (_request, reply) =>
     await reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=86400').send(bundle))
 }, { name: 'documentation' })

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import helmet, { type HelmetOptions } from 'helmet'
+import helmet, { contentSecurityPolicy, type HelmetOptions } from 'helmet'
 
 /**
  * The security headers (docs/api.md, "Security headers"), exactly, configured through helmet:
@@ -32,6 +32,36 @@ const HELMET_OPTIONS: Readonly<HelmetOptions> = {
   xPoweredBy: true
 }
 
+type Directives = NonNullable<Exclude<HelmetOptions['contentSecurityPolicy'], boolean | undefined>['directives']>
+
+/** A response that records the headers helmet sets, to compute them once. */
+function recording (headers: Record<string, string>) {
+  return {
+    setHeader: (name: string, value: string) => { headers[name.toLowerCase()] = String(value) },
+    removeHeader: (name: string) => { delete headers[name.toLowerCase()] }
+  }
+}
+
+/**
+ * The documentation pages' CSP (docs/api.md, "Health and documentation"): the API's, except that
+ * images come only from the service (the pages load nothing from elsewhere) and, for ReDoc,
+ * whose search runs in a worker made from a `blob:` URL, `worker-src blob:`. The API's own CSP
+ * stays exactly as the specification gives it.
+ */
+export function documentationCsp ({ workers }: { workers: boolean }): string {
+  const directives: Directives = {
+    defaultSrc: ["'self'"],
+    frameAncestors: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'", "'unsafe-inline'"],
+    imgSrc: ["'self'", 'data:'],
+    ...(workers && { workerSrc: ['blob:'] })
+  }
+  const headers: Record<string, string> = {}
+  contentSecurityPolicy({ useDefaults: false, directives })({} as never, recording(headers) as never, () => {})
+  return headers['content-security-policy'] ?? ''
+}
+
 /**
  * Helmet's headers do not depend on the request, yet @fastify/helmet rebuilds helmet (and
  * re-parses the CSP) on every request. They are computed once here, by running helmet
@@ -39,11 +69,7 @@ const HELMET_OPTIONS: Readonly<HelmetOptions> = {
  */
 function computeSecurityHeaders (): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {}
-  const recorder = {
-    setHeader: (name: string, value: string) => { headers[name.toLowerCase()] = String(value) },
-    removeHeader: (name: string) => { delete headers[name.toLowerCase()] }
-  }
-  helmet(HELMET_OPTIONS)({} as never, recorder as never, () => {})
+  helmet(HELMET_OPTIONS)({} as never, recording(headers) as never, () => {})
   headers['x-xss-protection'] = '1; mode=block'
   // Responses carry tokens and personal data: no cache may keep them (docs/api.md, "Security
   // headers"). Static documentation assets set their own caching when sent.

@@ -1,0 +1,69 @@
+import type { AddressInfo } from 'node:net'
+import type { Page } from 'playwright-core'
+import t from 'tap'
+import { launchChromium } from '../chromium.js'
+import { build } from '../helper.js'
+
+/**
+ * Everything a page tried that a new user would see go wrong: console errors, CSP violations,
+ * and requests for anything not served by the service (aborted: nothing leaves this machine).
+ */
+function watch (page: Page, origin: string): string[] {
+  const problems: string[] = []
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
+  void page.exposeFunction('reportViolation', (text: string) => problems.push(`CSP: ${text}`))
+  void page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      void (window as unknown as { reportViolation: (text: string) => void }).reportViolation(`${event.violatedDirective} blocked ${event.blockedURI}`)
+    })
+  })
+  void page.route('**/*', async (route) => {
+    const url = route.request().url()
+    if (url.startsWith(`${origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return await route.continue()
+    problems.push(`outside request: ${url}`)
+    await route.abort()
+  })
+  return problems
+}
+
+t.test('the documentation pages work in a browser: no error, no CSP violation, nothing fetched from outside', async (t) => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const browser = await launchChromium(t)
+
+  t.test('Swagger UI: sign up, then sign in, with "Try it out" as shown', async (t) => {
+    const page = await (await browser.newContext()).newPage()
+    const problems = watch(page, origin)
+    await page.goto(`${origin}/api/docs`)
+    async function execute (method: string, path: string): Promise<string> {
+      const operation = page.locator(`.opblock-${method}`, { has: page.locator(`.opblock-summary-path[data-path="${path}"]`) })
+      await operation.locator('.opblock-summary').click()
+      await operation.locator('.try-out__btn').click()
+      await operation.locator('.execute').click()
+      const status = operation.locator('.live-responses-table .response .response-col_status')
+      await status.first().waitFor()
+      return (await status.first().innerText()).trim()
+    }
+    t.equal(await execute('post', '/api/v1/users'), '201', 'POST /api/v1/users with the example body: 201')
+    t.equal(await execute('post', '/api/v1/auth/login'), '200', 'POST /api/v1/auth/login with the example body: 200')
+    t.same(problems, [], 'no console error, CSP violation or outside request')
+  })
+
+  t.test('ReDoc: the page renders and its search finds the sign-in operations', async (t) => {
+    const page = await (await browser.newContext()).newPage()
+    const problems = watch(page, origin)
+    await page.goto(`${origin}/api/redoc`)
+    const search = page.locator('input[placeholder="Search..."]')
+    await search.waitFor()
+    await search.fill('login')
+    const results = page.locator('[data-role="search:results"] > li')
+    await results.first().waitFor({ timeout: 10_000 })
+    const found = await results.allInnerTexts()
+    t.ok(found.some((text) => /Sign in with e-mail and password/.test(text)), `the search finds the sign-in: ${found.join(' | ')}`)
+    const operations = await page.locator('[role="menu"] [role="menuitem"]').count()
+    t.ok(found.length < operations / 2, `and filters: ${found.length} results of ${operations} entries`)
+    t.same(problems, [], 'no console error, CSP violation or outside request')
+  })
+})
