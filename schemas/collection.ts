@@ -10,11 +10,12 @@ const MAX_PAGE = 2 ** 31 - 1
 
 /**
  * ISO 8601 date or date-time with real months, days of the month and times of day; that
- * 29 February falls in a leap year is checked in code (src/collection/query.ts).
+ * 29 February falls in a leap year is checked in code (src/collection/query.ts). Digits are
+ * spelled [0-9]: `\d` is any Unicode digit in some clients' regular expressions (Python's).
  */
-const MONTH_AND_DAY = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-9]))'
-const TIME_OF_DAY = '(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d{1,9})?)?'
-const ISO_DATE_OR_DATE_TIME = `^\\d{4}-${MONTH_AND_DAY}(?:T${TIME_OF_DAY}(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d))?$`
+const MONTH_AND_DAY = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))'
+const TIME_OF_DAY = '(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\\.[0-9]{1,9})?)?'
+const ISO_DATE_OR_DATE_TIME = `^[0-9]{4}-${MONTH_AND_DAY}(?:T${TIME_OF_DAY}(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))?$`
 
 export interface CollectionFields {
   /** Field names accepted by `sort` (besides `id`). */

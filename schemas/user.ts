@@ -20,7 +20,8 @@ export const NameSchema = Type.String({ minLength: 2, maxLength: 100, pattern: '
 /** E.164: the number SMS codes go to. */
 export const PhoneSchema = Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', examples: ['+14155550123'], description: 'E.164 phone number, for SMS sign-in codes' })
 /**
- * 8 to 128 characters; PASSWORD_POLICY=strong adds its checks in code (docs/api.md, "Passwords"),
+ * 8 to 128 characters, also applied in code to every password (src/security/password-policy.ts);
+ * PASSWORD_POLICY=strong adds its checks there (docs/api.md, "Passwords"),
  * and the OpenAPI document publishes the configured policy's rules as the `Password` component.
  */
 export const PASSWORD_LENGTH = { minLength: 8, maxLength: 128 }

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import pino from 'pino'
+import { sharedSigningVariables } from './config.js'
 
 /**
  * `npm run start:cluster`: the service on several cores of one host, through Node's cluster
@@ -12,7 +13,9 @@ import pino from 'pino'
  * exits 0 when they all have.
  *
  * The workers share state as separate hosts would: through the database, and through Redis
- * when REDIS_URL is set. Without Redis each worker counts rate limits on its own.
+ * when REDIS_URL is set. Without Redis each worker counts rate limits on its own. What the
+ * configuration leaves to be generated (JWT_SECRET, the private key) the primary generates
+ * once and hands to every worker in its environment, so each accepts the others' tokens.
  */
 
 function workerCount (): number {
@@ -29,6 +32,9 @@ if (cluster.isPrimary) {
   // The primary's own lines, in the workers' format; `role` tells them apart.
   const log = pino().child({ role: 'primary' })
   const count = workerCount()
+  const signing = sharedSigningVariables()
+  for (const warning of signing.warnings) log.warn(warning)
+  const fork = () => cluster.fork(signing.variables)
   const listening = new WeakSet<Worker>()
   let stopping = false
   let othersStarted = false
@@ -38,12 +44,12 @@ if (cluster.isPrimary) {
     log.info({ worker: worker.process.pid, port: address.port }, 'worker listening')
     if (othersStarted || stopping) return
     othersStarted = true
-    for (let index = 1; index < count; index++) cluster.fork()
+    for (let index = 1; index < count; index++) fork()
   })
   cluster.on('exit', (worker, code, signal) => {
     if (!stopping && listening.has(worker)) {
       log.error({ worker: worker.process.pid, code, signal }, 'worker died: replacing it')
-      cluster.fork()
+      fork()
       return
     }
     if (!stopping) {
@@ -69,7 +75,7 @@ if (cluster.isPrimary) {
     })
   }
   log.info({ workers: count }, 'starting workers')
-  cluster.fork()
+  fork()
 } else {
   await import('./server.js')
 }

@@ -4,8 +4,9 @@ import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ROLES, type Role } from '../schemas/rbac.js'
+import { passwordPolicyProblems } from './security/password-policy.js'
 import { isSensitiveKey, REDACTED } from './security/redaction.js'
-import { generateKeyPair, JWT_ALGORITHMS, type JwtAlgorithm, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
+import { type AsymmetricAlgorithm, generateKeyPair, JWT_ALGORITHMS, type JwtAlgorithm, KeyError, previousKeys, privateKey, secretKey, type SigningKeys, type VerificationKey } from './security/signing-keys.js'
 import { ACCESS_TOKEN_TTL_S } from './security/tokens.js'
 
 /**
@@ -310,14 +311,36 @@ function readPrivateKeyText (env: Env, problems: string[]): string | undefined {
 }
 
 /**
+ * Who holds a secret or key pair generated at start-up: this process alone, or every worker of
+ * `npm run start:cluster`, which its primary generated them for (sharedSigningVariables).
+ */
+type GeneratedFor = 'process' | 'workers'
+
+/**
  * What a signing secret drawn at start-up also breaks between instances: each signs with its
  * own, so none accepts another's tokens, nor, with retries on, opens the pairs another kept
- * for refresh retries (docs/api.md, "Sessions").
+ * for refresh retries (docs/api.md, "Sessions"). A cluster's workers share theirs.
  */
-function acrossInstances (env: Env): string {
-  return Number(env.REFRESH_RETRY_WINDOW_S) === 0
-    ? '; instances do not accept each other\'s tokens'
-    : '; instances do not accept each other\'s tokens, nor answer refresh retries of each other\'s rotations (each a reuse, ending the session)'
+function acrossInstances (refreshRetryWindowS: string, holder: GeneratedFor): string {
+  const tokens = holder === 'workers' ? 'other instances do not accept these tokens' : 'instances do not accept each other\'s tokens'
+  const retries = holder === 'workers' ? 'nor answer refresh retries of their rotations' : 'nor answer refresh retries of each other\'s rotations'
+  return Number(refreshRetryWindowS) === 0 ? `; ${tokens}` : `; ${tokens}, ${retries} (each a reuse, ending the session)`
+}
+
+function generatedSecretWarning (algorithm: JwtAlgorithm, refreshRetryWindowS: string, holder: GeneratedFor): string {
+  const generated = holder === 'workers' ? 'one random secret was generated for every worker' : 'a random secret was generated'
+  return algorithm === 'HS256'
+    ? `JWT_SECRET is unset: ${generated}, so tokens, cursors and MFA enrolments do not survive a restart${acrossInstances(refreshRetryWindowS, holder)}`
+    : `JWT_SECRET is unset: ${generated}, so cursors and MFA enrolments do not survive a restart (it keys them under ${algorithm} too)`
+}
+
+function generatedKeyWarning (keyVariable: string, algorithm: AsymmetricAlgorithm, refreshRetryWindowS: string, holder: GeneratedFor): string {
+  const generated = holder === 'workers' ? `one ${algorithm} key pair was generated for every worker` : `a new ${algorithm} key pair was generated`
+  return `${keyVariable} is unset: ${generated}, so tokens do not survive a restart and other services must fetch the JWKS again${acrossInstances(refreshRetryWindowS, holder)}`
+}
+
+function randomSecret (): string {
+  return randomBytes(32).toString('base64url')
 }
 
 /**
@@ -334,7 +357,7 @@ function readSigningKeys (env: Env, jwtSecret: string, problems: string[], warni
     if (pem !== undefined) problems.push(`${keyVariable} is only used with JWT_ALGORITHM EdDSA, ES256 or RS256 (JWT_ALGORITHM is HS256)`)
   } else if (pem === undefined) {
     if (!problems.some((problem) => problem.startsWith('JWT_PRIVATE_KEY'))) {
-      warnings.push(`${keyVariable} is unset: a new ${algorithm} key pair was generated, so tokens do not survive a restart and other services must fetch the JWKS again${acrossInstances(env)}`)
+      warnings.push(generatedKeyWarning(keyVariable, algorithm, env.REFRESH_RETRY_WINDOW_S, 'process'))
       current = privateKey(generateKeyPair(algorithm).privateKey, algorithm)
     }
   } else {
@@ -426,14 +449,49 @@ export function configuredAlgorithm (source: Record<string, string | undefined> 
   return algorithm
 }
 
+/**
+ * The signing material loadConfig generates when none is configured, generated once for
+ * several processes: `npm run start:cluster`'s primary hands these variables to every worker
+ * (docs/operations.md, "One host, several cores"), so the workers sign with one JWT_SECRET and,
+ * under EdDSA, ES256 or RS256, one private key, and accept each other's tokens. The warnings
+ * say so in place of the workers' own. A bad JWT_ALGORITHM gets nothing: the workers'
+ * configuration check reports it.
+ */
+export function sharedSigningVariables (source: Record<string, string | undefined> = process.env): { variables: Record<string, string>, warnings: string[] } {
+  let algorithm: JwtAlgorithm
+  try {
+    algorithm = configuredAlgorithm(source) ?? EnvSchema.properties.JWT_ALGORITHM.default
+  } catch (error) {
+    if (error instanceof ConfigError) return { variables: {}, warnings: [] }
+    throw error
+  }
+  const unset = (name: string) => source[name] === undefined || source[name] === ''
+  const refreshRetryWindowS = unset('REFRESH_RETRY_WINDOW_S') ? EnvSchema.properties.REFRESH_RETRY_WINDOW_S.default : String(source.REFRESH_RETRY_WINDOW_S)
+  const variables: Record<string, string> = {}
+  const warnings: string[] = []
+  if (unset('JWT_SECRET')) {
+    variables.JWT_SECRET = randomSecret()
+    warnings.push(generatedSecretWarning(algorithm, refreshRetryWindowS, 'workers'))
+  }
+  if (algorithm !== 'HS256' && unset('JWT_PRIVATE_KEY') && unset('JWT_PRIVATE_KEY_FILE')) {
+    variables.JWT_PRIVATE_KEY = generateKeyPair(algorithm).privateKey
+    warnings.push(generatedKeyWarning('JWT_PRIVATE_KEY', algorithm, refreshRetryWindowS, 'workers'))
+  }
+  return { variables, warnings }
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig (source: Record<string, string | undefined> = process.env): Config {
   // Empty variables count as unset, as most deployment tools write them.
   const present = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''))
-  const env = Value.Default(EnvSchema, Value.Clean(EnvSchema, { ...present })) as Env
-  const problems = [...new Map([...Value.Errors(EnvSchema, env)].map((error) => [error.path,
-    `${error.path.slice(1)} must be ${String(error.schema.description ?? error.message)}${shown(error.path.slice(1), error.value)}`])).values()]
-  if (problems.length > 0) throw new ConfigError(problems)
+  const read = Value.Default(EnvSchema, Value.Clean(EnvSchema, { ...present })) as Record<string, unknown>
+  const refusals = new Map([...Value.Errors(EnvSchema, read)].map((error) => [error.path.slice(1),
+    `${error.path.slice(1)} must be ${String(error.schema.description ?? error.message)}${shown(error.path.slice(1), error.value)}`]))
+  // The checks below run on the other variables (a refused one as if unset), so every problem
+  // is reported at once; one they find in a refused variable follows from its refusal.
+  const env = Value.Default(EnvSchema, Object.fromEntries(Object.entries(read).filter(([name]) => !refusals.has(name)))) as Env
+  const problems: string[] = []
+  const followsFromRefusal = (problem: string) => [...refusals.keys()].some((name) => new RegExp(`\\b${name}\\b`).test(problem))
 
   const warnings: string[] = []
   const port = Number(env.PORT)
@@ -458,6 +516,11 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const badNetworks = trustedNetworks.filter((network) => !isCidr(network))
   if (badNetworks.length > 0) problems.push(`TRUSTED_NETWORKS has malformed CIDRs: ${badNetworks.join(', ')}`)
 
+  if (env.ADMIN_PASSWORD !== undefined) {
+    // The bootstrap administrator's password meets the policy every other password meets.
+    const unmet = passwordPolicyProblems(env.ADMIN_PASSWORD, env.PASSWORD_POLICY)
+    if (unmet.length > 0) problems.push(`ADMIN_PASSWORD is refused by PASSWORD_POLICY=${env.PASSWORD_POLICY}: it ${unmet.join(', ')}`)
+  }
   if ((env.ADMIN_EMAIL === undefined) !== (env.ADMIN_PASSWORD === undefined)) {
     problems.push(`${env.ADMIN_EMAIL === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} is required when ${env.ADMIN_EMAIL === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'} is set`)
   }
@@ -466,16 +529,12 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems, warnings)
   const oauth = readOAuth(present, problems)
   const oauthRedirectUrls = readRedirectUrls(env.OAUTH_REDIRECT_URLS, problems)
-  const jwtSecret = env.JWT_SECRET ?? randomBytes(32).toString('base64url')
+  const jwtSecret = env.JWT_SECRET ?? randomSecret()
   const jwt = readSigningKeys(env, jwtSecret, problems, warnings)
-  if (problems.length > 0) throw new ConfigError(problems)
+  if (refusals.size > 0 || problems.length > 0) throw new ConfigError([...refusals.values(), ...problems.filter((problem) => !followsFromRefusal(problem))])
 
   if (env.SMTP_URL === undefined) warnings.push('SMTP_URL is unset: e-mail messages (verification, password reset, notices) are written to the log, not sent')
-  if (env.JWT_SECRET === undefined) {
-    warnings.push(env.JWT_ALGORITHM === 'HS256'
-      ? `JWT_SECRET is unset: a random secret was generated, so tokens, cursors and MFA enrolments do not survive a restart${acrossInstances(env)}`
-      : `JWT_SECRET is unset: a random secret was generated, so cursors and MFA enrolments do not survive a restart (it keys them under ${env.JWT_ALGORITHM} too)`)
-  }
+  if (env.JWT_SECRET === undefined) warnings.push(generatedSecretWarning(env.JWT_ALGORITHM, env.REFRESH_RETRY_WINDOW_S, 'process'))
 
   return {
     nodeEnv: env.NODE_ENV,

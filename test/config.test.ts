@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig, sharedSigningVariables } from '../src/config.js'
 import { generateKeyPair } from '../src/security/signing-keys.js'
 
 function problemsOf (env: Record<string, string>): string[] {
@@ -73,7 +73,7 @@ t.test('values are read and typed', async (t) => {
     TRUST_PROXY: '127.0.0.1,10.0.0.0/8',
     RATE_LIMIT_AUTH_MAX: '3',
     ADMIN_EMAIL: 'root@example.com',
-    ADMIN_PASSWORD: 'long-enough',
+    ADMIN_PASSWORD: 'Long-enough-1!',
     MFA_REQUIRED_ROLES: 'moderator',
     PASSWORD_POLICY: 'strong',
     ZERO_TRUST_MODE: 'enforce',
@@ -90,7 +90,7 @@ t.test('values are read and typed', async (t) => {
   t.same(config.corsOrigins, ['https://a.example', 'https://b.example'])
   t.same(config.trustProxy, ['127.0.0.1', '10.0.0.0/8'])
   t.equal(config.rateLimit.authMax, 3)
-  t.same(config.admin, { email: 'root@example.com', password: 'long-enough' })
+  t.same(config.admin, { email: 'root@example.com', password: 'Long-enough-1!' })
   t.same(config.mfa.requiredRoles, ['moderator'])
   t.equal(config.passwordPolicy, 'strong')
   t.equal(config.zeroTrustMode, 'enforce')
@@ -126,6 +126,7 @@ t.test('a bad value stops start-up with a message naming the variable', async (t
     [{ REDIS_URL: 'http://x' }, /^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/],
     [{ ADMIN_EMAIL: 'root@example.com' }, /^ADMIN_PASSWORD is required when ADMIN_EMAIL is set/],
     [{ ADMIN_EMAIL: 'not-an-email', ADMIN_PASSWORD: 'long-enough' }, /^ADMIN_EMAIL must be an e-mail address/],
+    [{ PASSWORD_POLICY: 'strong', ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'long-enough' }, /^ADMIN_PASSWORD is refused by PASSWORD_POLICY=strong: it must be at least 12 characters long, must contain an uppercase letter, must contain a digit$/],
     [{ NODE_ENV: 'production' }, /^CORS_ORIGINS must be set when NODE_ENV=production/],
     [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's' }, /^OAUTH_GOOGLE_REDIRECT_URI is required when OAuth provider google is enabled/],
     [{ OAUTH_GOOGLE_CLIENT_ID: 'id', OAUTH_GOOGLE_CLIENT_SECRET: 's', OAUTH_GOOGLE_REDIRECT_URI: 'x' }, /^OAUTH_GOOGLE_REDIRECT_URI must be an http\(s\) URL/],
@@ -179,6 +180,37 @@ t.test('every problem is reported at once', async (t) => {
   const problems = problemsOf({ PORT: 'x', RATE_LIMIT_MAX: 'y' })
   t.equal(problems.length, 2)
   t.throws(() => loadConfig({ PORT: 'x' }), { name: 'ConfigError', message: /Invalid configuration:\n {2}- PORT/ })
+  t.same(problemsOf({ JWT_SECRET: 'short', PORT: '99999' }), ['JWT_SECRET must be at least 32 characters long', 'PORT must be at most 65535 (got "99999")'],
+    'a value the schema refuses does not hide the later checks')
+  t.same(problemsOf({ JWT_ALGORITHM: 'HS512', TRUSTED_NETWORKS: 'banana', REFRESH_RETRY_WINDOW_S: '901' }), [
+    'JWT_ALGORITHM must be one of HS256, EdDSA, ES256, RS256 (got "HS512")',
+    'REFRESH_RETRY_WINDOW_S must be at most 900, the access token\'s lifetime (got "901")',
+    'TRUSTED_NETWORKS has malformed CIDRs: banana'
+  ])
+  t.same(problemsOf({ ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'short', WEBAUTHN_RP_ID: 'Example.com', WEBAUTHN_ORIGINS: 'https://example.com' }), [
+    'ADMIN_PASSWORD must be 8 to 128 characters long',
+    'WEBAUTHN_RP_ID must be a lower-case domain name (got "Example.com")'
+  ], 'what follows from a refused value (ADMIN_PASSWORD missing, origins outside the default RP ID) is not reported again')
+})
+
+t.test('the cluster\'s primary generates the signing material the configuration leaves unset, once for every worker', async (t) => {
+  const issuer = { JWT_ISSUER: 'https://auth.example.com' }
+  const hs = sharedSigningVariables({})
+  t.same(Object.keys(hs.variables), ['JWT_SECRET'])
+  t.same(loadConfig(hs.variables).jwt.current.kid, loadConfig(hs.variables).jwt.current.kid, 'every worker signs with the same secret')
+  t.same(loadConfig(hs.variables).warnings.filter((warning) => /^JWT_/.test(warning)), [], 'the workers do not warn of a secret of their own')
+  t.match(hs.warnings, [/^JWT_SECRET is unset: one random secret was generated for every worker, so tokens, cursors and MFA enrolments do not survive a restart; other instances do not accept these tokens, nor answer refresh retries of their rotations/])
+
+  const ed = sharedSigningVariables({ JWT_ALGORITHM: 'EdDSA', ...issuer })
+  t.same(Object.keys(ed.variables).sort(), ['JWT_PRIVATE_KEY', 'JWT_SECRET'])
+  const worker = () => loadConfig({ JWT_ALGORITHM: 'EdDSA', ...issuer, ...ed.variables })
+  t.equal(worker().jwt.current.kid, worker().jwt.current.kid, 'every worker signs with the same key pair')
+  t.equal(worker().jwt.current.algorithm, 'EdDSA')
+  t.match(ed.warnings, [/^JWT_SECRET is unset: one random secret/, /^JWT_PRIVATE_KEY is unset: one EdDSA key pair was generated for every worker/])
+
+  t.same(sharedSigningVariables({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY_FILE: '/etc/key.pem' }), { variables: {}, warnings: [] }, 'nothing when both are configured')
+  t.same(Object.keys(sharedSigningVariables({ JWT_SECRET: '', JWT_ALGORITHM: 'HS256' }).variables), ['JWT_SECRET'], 'empty counts as unset')
+  t.same(sharedSigningVariables({ JWT_ALGORITHM: 'HS512' }), { variables: {}, warnings: [] }, 'a bad JWT_ALGORITHM is left to the workers\' check')
 })
 
 t.test('empty variables count as unset', async (t) => {

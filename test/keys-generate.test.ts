@@ -72,3 +72,11 @@ t.test('keys:generate without --algorithm: for JWT_ALGORITHM when set, else EdDS
   t.equal(unknown.code, 2)
   t.notMatch(unknown.stderr, /\n\s+at /, 'an unknown option: no stack trace')
 })
+
+t.test('keys:generate --help: the usage on stdout, exit 0, no key', async (t) => {
+  const help = await generate(['--help'])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^Usage: npm run --silent keys:generate \[-- --algorithm EdDSA\|ES256\|RS256\] > signing\.pem\n/)
+  t.notMatch(help.stdout, /BEGIN/)
+  t.equal(help.stderr, '')
+})

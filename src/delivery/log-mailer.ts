@@ -7,11 +7,12 @@ const LOG_WRITE_MS = 1000
 export class LogMailer implements Mailer {
   /** Writing a line to the log: at once, well within this. */
   readonly timeoutMs = LOG_WRITE_MS
+  readonly logOnly = true
 
   constructor (private readonly log: DeliveryLog) {}
 
   async send ({ to, subject, text }: MailMessage): Promise<void> {
-    this.log.info({ to, subject, text }, 'e-mail written to the log instead of sent (SMTP_URL is unset)')
+    this.log.warn({ to, subject, text }, 'e-mail not delivered: written to the log because SMTP_URL is unset')
   }
 
   async close (): Promise<void> {}
@@ -20,10 +21,11 @@ export class LogMailer implements Mailer {
 /** Without SMS_WEBHOOK_URL: each SMS is written to the log. */
 export class LogSmsSender implements SmsSender {
   readonly timeoutMs = LOG_WRITE_MS
+  readonly logOnly = true
 
   constructor (private readonly log: DeliveryLog) {}
 
   async send ({ to, body }: { to: string, body: string }): Promise<void> {
-    this.log.info({ to, text: body }, 'SMS written to the log instead of sent (SMS_WEBHOOK_URL is unset)')
+    this.log.warn({ to, text: body }, 'SMS not delivered: written to the log because SMS_WEBHOOK_URL is unset')
   }
 }

@@ -1,3 +1,5 @@
+import { PASSWORD_LENGTH } from '../../schemas/user.js'
+
 export type PasswordPolicy = 'basic' | 'strong'
 
 /** What `strong` adds to the 8–128 length rule (docs/api.md, "Passwords"). */
@@ -11,14 +13,18 @@ const STRONG_CLASSES = [
 const STRONG_RULES = STRONG_CLASSES.map(({ pattern, problem }) => ({ test: new RegExp(pattern), problem }))
 
 /**
- * PASSWORD_POLICY (docs/api.md, "Passwords"). `basic` is the 8–128 length rule, which the
- * request schema already enforces; `strong` adds the rules below. Returns the unmet rules.
+ * PASSWORD_POLICY (docs/api.md, "Passwords"), which every way of setting a password applies:
+ * `basic` is the 8–128 length rule (which the request schemas also state, so an HTTP caller
+ * gets their details first); `strong` raises the minimum and adds the rules below. Lengths
+ * count characters (code points), as the schemas' do. Returns the unmet rules.
  */
 export function passwordPolicyProblems (password: string, policy: PasswordPolicy): string[] {
-  if (policy === 'basic') return []
+  const length = [...password].length
+  const minLength = policy === 'strong' ? STRONG_MIN_LENGTH : PASSWORD_LENGTH.minLength
   const rules: Array<[boolean, string]> = [
-    [[...password].length >= STRONG_MIN_LENGTH, `must be at least ${STRONG_MIN_LENGTH} characters long`],
-    ...STRONG_RULES.map(({ test, problem }): [boolean, string] => [test.test(password), problem])
+    [length >= minLength, `must be at least ${minLength} characters long`],
+    [length <= PASSWORD_LENGTH.maxLength, `must be at most ${PASSWORD_LENGTH.maxLength} characters long`],
+    ...(policy === 'strong' ? STRONG_RULES.map(({ test, problem }): [boolean, string] => [test.test(password), problem]) : [])
   ]
   return rules.filter(([met]) => !met).map(([, problem]) => problem)
 }

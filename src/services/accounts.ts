@@ -99,8 +99,7 @@ export class AccountService {
     const existing = await users.findByEmail(email)
     if (existing === undefined) {
       try {
-        // Bootstrap credentials are the operator's choice: length rules only.
-        await createAccount({ ...this.deps, passwordPolicy: 'basic' }, { email, name: 'Administrator', password, roles: ['super_admin'], emailVerified: true })
+        await createAccount(this.deps, { email, name: 'Administrator', password, roles: ['super_admin'], emailVerified: true })
         return 'created'
       } catch (error) {
         if (!(error instanceof Errors.EMAIL_ALREADY_REGISTERED)) throw error

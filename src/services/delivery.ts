@@ -8,6 +8,8 @@ export interface MailMessage { to: string, subject: string, text: string, html: 
 export interface Mailer {
   /** The longest one send may take: by then it has given up. The outbox claims a message for longer. */
   readonly timeoutMs: number
+  /** True for a sender that only writes the message to the log: nothing is delivered. */
+  readonly logOnly?: boolean
   send: (message: MailMessage) => Promise<void>
   close: () => Promise<void>
 }
@@ -16,6 +18,8 @@ export interface Mailer {
 export interface SmsSender {
   /** The longest one send may take, as for a Mailer. */
   readonly timeoutMs: number
+  /** As for a Mailer. */
+  readonly logOnly?: boolean
   send: (message: { to: string, body: string }) => Promise<void>
 }
 

@@ -176,7 +176,10 @@ export default fp<ErrorHandlerOptions>(async (fastify, { callerDeleted = async (
 
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
     const { status, envelope, headers } = toErrorReply(isForeignKeyViolation(error) ? await vanishedReference(request) : error)
-    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // A full hashing pool is load shed as designed (docs/operations.md, "Overload"), not a fault:
+    // one warning per refusal, without a stack.
+    if (error instanceof CapacityExceededError) request.log.warn('password hashing at capacity: request refused with 503')
+    else if (status >= 500) request.log.error({ err: error }, 'request failed')
     return await reply.code(status).headers(headers).send(envelope)
   })
 
