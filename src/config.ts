@@ -135,8 +135,6 @@ export interface Config {
   database: DatabaseConfig
   redisUrl: string | null
   jwtSecret: string
-  /** True when JWT_SECRET was unset and a random one was generated (tokens die with the process). */
-  jwtSecretGenerated: boolean
   /** Token signing and verification keys (docs/api.md, "Signing keys"). */
   jwt: SigningKeys
   /** null: every origin allowed. */
@@ -543,7 +541,6 @@ export function loadConfig (source: Record<string, string | undefined> = process
     database: parseDatabaseUrl(env.DATABASE_URL),
     redisUrl: env.REDIS_URL ?? null,
     jwtSecret,
-    jwtSecretGenerated: env.JWT_SECRET === undefined,
     jwt,
     corsOrigins,
     trustProxy,
