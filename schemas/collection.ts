@@ -46,13 +46,13 @@ function ListParameter (values: string[], description: string) {
  */
 export function CollectionQuerySchema<T extends TProperties = {}> (fields: CollectionFields, extra: T = {} as T) {
   const properties = {
-    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Offset pagination page, 1-based (default 1); page × limit at most 10000, cursor beyond' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Offset pagination page, 1-based (default 1); page × limit at most 10000, cursor beyond; not with cursor' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size (default 20)' })),
     cursor: Type.Optional(Type.String({
       maxLength: 1024,
-      description: 'Cursor pagination: empty for the first page, then meta.nextCursor'
+      description: 'Cursor pagination: empty for the first page, then meta.nextCursor; not with page'
     })),
-    sort: Type.Optional(ListParameter(sortKeys(fields), 'Fields to sort by, in order, \'-\' for descending; each at most once. Repeated or comma-separated')),
+    sort: Type.Optional(ListParameter(sortKeys(fields), 'Fields to sort by, in order, \'-\' for descending; each field at most once (not both `name` and `-name`). Repeated or comma-separated')),
     fields: Type.Optional(ListParameter(['id', ...fields.selectable], 'Fields to return (id always is). Repeated or comma-separated')),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: `Case-insensitive substring of ${fields.searchIn ?? 'nothing'}` })),
     createdAfter: Type.Optional(Type.String({
