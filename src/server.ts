@@ -3,9 +3,7 @@ import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { type Config, ConfigError, type DatabaseConfig, loadConfig } from './config.js'
 import { createInstance } from './instance.js'
-
-/** Where Swagger UI is served (src/plugins/infrastructure/documentation.ts). */
-const DOCUMENTATION_PATH = '/api/docs'
+import { DOCUMENTATION_PATH } from './plugins/infrastructure/documentation.js'
 
 /**
  * An error's cause in words: a system error as the system names it (`address already in use

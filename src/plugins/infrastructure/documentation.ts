@@ -32,6 +32,9 @@ async function redocBundle (): Promise<string> {
   return bundle.replaceAll(REDOCLY_LOGO, '')
 }
 
+/** Where Swagger UI is served: the root points there, and start-up names it (src/server.ts). */
+export const DOCUMENTATION_PATH = '/api/docs'
+
 /** The one thing ReDoc's bundle loads from outside the service. */
 const REDOCLY_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg'
 
@@ -141,7 +144,7 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
 
-  await fastify.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: documentationCsp({ workers: false }), uiConfig: { deepLinking: true } })
+  await fastify.register(swaggerUi, { routePrefix: DOCUMENTATION_PATH, staticCSP: documentationCsp({ workers: false }), uiConfig: { deepLinking: true } })
 
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
   fastify.get('/api/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
@@ -150,8 +153,8 @@ export default fp(async (fastify) => {
   // The service's root, where a new user's browser first goes: to the documentation; any
   // other client is told where things are.
   fastify.get('/', { schema: { hide: true } }, async (request, reply) => {
-    if (request.headers.accept?.includes('text/html') === true) return await reply.redirect('/api/docs')
-    return { documentation: '/api/docs', reference: '/api/redoc', openapi: '/api/openapi.json', health: '/health' }
+    if (request.headers.accept?.includes('text/html') === true) return await reply.redirect(DOCUMENTATION_PATH)
+    return { documentation: DOCUMENTATION_PATH, reference: '/api/redoc', openapi: '/api/openapi.json', health: '/health' }
   })
 
   const bundle = await redocBundle()
