@@ -7,7 +7,8 @@ import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, serviceE
 
 /**
  * `npm run bench:ab -- <git ref> [<git ref>]`: the service as it was at the first ref (A)
- * against the second, or this checkout when there is none (B), both compiled and run as `npm run bench` runs the service (SQLite, every protection on,
+ * against the second, or this checkout when there is none (B), both compiled and run as
+ * `npm run bench` runs the service (SQLite, every protection on,
  * limits out of reach), each on its own database. Each scenario alternates A and B over
  * BENCH_ROUNDS (default 5) rounds of BENCH_SECONDS (default 4) seconds, the side that goes
  * first alternating too, and compares medians: on a shared machine whose speed drifts, a
@@ -59,17 +60,23 @@ async function main () {
 
     process.stdout.write(`A = ${treeA.commit}, B = ${treeB.commit}: medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections\n\n`)
     process.stdout.write('| scenario | A req/s | B req/s | B/A | B/A per round | A µs CPU/req | B µs CPU/req |\n|---|---|---|---|---|---|---|\n')
-    const scenarios: Array<{ name: string, path: (side: Side) => string, headers: (side: Side) => Record<string, string> }> = [
+    const scenarios: Array<{
+      name: string, path: (side: Side) => string, headers: (side: Side) => Record<string, string>
+    }> = [
       { name: 'GET /health', path: () => '/health', headers: () => ({}) },
       { name: 'GET /api/v1/users/{id} (authenticated)', path: (side) => `/api/v1/users/${side.id}`, headers: (side) => side.headers },
       { name: 'GET /api/v1/users/{id} (authenticated, allowed Origin)', path: (side) => `/api/v1/users/${side.id}`, headers: (side) => ({ ...side.headers, origin: ORIGIN }) }
     ]
     for (const scenario of scenarios) {
       const options = (side: Side) => ({ url: side.base + scenario.path(side), headers: scenario.headers(side) })
-      for (const side of sides) await autocannon({ ...options(side), connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      for (const side of sides) {
+        await autocannon({ ...options(side), connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      }
       const rounds = new Map<Side, Measured[]>([[a, []], [b, []]])
       for (let round = 0; round < ROUNDS; round++) {
-        for (const side of round % 2 === 0 ? [a, b] : [b, a]) rounds.get(side)?.push(await load(options(side), side.pid))
+        for (const side of round % 2 === 0 ? [a, b] : [b, a]) {
+          rounds.get(side)?.push(await load(options(side), side.pid))
+        }
       }
       const [ra, rb] = [rounds.get(a) ?? [], rounds.get(b) ?? []]
       const rps = (side: Measured[]) => median(side.map((m) => m.rps))

@@ -48,7 +48,9 @@ export async function compareAlgorithms (dir: string, report: Report): Promise<v
         signIns: []
       })
     }
-    for (const side of sides) await autocannon({ url: side.base + side.read.path, headers: side.read.headers, duration: WARM_UP_SECONDS })
+    for (const side of sides) {
+      await autocannon({ url: side.base + side.read.path, headers: side.read.headers, duration: WARM_UP_SECONDS })
+    }
     for (let round = 0; round < ROUNDS; round++) {
       // Each round in the other order from the last: the machine's speed drifts.
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {

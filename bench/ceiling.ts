@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import pino from 'pino'
 import securityHeaders from '../src/plugins/infrastructure/security-headers.js'
-import { logSerializers } from '../src/request-log.js'
+import { logSerializers } from '../src/http/request-log.js'
 
 /**
  * The ceiling: bare Fastify answering the same JSON shapes as the service's benchmarked

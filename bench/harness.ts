@@ -43,7 +43,12 @@ export function serviceEnv (databasePath: string): Record<string, string> {
  * piped back to this process, two log lines per request would tax the load generator, not
  * the server.
  */
-export async function start (command: string[], env: Record<string, string>, logFile: string, cwd?: string): Promise<{ child: ChildProcess, base: string }> {
+export async function start (
+  command: string[],
+  env: Record<string, string>,
+  logFile: string,
+  cwd?: string
+): Promise<{ child: ChildProcess, base: string }> {
   const port = await freePort()
   const output = openSync(logFile, 'a')
   const child = spawn(process.execPath, command, { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', output, 'inherit'] })

@@ -1,6 +1,6 @@
 /**
  * Verifications per second of one token, not cached, three ways: fast-jwt's verifier alone;
- * @fastify/jwt's `fastify.jwt.verify`, as the app verifies (src/plugins/application/security.ts);
+ * @fastify/jwt's `fastify.jwt.verify`, as the app verifies (src/plugins/application/credentials.ts);
  * and @fastify/jwt's `request.jwtVerify` with a `secret` function picking the key by `kid`.
  * Each way runs in turn, in another order each round, and the medians are compared
  * (docs/performance.md, "Tokens through @fastify/jwt"). `npm run bench:jwt`.
@@ -18,7 +18,9 @@ const VERIFICATIONS = 20_000
 type Way = (token: string) => unknown
 
 /** The three ways for one key, and a token signed under it. */
-async function ways (keys: SigningKeys): Promise<{ token: string, ways: Record<string, Way>, close: () => Promise<void> }> {
+async function ways (
+  keys: SigningKeys
+): Promise<{ token: string, ways: Record<string, Way>, close: () => Promise<void> }> {
   const { current, issuer } = keys
   const app = Fastify()
   await app.register(fastifyJwt, {

@@ -112,10 +112,18 @@ async function main () {
      * log on against bare Fastify and the spec floor (which logs what the service logs, at the
      * same level), the service with its request log off against the peers (which log nothing).
      */
-    const compare = async (name: string, sides: { ours: Side, unlogged: Side, bare: Side, floor: Side, express: Side, betterAuth: Side }, targets: { bare: number, floor?: number, express?: number, betterAuth?: number }) => {
+    const compare = async (
+      name: string,
+      sides: { ours: Side, unlogged: Side, bare: Side, floor: Side, express: Side, betterAuth: Side },
+      targets: { bare: number, floor?: number, express?: number, betterAuth?: number }
+    ) => {
       const order = [sides.bare, sides.ours, sides.floor, sides.unlogged, sides.express, sides.betterAuth]
       // Warm every side up first: the JIT settles the simpler servers sooner.
-      for (const side of order) await autocannon({ url: side.base + side.path, headers: side.headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+      for (const side of order) {
+        await autocannon({
+          url: side.base + side.path, headers: side.headers, connections: CONNECTIONS, duration: WARM_UP_SECONDS
+        })
+      }
       const rounds = new Map<Side, Measured[]>(order.map((side) => [side, []]))
       for (let round = 0; round < ROUNDS; round++) {
         // Each round in the other order from the last: the machine's speed drifts.
@@ -123,8 +131,10 @@ async function main () {
           rounds.get(side)?.push(await load({ url: side.base + side.path, headers: side.headers }, side.pid))
         }
       }
-      const [bare, ours, floor, quiet, expressPeer, betterAuthPeer] = order.map((side) => summary(rounds.get(side) ?? []))
-      if (bare === undefined || ours === undefined || floor === undefined || quiet === undefined || expressPeer === undefined || betterAuthPeer === undefined) return
+      const [bare, ours, floor, quiet, expressPeer, betterAuthPeer] = order
+        .map((side) => summary(rounds.get(side) ?? []))
+      if (bare === undefined || ours === undefined || floor === undefined || quiet === undefined ||
+        expressPeer === undefined || betterAuthPeer === undefined) return
       const row = (against: string, mine: Measured, theirs: Measured, target: number | undefined, unit: string) => {
         const ratio = mine.rps / theirs.rps
         report(`${name} vs ${against}`, ratio, target === undefined ? 'reported' : `≥ ${target} × ${unit}`, target === undefined || ratio >= target,

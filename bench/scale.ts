@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config/index.js'
 import { bulkSeed } from '../src/store/bulk-seed.js'
 import { openDatabase } from '../src/store/database.js'
-import { migrateToLatest } from '../src/store/migrations.js'
+import { migrateToLatest } from '../src/store/migrations/index.js'
 import type { DatabaseSchema } from '../src/store/types.js'
 import { json, median, ROOT, START_FLAGS, serviceEnv, start, stop } from './harness.js'
 
@@ -34,7 +34,9 @@ interface Timing { median: number, max: number }
 type Results = Map<string, Map<number, Timing>>
 
 /** The targets at the largest size (docs/performance.md, "Scale"). */
-const TARGETS = { medianMs: { sqlite: 10, postgres: 20 } as Record<string, number>, growth: 3, healthMs: 50, startupMs: 5000 }
+const TARGETS = {
+  medianMs: { sqlite: 10, postgres: 20 } as Record<string, number>, growth: 3, healthMs: 50, startupMs: 5000
+}
 
 async function dropSchema (size: number): Promise<void> {
   const admin = new pg.Client({ connectionString: POSTGRES_URL })
@@ -58,7 +60,9 @@ async function freshDatabase (kind: string, size: number, dir: string): Promise<
 }
 
 function postgresWithoutTimeouts (url: string) {
-  const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) })
+  const db = new Kysely<DatabaseSchema>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) })
+  })
   return { db, dialect: 'postgres' as const, close: async () => await db.destroy() }
 }
 
@@ -166,7 +170,9 @@ async function measureAll (base: string, token: string, size: number, results: R
   return longest
 }
 
-interface Measured { steady: Results, health: Map<number, number>, purging: Results, purgingHealth: number, startup: number }
+interface Measured {
+  steady: Results, health: Map<number, number>, purging: Results, purgingHealth: number, startup: number
+}
 
 async function run (kind: string, size: number, dir: string, measured: Measured): Promise<void> {
   const databaseUrl = await freshDatabase(kind, size, dir)
@@ -178,7 +184,8 @@ async function run (kind: string, size: number, dir: string, measured: Measured)
     // The steady state: a retention that keeps the seeded entries (dated 2025), so no purge runs.
     const steady = await start(server, { ...env, AUDIT_RETENTION_DAYS: '36500' }, join(dir, 'server.log'))
     try {
-      measured.health.set(size, await measureAll(steady.base, await adminToken(steady.base, databaseUrl, size), size, measured.steady))
+      const token = await adminToken(steady.base, databaseUrl, size)
+      measured.health.set(size, await measureAll(steady.base, token, size, measured.steady))
     } finally {
       await stop(steady.child)
     }
@@ -189,7 +196,8 @@ async function run (kind: string, size: number, dir: string, measured: Measured)
     measured.startup = performance.now() - starting
     process.stdout.write(`  /health answered ${measured.startup.toFixed(0)} ms after a start with every audit entry past retention; while they are purged:\n`)
     try {
-      measured.purgingHealth = await measureAll(purging.base, await adminToken(purging.base, databaseUrl, size), size, measured.purging)
+      const token = await adminToken(purging.base, databaseUrl, size)
+      measured.purgingHealth = await measureAll(purging.base, token, size, measured.purging)
     } finally {
       await stop(purging.child)
     }
@@ -219,7 +227,8 @@ function table (kind: string, measured: Measured): string {
   lines.push(`| longest \`GET /health\` while these ran | ${SIZES.map((size) => `${ms(health.get(size))}`).join(' | ')} | | ${ms(purgingHealth)} |`)
   lines.push(`| start-up until \`GET /health\` answers, every audit entry past retention | ${SIZES.map(() => '').join(' | ')} | | ${ms(startup)} |`, '')
   const medians = (results: Results) => [...results.values()].map((bySize) => bySize.get(largest)?.median ?? Infinity)
-  const growths = [...steady.values()].map((bySize) => (bySize.get(largest)?.median ?? Infinity) / (bySize.get(smallest)?.median ?? 1))
+  const growths = [...steady.values()]
+    .map((bySize) => (bySize.get(largest)?.median ?? Infinity) / (bySize.get(smallest)?.median ?? 1))
   const verdict = (holds: boolean) => holds ? 'holds' : 'MISSED'
   const slowest = Math.max(...medians(steady))
   const slowestPurging = Math.max(...medians(purging))
@@ -242,7 +251,9 @@ try {
   appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), `\n${heading}\n\n`)
   // Each database's table as soon as it is measured: a later failure keeps it.
   for (const kind of DATABASES) {
-    const measured: Measured = { steady: new Map(), health: new Map(), purging: new Map(), purgingHealth: Infinity, startup: Infinity }
+    const measured: Measured = {
+      steady: new Map(), health: new Map(), purging: new Map(), purgingHealth: Infinity, startup: Infinity
+    }
     for (const size of SIZES) await run(kind, size, dir, measured)
     const section = table(kind, measured)
     process.stdout.write(`\n${section}\n`)

@@ -8,7 +8,8 @@ export const AUDIT_EVENTS = [
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
   'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent', 'mfa.backup_codes_replaced',
-  'passkey.added', 'passkey.removed', 'passkey.renamed', 'identity.linked', 'identity.unlinked', 'account.claimed', 'auth.reauthenticated'
+  'passkey.added', 'passkey.removed', 'passkey.renamed', 'identity.linked', 'identity.unlinked', 'account.claimed', 'auth.reauthenticated',
+  'job.failed'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

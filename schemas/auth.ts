@@ -3,16 +3,16 @@ import { DataEnvelope, EXAMPLE_PASSWORD, IdSchema } from './common.js'
 import { ListItem, CollectionEnvelope } from './collection.js'
 import { EmailSchema } from './user.js'
 
-export const DeviceSchema = Type.Object({
+export const SignInDeviceSchema = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 128, examples: ['laptop-7f3a'] }),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, examples: ['Work laptop'] }))
 }, { additionalProperties: false, title: 'Device' })
-export type Device = Static<typeof DeviceSchema>
+export type SignInDevice = Static<typeof SignInDeviceSchema>
 
 export const LoginBodySchema = Type.Object({
   email: EmailSchema,
   password: Type.String({ minLength: 1, maxLength: 128, examples: [EXAMPLE_PASSWORD] }),
-  device: Type.Optional(DeviceSchema)
+  device: Type.Optional(SignInDeviceSchema)
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBodySchema>
 

@@ -33,7 +33,7 @@ export function sortKeys (fields: CollectionFields): string[] {
 
 /**
  * Parameters that list several values: repeated (`sort=-name&sort=id`) or comma-separated
- * (`sort=-name,id`); the query-string validator splits the commas (src/validation.ts).
+ * (`sort=-name,id`); the query-string validator splits the commas (src/http/validation.ts).
  */
 function ListParameter (values: string[], description: string) {
   return Type.Array(Type.String({ enum: values }), { minItems: 1, maxItems: values.length, description })

@@ -3,7 +3,7 @@ import { component } from './components.js'
 
 /**
  * Marks a request's UUID for rewriting to its canonical spelling as it is validated
- * (src/validation.ts): UUIDs are case-insensitive (docs/api.md, "Identifiers") and the `uuid` format
+ * (src/http/validation.ts): UUIDs are case-insensitive (docs/api.md, "Identifiers") and the `uuid` format
  * takes the `urn:uuid:` form, while the service stores and compares them in lower case.
  */
 export const CANONICAL_UUID = 'x-canonical-uuid'

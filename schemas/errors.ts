@@ -1,5 +1,4 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { Errors } from '../src/errors.js'
 import { component } from './components.js'
 import { ProofOfferSchema } from './proof.js'
 
@@ -9,11 +8,66 @@ export const ValidationIssueSchema = Type.Object({
 })
 export type ValidationIssue = Static<typeof ValidationIssueSchema>
 
-/** Each code of the error table with its status, in the table's order. */
-const TABLE = Object.values(Errors).map((ServiceError) => {
-  const { code, statusCode } = new ServiceError()
-  return { code, status: statusCode ?? 500 }
-})
+/** One error a client can see: its code, its message (`%s` takes an argument) and its HTTP status. */
+export interface ErrorEntry {
+  code: string
+  message: string
+  status: number
+}
+
+/**
+ * The service's error table (docs/api.md, "Errors"), by name; src/errors.ts makes an error
+ * class of each entry. Some codes appear under two names, with two messages.
+ */
+export const ERROR_TABLE = {
+  VALIDATION_FAILED: { code: 'VALIDATION_FAILED', message: 'Validation failed', status: 400 },
+  INVALID_OAUTH_STATE: { code: 'INVALID_OAUTH_STATE', message: 'Invalid or expired OAuth state', status: 400 },
+  INVALID_ONE_TIME_TOKEN: { code: 'INVALID_ONE_TIME_TOKEN', message: 'Invalid, used or expired token', status: 400 },
+  OAUTH_ACCESS_DENIED: { code: 'OAUTH_ACCESS_DENIED', message: 'Sign-in cancelled at the provider', status: 401 },
+  MISSING_TOKEN: { code: 'MISSING_TOKEN', message: 'Missing token', status: 401 },
+  AUTHENTICATION_REQUIRED: { code: 'MISSING_TOKEN', message: 'Authentication required', status: 401 },
+  INVALID_TOKEN: { code: 'INVALID_TOKEN', message: 'Invalid token', status: 401 },
+  TOKEN_EXPIRED: { code: 'TOKEN_EXPIRED', message: 'Invalid token', status: 401 },
+  INVALID_CREDENTIALS: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password', status: 401 },
+  INVALID_MFA_CODE: { code: 'INVALID_MFA_CODE', message: 'Invalid MFA code', status: 401 },
+  TOKEN_REUSED: { code: 'TOKEN_REUSED', message: 'Refresh token reused; session revoked', status: 401 },
+  SESSION_EXPIRED: { code: 'SESSION_EXPIRED', message: 'Session expired', status: 401 },
+  FORBIDDEN: { code: 'FORBIDDEN', message: 'Permission denied. Requires: %s', status: 403 },
+  MFA_ENROLLMENT_REQUIRED: { code: 'MFA_ENROLLMENT_REQUIRED', message: 'MFA enrollment required', status: 403 },
+  EMAIL_NOT_VERIFIED: { code: 'EMAIL_NOT_VERIFIED', message: 'E-mail address not verified', status: 403 },
+  REAUTHENTICATION_REQUIRED: {
+    code: 'REAUTHENTICATION_REQUIRED',
+    message: 'This change needs a proof that it is the account holder: one of the proofs in details, ' +
+      'in the request or through POST /api/v1/auth/reauthenticate',
+    status: 403
+  },
+  ACCESS_DENIED: { code: 'ACCESS_DENIED', message: 'Access denied by zero-trust evaluation', status: 403 },
+  NOT_FOUND: { code: 'NOT_FOUND', message: '%s not found', status: 404 },
+  UNSUPPORTED_PROVIDER: { code: 'UNSUPPORTED_PROVIDER', message: 'Unsupported OAuth2 provider: %s', status: 404 },
+  METHOD_NOT_ALLOWED: { code: 'METHOD_NOT_ALLOWED', message: 'Method %s not allowed on %s', status: 405 },
+  EMAIL_ALREADY_REGISTERED: { code: 'EMAIL_ALREADY_REGISTERED', message: 'Email already registered', status: 409 },
+  CONFLICT: { code: 'CONFLICT', message: '%s', status: 409 },
+  REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', message: 'Request not received in time', status: 408 },
+  PAYLOAD_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10240 bytes', status: 413 },
+  UNSUPPORTED_MEDIA_TYPE: {
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Unsupported media type: request bodies must be application/json',
+    status: 415
+  },
+  HEADERS_TOO_LARGE: { code: 'HEADERS_TOO_LARGE', message: 'Request headers too large', status: 431 },
+  ACCOUNT_LOCKED: {
+    code: 'ACCOUNT_LOCKED',
+    message: 'Account temporarily locked after too many failed sign-ins',
+    status: 423
+  },
+  RATE_LIMITED: { code: 'RATE_LIMITED', message: 'Rate limit exceeded', status: 429 },
+  INTERNAL_ERROR: { code: 'INTERNAL_ERROR', message: 'Internal server error', status: 500 },
+  OAUTH_PROVIDER_ERROR: { code: 'OAUTH_PROVIDER_ERROR', message: 'OAuth provider error: %s', status: 502 },
+  SERVICE_UNAVAILABLE: { code: 'SERVICE_UNAVAILABLE', message: 'Service unavailable: %s', status: 503 }
+} as const satisfies Record<string, ErrorEntry>
+
+/** Each entry of the error table, in the table's order. */
+const TABLE: readonly ErrorEntry[] = Object.values(ERROR_TABLE)
 
 /** Every code a client can see (the table names some codes twice, with two messages). */
 export const ERROR_CODES = [...new Set(TABLE.map((entry) => entry.code))]
@@ -86,6 +140,12 @@ function errorResponse (status: ErrorStatus) {
  * apply to every route but the health probes (`rateLimited: false`).
  */
 export function errorResponses (options: { body?: boolean, rateLimited?: boolean }, ...statuses: ErrorStatus[]) {
-  const all = new Set([...ALWAYS, ...(options.rateLimited === false ? [] : [429 as const]), ...(options.body === true ? WITH_BODY : []), ...statuses])
-  return Object.fromEntries([...all].sort().map((status) => [status, errorResponse(status)])) as Record<ErrorStatus, typeof ErrorReference>
+  const all = new Set([
+    ...ALWAYS,
+    ...(options.rateLimited === false ? [] : [429 as const]),
+    ...(options.body === true ? WITH_BODY : []),
+    ...statuses
+  ])
+  return Object.fromEntries([...all].sort().map((status) => [status, errorResponse(status)])) as
+    Record<ErrorStatus, typeof ErrorReference>
 }

@@ -4,13 +4,19 @@ import { TokenPairSchema } from './auth.js'
 import { component } from './components.js'
 import { proofFields } from './proof.js'
 
-/** The MFA method identifiers (docs/api.md, "Method identifiers and messages"). `backup_code` answers a challenge in their place. */
+/**
+ * The MFA method identifiers (docs/api.md, "Method identifiers and
+ * messages"). `backup_code` answers a challenge in their place.
+ */
 export const MFA_METHODS = ['totp', 'sms', 'email', 'push'] as const
 export const MfaMethodSchema = Type.Unsafe<typeof MFA_METHODS[number]>(Type.String({ enum: [...MFA_METHODS], title: 'MfaMethod' }))
 
 export const CodeBodySchema = Type.Object({ code: CodeSchema }, { additionalProperties: false })
 
-/** Enrolling (or replacing) TOTP: a first code of the pending secret, and the proof of a sensitive change unless the session stepped up. */
+/**
+ * Enrolling (or replacing) TOTP: a first code of the pending secret,
+ * and the proof of a sensitive change unless the session stepped up.
+ */
 export const TotpEnableBodySchema = Type.Object({ code: { ...CodeSchema, description: 'A code of the pending secret' }, ...proofFields }, { additionalProperties: false })
 
 export const TotpSetupSchema = Type.Object({
@@ -34,7 +40,9 @@ export const MfaChallengeSchema = Type.Object({
 }, { title: 'MfaChallenge' })
 export type MfaChallenge = Static<typeof MfaChallengeSchema>
 
-/** A sign-in that needs no second factor: the token pair, with `mfa_required: false` (docs/api.md, "MFA at sign-in"). */
+/**
+ * A sign-in that needs no second factor: the token pair, with `mfa_required: false` (docs/api.md, "MFA at sign-in").
+ */
 export const SignedInSchema = Type.Composite([TokenPairSchema, Type.Object({ mfa_required: Type.Literal(false) })], { title: 'SignedIn' })
 export type SignedIn = Static<typeof SignedInSchema>
 

@@ -18,7 +18,10 @@ const CredentialFields = {
   clientExtensionResults: Type.Record(Type.String(), Type.Unknown())
 }
 
-/** The browser's `PublicKeyCredential.toJSON()` after `navigator.credentials.create` (or @simplewebauthn/browser's startRegistration). */
+/**
+ * The browser's `PublicKeyCredential.toJSON()` after
+ * `navigator.credentials.create` (or @simplewebauthn/browser's startRegistration).
+ */
 export const RegistrationCredentialSchema = Type.Object({
   ...CredentialFields,
   response: Type.Object({
@@ -31,7 +34,10 @@ export const RegistrationCredentialSchema = Type.Object({
   }, OPEN)
 }, OPEN)
 
-/** The browser's `PublicKeyCredential.toJSON()` after `navigator.credentials.get` (or @simplewebauthn/browser's startAuthentication). */
+/**
+ * The browser's `PublicKeyCredential.toJSON()` after `navigator.credentials.get`
+ * (or @simplewebauthn/browser's startAuthentication).
+ */
 export const AuthenticationCredentialSchema = Type.Object({
   ...CredentialFields,
   response: Type.Object({
@@ -52,7 +58,9 @@ export const PasskeyRegistrationBodySchema = Type.Object({
 }, { additionalProperties: false })
 export type PasskeyRegistrationBody = Static<typeof PasskeyRegistrationBodySchema>
 
-export const PasskeyRenameBodySchema = Type.Object({ name: PasskeyNameSchema, ...proofFields }, { additionalProperties: false })
+export const PasskeyRenameBodySchema = Type.Object({ name: PasskeyNameSchema, ...proofFields }, {
+  additionalProperties: false
+})
 
 export const PasskeyAuthenticationOptionsBodySchema = Type.Union([
   Type.Object({
@@ -82,20 +90,27 @@ export const PASSKEY_FIELDS = {
   searchIn: 'name'
 } as const
 
-/** `navigator.credentials.create({ publicKey })` takes it after @simplewebauthn/browser (or `PublicKeyCredential.parseCreationOptionsFromJSON`). */
+/**
+ * `navigator.credentials.create({ publicKey })` takes it after @simplewebauthn/browser
+ * (or `PublicKeyCredential.parseCreationOptionsFromJSON`).
+ */
 export const RegistrationOptionsSchema = Type.Object({
   challenge: Type.String(),
   rp: Type.Object({ id: Type.Optional(Type.String()), name: Type.String() }),
   user: Type.Object({ id: Type.String(), name: Type.String(), displayName: Type.String() })
 }, { title: 'PasskeyRegistrationOptions', additionalProperties: true })
 
-/** `navigator.credentials.get({ publicKey })` takes `options`; the sign-in sends `challenge_id` back with the answer. */
+/**
+ * `navigator.credentials.get({ publicKey })` takes `options`; the sign-in sends `challenge_id` back with the answer.
+ */
 export const AuthenticationOptionsSchema = Type.Object({
   challenge_id: Type.String(),
   options: Type.Object({
     challenge: Type.String(),
     rpId: Type.Optional(Type.String()),
-    allowCredentials: Type.Optional(Type.Array(Type.Object({ id: Type.String(), type: Type.String() }, { additionalProperties: true })))
+    allowCredentials: Type.Optional(Type.Array(Type.Object({ id: Type.String(), type: Type.String() }, {
+      additionalProperties: true
+    })))
   }, { additionalProperties: true })
 }, { title: 'PasskeyAuthenticationOptions' })
 

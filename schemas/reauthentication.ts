@@ -16,7 +16,9 @@ export const ReauthenticateBodySchema = Type.Object({
 }, { additionalProperties: false, description: 'Exactly one proof', examples: [{ password: EXAMPLE_PASSWORD }] })
 export type ReauthenticateBody = Static<typeof ReauthenticateBodySchema>
 
-export const ReauthenticationCodeBodySchema = Type.Object({ method: MessageFactorSchema }, { additionalProperties: false })
+export const ReauthenticationCodeBodySchema = Type.Object({ method: MessageFactorSchema }, {
+  additionalProperties: false
+})
 
 export const ReauthenticationSchema = Type.Object({
   reauthenticated_until: { ...TimestampSchema, description: 'Until when the session may make sensitive changes without another proof' },

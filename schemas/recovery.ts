@@ -11,7 +11,9 @@ export type TokenBody = Static<typeof TokenBodySchema>
 export const ForgotPasswordBodySchema = Type.Object({ email: EmailSchema }, { additionalProperties: false })
 export type ForgotPasswordBody = Static<typeof ForgotPasswordBodySchema>
 
-export const ResetPasswordBodySchema = Type.Object({ token: OneTimeTokenSchema, password: PasswordSchema }, { additionalProperties: false })
+export const ResetPasswordBodySchema = Type.Object({ token: OneTimeTokenSchema, password: PasswordSchema }, {
+  additionalProperties: false
+})
 export type ResetPasswordBody = Static<typeof ResetPasswordBodySchema>
 
 /** A request taken in: what follows happens by message. */

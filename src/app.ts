@@ -1,8 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Config } from './config.js'
+import type { Config } from './config/index.js'
+import access from './plugins/application/access.js'
 import adminBootstrap from './plugins/application/admin-bootstrap.js'
 import audit from './plugins/application/audit.js'
 import authentication from './plugins/application/authentication.js'
+import background from './plugins/application/background.js'
 import cors from './plugins/infrastructure/cors.js'
 import database from './plugins/infrastructure/database.js'
 import documentation from './plugins/infrastructure/documentation.js'
@@ -11,7 +13,7 @@ import rateLimit from './plugins/infrastructure/rate-limit.js'
 import redis from './plugins/infrastructure/redis.js'
 import repositories from './plugins/application/repositories.js'
 import revocation from './plugins/application/revocation.js'
-import security from './plugins/application/security.js'
+import security from './plugins/application/credentials.js'
 import securityHeaders from './plugins/infrastructure/security-headers.js'
 import services from './plugins/application/services.js'
 import textInput from './plugins/infrastructure/text-input.js'
@@ -20,7 +22,7 @@ import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
 import postsRoutes from './routes/posts/index.js'
-import securityRoutes from './routes/security/index.js'
+import accessCheckRoutes from './routes/access-check/index.js'
 import usersRoutes from './routes/users/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
@@ -50,7 +52,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   // was added under.
   await fastify.register(errorHandler, {
     // Asked only when a write refers to a row deleted meanwhile, once the repositories are there.
-    callerDeleted: async (request) => request.user !== null && await fastify.repositories.users.findById(request.user.id) === undefined
+    callerDeleted: async (request) =>
+      request.user !== null && await fastify.repositories.users.findById(request.user.id) === undefined
   })
   await fastify.register(cors)
   await fastify.register(database)
@@ -69,15 +72,18 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(textInput)
   await fastify.register(services)
   await fastify.register(zeroTrust)
+  await fastify.register(background)
   await fastify.register(adminBootstrap)
   await fastify.register(documentation)
+  // After the documentation pages (public, added by their plugins), before the API's routes.
+  await fastify.register(access)
 
   await fastify.register(healthRoutes, { prefix: '/health' })
   await fastify.register(usersRoutes, { prefix: '/api/v1/users' })
   await fastify.register(authRoutes, { prefix: '/api/v1/auth' })
   await fastify.register(postsRoutes, { prefix: '/api/v1/posts' })
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
-  await fastify.register(securityRoutes, { prefix: '/api/v1/security' })
+  await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
 }
 

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import pino from 'pino'
-import { sharedSigningVariables } from './config.js'
+import { sharedSigningVariables } from './config/index.js'
 
 /**
  * `npm run start:cluster`: the service on several cores of one host, through Node's cluster

@@ -1,8 +1,8 @@
 import { getSystemErrorMap } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
-import { type Config, ConfigError, type DatabaseConfig, loadConfig } from './config.js'
-import { createInstance } from './instance.js'
+import { type Config, ConfigError, type DatabaseConfig, loadConfig } from './config/index.js'
+import { createInstance } from './http/instance.js'
 import { DOCUMENTATION_PATH } from './plugins/infrastructure/documentation.js'
 
 /**

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
-import { buildOpenApiDocument } from '../documentation.js'
+import { buildOpenApiDocument } from './openapi-document.js'
 
 const USAGE = `Usage: npm run export:openapi [-- --out DIR]
 

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { standaloneSchemas } from '../documentation.js'
+import { standaloneSchemas } from './standalone-schemas.js'
 
 // Importing the route modules registers every named schema.
 import '../app.js'

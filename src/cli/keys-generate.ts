@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, configuredAlgorithm } from '../config.js'
+import { ConfigError, configuredAlgorithm } from '../config/index.js'
 import { type AsymmetricAlgorithm, generateKeyPair, JWT_ALGORITHMS, privateKey } from '../security/signing-keys.js'
 
 /**

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from '../config.js'
+import { ConfigError, loadConfig } from '../config/index.js'
 import { openDatabase } from '../store/database.js'
-import { migrateToLatest } from '../store/migrations.js'
+import { migrateToLatest } from '../store/migrations/index.js'
 
 /** `npm run migrate`: brings DATABASE_URL's schema to the latest version (start-up does too). */
 try {

@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
 import { ASSIGNABLE_ROLES, type Role } from '../../schemas/rbac.js'
-import { loadConfig } from '../config.js'
+import { loadConfig } from '../config/index.js'
 import { type PasswordPolicy, passwordPolicyProblems } from '../security/password-policy.js'
 import { PasswordHasher } from '../security/passwords.js'
 import { createAccount } from '../services/accounts.js'
 import { CursorCodec } from '../collection/cursor.js'
 import { openDatabase } from '../store/database.js'
-import { migrateToLatest } from '../store/migrations.js'
+import { migrateToLatest } from '../store/migrations/index.js'
 import { UsersRepository } from '../store/users.js'
 
 const USAGE = `Usage: npm run user:create -- --email EMAIL [--name NAME] [--password PASSWORD] [--role ROLE]...
@@ -78,7 +78,9 @@ async function main (): Promise<void> {
   try {
     await migrateToLatest(database.db, database.dialect)
     const user = await createAccount({
-      users: new UsersRepository(database.db, database.readRows, { ...database, cursors: new CursorCodec(config.jwtSecret), read: database.readRows }),
+      users: new UsersRepository(database.db, database.readRows, {
+        ...database, cursors: new CursorCodec(config.jwtSecret), read: database.readRows
+      }),
       passwords: new PasswordHasher({ concurrency: availableParallelism(), queueLimit: 1 }),
       passwordPolicy: config.passwordPolicy
     }, { email, name: name ?? email.split('@')[0] ?? 'User', password, roles, emailVerified: true })

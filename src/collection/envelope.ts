@@ -11,7 +11,10 @@ function project<Row extends { id: string }> (row: Row, fields: string[] | null)
 }
 
 /** The collection envelope for a page of rows (docs/api.md, "Collections"). */
-export function collectionEnvelope<Row extends { id: string }> (result: CollectionResult<Row>, fields: string[] | null) {
+export function collectionEnvelope<Row extends { id: string }> (
+  result: CollectionResult<Row>,
+  fields: string[] | null
+) {
   const data = result.items.map((row) => project(row, fields))
   if (result.kind === 'cursor') return { data, meta: { kind: result.kind, nextCursor: result.nextCursor, hasMore: result.hasMore } }
   const { kind, page, limit, total, totalExact, totalPages } = result

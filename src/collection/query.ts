@@ -32,7 +32,9 @@ export interface CollectionRequest {
  */
 export function queryFingerprint (request: Pick<CollectionRequest, 'scope' | 'sort' | 'search' | 'createdAfter' | 'filters'>): string {
   return createHash('sha256')
-    .update(JSON.stringify([request.scope, request.sort, request.search ?? null, request.createdAfter ?? null, request.filters]))
+    .update(JSON.stringify([
+      request.scope, request.sort, request.search ?? null, request.createdAfter ?? null, request.filters
+    ]))
     .digest('base64url')
     .slice(0, 22)
 }
@@ -67,7 +69,11 @@ export interface CollectionOptions extends CollectionFields {
   scope: string
 }
 
-function parseSort (value: readonly string[] | undefined, options: CollectionOptions, issues: ValidationIssue[]): SortKey[] {
+function parseSort (
+  value: readonly string[] | undefined,
+  options: CollectionOptions,
+  issues: ValidationIssue[]
+): SortKey[] {
   if (value === undefined) return [...options.defaultSort, { field: 'id', descending: false }]
   const keys: SortKey[] = []
   for (const token of value) {
@@ -84,7 +90,11 @@ function parseSort (value: readonly string[] | undefined, options: CollectionOpt
   return keys.some((key) => key.field === 'id') ? keys : [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }]
 }
 
-function parseFields (value: readonly string[] | undefined, options: CollectionOptions, issues: ValidationIssue[]): string[] | null {
+function parseFields (
+  value: readonly string[] | undefined,
+  options: CollectionOptions,
+  issues: ValidationIssue[]
+): string[] | null {
   if (value === undefined) return null
   const fields = [...new Set(value)].filter((field) => field !== 'id')
   const unknown = fields.filter((field) => !options.selectable.includes(field))

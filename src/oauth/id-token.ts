@@ -21,7 +21,11 @@ export interface IdTokenExpectations {
  * client, `azp` naming it when present, `exp`, `iat`, and the `nonce` sent with this
  * flow's authorization request. Answers the profile its claims carry.
  */
-export async function validateIdToken (token: string, keys: JWTVerifyGetKey, expected: IdTokenExpectations): Promise<OAuthProfile> {
+export async function validateIdToken (
+  token: string,
+  keys: JWTVerifyGetKey,
+  expected: IdTokenExpectations
+): Promise<OAuthProfile> {
   let claims: Record<string, unknown>
   try {
     ({ payload: claims } = await jwtVerify(token, keys, {

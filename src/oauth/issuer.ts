@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
-import { isHttpUrl } from '../config.js'
+import { isHttpUrl } from '../config/index.js'
 import { fetchJson, providerError, PROVIDER_TIMEOUT_MS } from './client.js'
 
 /** What the service uses of an issuer's discovery document (docs/api.md, "Providers by issuer"). */
@@ -8,7 +8,10 @@ export interface IssuerMetadata {
   authorizationEndpoint: string
   tokenEndpoint: string
   userinfoEndpoint: string | null
-  /** The provider adds `iss` to every authorization response, so a response without it is refused (docs/api.md, "Callback"). */
+  /**
+   * The provider adds `iss` to every authorization response, so
+   * a response without it is refused (docs/api.md, "Callback").
+   */
   issParameterSupported: boolean
 }
 
@@ -55,7 +58,11 @@ export class OidcIssuer {
   #reading: Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> | null = null
   #jwksUri: string | null = null
 
-  constructor (readonly issuer: string, private readonly timeoutMs = PROVIDER_TIMEOUT_MS, private readonly maxAgeMs = METADATA_MAX_AGE_MS) {}
+  constructor (
+    readonly issuer: string,
+    private readonly timeoutMs = PROVIDER_TIMEOUT_MS,
+    private readonly maxAgeMs = METADATA_MAX_AGE_MS
+  ) {}
 
   async discover (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
     const current = this.#current

@@ -1,6 +1,6 @@
 import { EmailSchema } from '../../schemas/user.js'
-import type { BuiltInOAuthProvider } from '../config.js'
-import { schemaCheck } from '../validation.js'
+import type { BuiltInOAuthProvider } from '../config/index.js'
+import { schemaCheck } from '../http/validation.js'
 
 /** What a provider says about the user, normalized. */
 export interface OAuthProfile {
@@ -50,14 +50,20 @@ function text (value: unknown): string | null {
 }
 
 /** OpenID Connect userinfo (Google, Microsoft): `sub`, `email`, `email_verified`, `name`. */
-export async function readOidcProfile (userinfoUrl: string, get: ProviderGet, accessToken: string): Promise<OAuthProfile> {
+export async function readOidcProfile (
+  userinfoUrl: string,
+  get: ProviderGet,
+  accessToken: string
+): Promise<OAuthProfile> {
   const profile = await get(userinfoUrl, accessToken) as Record<string, unknown>
   const subject = text(profile.sub)
   if (subject === null) throw new Error('userinfo has no subject')
   return oidcProfile(profile, subject)
 }
 
-/** OpenID Connect's standard claims the service reads (`email`, `email_verified`, `name`), from userinfo or an ID token. */
+/**
+ * OpenID Connect's standard claims the service reads (`email`, `email_verified`, `name`), from userinfo or an ID token.
+ */
 export function oidcProfile (claims: Record<string, unknown>, subject: string): OAuthProfile {
   return { subject, email: text(claims.email), emailVerified: claims.email_verified === true, name: text(claims.name) }
 }

@@ -32,7 +32,14 @@ if oldest[2] then ttl = tonumber(oldest[2]) + window - now end
 return { current, ttl, first }
 `
 
-type SlidingWindowCommand = (key: string, reportedKey: string, now: number, windowMs: number, max: number, member: string) => Promise<[number, number, number]>
+type SlidingWindowCommand = (
+  key: string,
+  reportedKey: string,
+  now: number,
+  windowMs: number,
+  max: number,
+  member: string
+) => Promise<[number, number, number]>
 
 export class SlidingWindowRedisStore implements RateLimitStore {
   readonly #command: SlidingWindowCommand

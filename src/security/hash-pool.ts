@@ -47,7 +47,9 @@ class HashPool {
       slot.job = job
       // Only a busy worker keeps the process alive.
       slot.worker.ref()
-      slot.worker.postMessage({ id: job.id, password: job.password, salt: job.salt, rounds: job.rounds, length: job.length })
+      slot.worker.postMessage({
+        id: job.id, password: job.password, salt: job.salt, rounds: job.rounds, length: job.length
+      })
     }
   }
 
@@ -59,8 +61,11 @@ class HashPool {
       slot.job = null
       worker.unref()
       if (job !== null && job.id === message.id) {
-        if (message.key !== undefined) job.resolve(Buffer.from(message.key.buffer, message.key.byteOffset, message.key.byteLength))
-        else job.reject(new Error(message.error ?? 'hashing failed'))
+        if (message.key !== undefined) {
+          job.resolve(Buffer.from(message.key.buffer, message.key.byteOffset, message.key.byteLength))
+        } else {
+          job.reject(new Error(message.error ?? 'hashing failed'))
+        }
       }
       this.#dispatch()
     })

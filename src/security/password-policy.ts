@@ -1,3 +1,4 @@
+import { validationFailed } from '../errors.js'
 import { PASSWORD_LENGTH } from '../../schemas/user.js'
 
 export type PasswordPolicy = 'basic' | 'strong'
@@ -33,7 +34,10 @@ export function passwordPolicyProblems (password: string, policy: PasswordPolicy
  * The password schema the OpenAPI document publishes for a policy: the request schema's length
  * rule, and under `strong` the same rules the check above applies, as a pattern of lookaheads.
  */
-export function publishedPasswordSchema (base: { minLength: number, maxLength: number }, policy: PasswordPolicy): Record<string, unknown> {
+export function publishedPasswordSchema (
+  base: { minLength: number, maxLength: number },
+  policy: PasswordPolicy
+): Record<string, unknown> {
   if (policy === 'basic') return { ...base, description: `${base.minLength} to ${base.maxLength} characters (PASSWORD_POLICY=basic)` }
   return {
     ...base,
@@ -41,4 +45,10 @@ export function publishedPasswordSchema (base: { minLength: number, maxLength: n
     pattern: `^${STRONG_CLASSES.map(({ pattern }) => `(?=[\\s\\S]*${pattern})`).join('')}`,
     description: `${STRONG_MIN_LENGTH} to ${base.maxLength} characters with an uppercase and a lowercase letter, a digit and a special character (PASSWORD_POLICY=strong)`
   }
+}
+
+/** Throws VALIDATION_FAILED with one detail per unmet password rule. */
+export function assertPasswordPolicy (password: string, policy: PasswordPolicy, path = '/password'): void {
+  const problems = passwordPolicyProblems(password, policy)
+  if (problems.length > 0) throw validationFailed(problems.map((message) => ({ path, message })))
 }

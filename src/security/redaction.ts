@@ -53,7 +53,9 @@ const redactQueryIn = (value: string): string => value.includes('?') ? redactUrl
  * the names does what `redact` does, without its copy-and-recurse cost on every log line.
  * Values with a query string (Referer, X-Original-URL, …) have its sensitive parameters redacted.
  */
-export function redactHeaders (headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
+export function redactHeaders (
+  headers: Record<string, string | string[] | undefined>
+): Record<string, string | string[] | undefined> {
   const copy: Record<string, string | string[] | undefined> = {}
   for (const name of Object.keys(headers)) {
     const value = headers[name]

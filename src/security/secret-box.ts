@@ -25,7 +25,9 @@ export class SecretBox {
   /** The plaintext, or null when the box was made under another key or altered. */
   open (box: string): string | null {
     const [version, iv, tag, sealed, ...rest] = box.split('.')
-    if (version !== VERSION || iv === undefined || tag === undefined || sealed === undefined || rest.length > 0) return null
+    if (version !== VERSION || iv === undefined || tag === undefined || sealed === undefined || rest.length > 0) {
+      return null
+    }
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'))
       decipher.setAuthTag(Buffer.from(tag, 'base64url'))

@@ -92,7 +92,10 @@ function unescaped (pem: string): string {
  * first private key block is read, so the output of keys:generate (the private key, then the
  * public one) serves as it is (docs/operations.md, "Signing keys").
  */
-export function privateKey (pem: string, algorithm: AsymmetricAlgorithm): { signingKey: string, verification: VerificationKey } {
+export function privateKey (
+  pem: string,
+  algorithm: AsymmetricAlgorithm
+): { signingKey: string, verification: VerificationKey } {
   const text = unescaped(pem)
   const block = /-----BEGIN ((RSA |EC |ENCRYPTED )?PRIVATE KEY)-----[\s\S]*?-----END \1-----/.exec(text)?.[0]
   if (block === undefined && /-----BEGIN (RSA )?PUBLIC KEY-----/.test(text)) throw new KeyError('is a public key; the private key is needed to sign')

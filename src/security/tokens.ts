@@ -81,7 +81,10 @@ function keyVerifier (key: VerificationKey, issuer: string | null): KeyVerifier 
  * `jwk` headers are never followed. A token without `kid` predates key ids: only an HS256
  * current key may verify it.
  */
-export function keyedVerifier (keys: SigningKeys, verifierOf: (key: VerificationKey) => KeyVerifier = (key) => keyVerifier(key, keys.issuer)): KeyVerifier {
+export function keyedVerifier (
+  keys: SigningKeys,
+  verifierOf: (key: VerificationKey) => KeyVerifier = (key) => keyVerifier(key, keys.issuer)
+): KeyVerifier {
   const verifiers = new Map<string, KeyVerifier>()
   for (const key of [keys.current, ...keys.previous]) {
     if (!verifiers.has(key.kid)) verifiers.set(key.kid, verifierOf(key))
@@ -128,7 +131,10 @@ export function randomId (bytes: number): string {
   return randomBytes(bytes).toString('base64url')
 }
 
-/** Refresh tokens are stored as unsalted SHA-256, so they can be looked up (docs/api.md, "Deliberate departures", item 3). */
+/**
+ * Refresh tokens are stored as unsalted SHA-256, so they can
+ * be looked up (docs/api.md, "Deliberate departures", item 3).
+ */
 export function hashToken (token: string): string {
   return createHash('sha256').update(token).digest('hex')
 }
@@ -171,7 +177,11 @@ export class TokenService {
    * cannot override.
    * `issuedAtMs`: the instant the caller records the token under (a session's), when not now.
    */
-  issueAccessToken (data: { sub: string, roles: string[] } & Record<string, unknown>, ttlSeconds = ACCESS_TOKEN_TTL_S, issuedAtMs = this.#now()): IssuedAccessToken {
+  issueAccessToken (
+    data: { sub: string, roles: string[] } & Record<string, unknown>,
+    ttlSeconds = ACCESS_TOKEN_TTL_S,
+    issuedAtMs = this.#now()
+  ): IssuedAccessToken {
     const iat = Math.floor(issuedAtMs / 1000)
     const jti = randomId(16)
     const token = this.#jwt.sign({ ...data, type: 'access', jti, iat, exp: iat + ttlSeconds })
@@ -224,4 +234,10 @@ export class TokenService {
     this.#verified.set(token, payload)
     return payload
   }
+}
+
+/** A one-time token: 32 random bytes, URL-safe; only its SHA-256 is stored, so the table holds nothing to replay. */
+export function newOneTimeToken (): { token: string, hash: string } {
+  const token = randomBytes(32).toString('base64url')
+  return { token, hash: hashToken(token) }
 }

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 import type { Static } from '@sinclair/typebox'
-import type { AccessCheckBody, AccessDecisionSchema, RiskFactor } from '../../schemas/security.js'
+import type { AccessCheckBody, AccessDecisionSchema, RiskFactor } from '../../schemas/zero-trust.js'
 
 /** The decision as the schema describes it, its four factors a tuple in their order. */
 export type AccessDecision = Omit<Static<typeof AccessDecisionSchema>, 'factors'> & {
@@ -90,5 +90,7 @@ export function evaluateAccess (request: AccessCheckBody, context: ZeroTrustCont
     timingFactor(timestamp)
   ]
   const riskScore = factors.reduce((sum, factor) => sum + factor.risk, 0)
-  return { allowed: riskScore < ALLOW_BELOW && factors.every((factor) => factor.trusted), risk_score: riskScore, factors }
+  return {
+    allowed: riskScore < ALLOW_BELOW && factors.every((factor) => factor.trusted), risk_score: riskScore, factors
+  }
 }

@@ -1,12 +1,12 @@
 import type { BlockList } from 'node:net'
-import type { AccessCheckBody } from '../../schemas/security.js'
+import type { AccessCheckBody } from '../../schemas/zero-trust.js'
 import { Errors } from '../errors.js'
 import { type AccessDecision, evaluateAccess } from '../security/zero-trust.js'
 import type { DevicesRepository } from '../store/devices.js'
-import type { AnomalyDetector } from './anomalies.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { AnomalyDetector } from './audit/anomalies.js'
+import type { AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
-import type { Caller, RequestContext } from './context.js'
+import { callerOf, type RequestContext } from './context.js'
 
 export interface AccessServiceDependencies {
   devices: DevicesRepository
@@ -15,7 +15,10 @@ export interface AccessServiceDependencies {
   audit: AuditTrail
 }
 
-/** Zero trust (docs/api.md, "Zero-trust access check"): the pure evaluator fed with the user's trusted devices and the anomaly detector. */
+/**
+ * Zero trust (docs/api.md, "Zero-trust access check"): the pure evaluator
+ * fed with the user's trusted devices and the anomaly detector.
+ */
 export class AccessService {
   constructor (private readonly deps: AccessServiceDependencies) {}
 
@@ -32,7 +35,8 @@ export class AccessService {
   }
 
   /** The access-check endpoint: a user's devices and recent security events are theirs to probe, or a manager's. */
-  async check (context: RequestContext, caller: Caller, input: AccessCheckBody): Promise<AccessDecision> {
+  async check (context: RequestContext, input: AccessCheckBody): Promise<AccessDecision> {
+    const caller = callerOf(context)
     authorize(caller, input.user_id !== undefined && input.user_id !== caller.id ? 'manage_users' : 'read')
     const decision = await this.evaluate(input)
     await this.deps.audit.recordIn(context, 'access.evaluated', {

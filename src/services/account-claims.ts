@@ -2,8 +2,8 @@ import type { User } from '../../schemas/user.js'
 import { Errors } from '../errors.js'
 import type { Db } from '../store/types.js'
 import type { ReleasedAttachments, UsersRepository } from '../store/users.js'
-import type { AuditChange } from './audit-trail.js'
-import type { Notices } from './notices.js'
+import type { AuditChange } from './audit/trail.js'
+import type { Notices } from './messaging/notices.js'
 import type { SessionService } from './sessions.js'
 
 /** How an address was proved: what of the account the proof leaves in place. */
@@ -14,7 +14,10 @@ export interface Proof {
   removePassword: boolean
 }
 
-/** An address proved: the account, what its claim removed (null when it was claimed before), and the revocation to run after commit. */
+/**
+ * An address proved: the account, what its claim removed (null when
+ * it was claimed before), and the revocation to run after commit.
+ */
 export interface ProvedAddress {
   user: User
   released: ReleasedAttachments | null
@@ -25,7 +28,8 @@ export interface ProvedAddress {
 }
 
 function removedAnything (released: ReleasedAttachments): boolean {
-  return released.password || released.totp || released.identities + released.passkeys + released.trustedDevices + released.messageFactors.length > 0
+  return released.password || released.totp ||
+    released.identities + released.passkeys + released.trustedDevices + released.messageFactors.length > 0
 }
 
 /** What a claim removed, in words for the owner's notice. */
@@ -61,7 +65,9 @@ export class AccountClaims {
     if (verified === undefined) return undefined
     const { claimedNow, ...user } = verified
     if (!claimedNow) return { user, released: null, revokeAccess: async () => {}, entries: [] }
-    const released = await users.releaseForClaim(userId, { ...(proof.keepIdentity !== undefined && { keepIdentity: proof.keepIdentity }), password: proof.removePassword }, trx)
+    const released = await users.releaseForClaim(userId, {
+      ...(proof.keepIdentity !== undefined && { keepIdentity: proof.keepIdentity }), password: proof.removePassword
+    }, trx)
     const revokeAccess = await sessions.endAllWithin(userId, 'account_claimed', trx)
     // An owner proving the address of the account they registered, with nothing attached yet, is told nothing new.
     if (removedAnything(released)) await notices.add(user.email, 'account_claimed', trx, describeRelease(released))

@@ -3,17 +3,17 @@ import { USER_FIELDS, type User, type UserChanges, type UserCreateBody } from '.
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import { Errors, validationFailed } from '../errors.js'
-import { type PasswordPolicy, passwordPolicyProblems } from '../security/password-policy.js'
+import { Errors, rethrowServiceError, validationFailed } from '../errors.js'
+import { assertPasswordPolicy, type PasswordPolicy } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
 import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
 import type { AccountClaims } from './account-claims.js'
-import type { AuditChange, AuditTrail } from './audit-trail.js'
+import type { AuditChange, AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
-import type { Caller, RequestContext } from './context.js'
+import { type Caller, callerOf, type RequestContext } from './context.js'
 import type { EmailVerificationService } from './email-verification.js'
-import type { Notices } from './notices.js'
+import type { Notices } from './messaging/notices.js'
 import type { SessionService } from './sessions.js'
 import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
@@ -21,12 +21,6 @@ export interface AccountDependencies {
   users: UsersRepository
   passwords: PasswordHasher
   passwordPolicy: PasswordPolicy
-}
-
-/** Throws VALIDATION_FAILED with one detail per unmet password rule. */
-export function assertPasswordPolicy (password: string, policy: PasswordPolicy, path = '/password'): void {
-  const problems = passwordPolicyProblems(password, policy)
-  if (problems.length > 0) throw validationFailed(problems.map((message) => ({ path, message })))
 }
 
 /**
@@ -42,7 +36,9 @@ export async function createAccount (
   assertPasswordPolicy(input.password, passwordPolicy)
   if (await users.findByEmail(input.email) !== undefined) throw new Errors.EMAIL_ALREADY_REGISTERED()
   const passwordHash = await passwords.hash(input.password)
-  return await insert({ email: input.email, name: input.name, passwordHash, roles: input.roles, emailVerified: input.emailVerified })
+  const { email, name, roles, emailVerified } = input
+  // The store's conflict (an address taken meanwhile) becomes EMAIL_ALREADY_REGISTERED, whichever `insert`.
+  return await insert({ email, name, passwordHash, roles, emailVerified }).catch(rethrowServiceError)
 }
 
 export interface AccountServiceDependencies extends AccountDependencies {
@@ -126,9 +122,12 @@ export class AccountService {
   }
 
   /** The caller's account with its roles, permissions and second factors. */
-  async describe (caller: Caller) {
+  async describe (context: RequestContext) {
+    const caller = callerOf(context)
     const { users } = this.deps
-    const [user, principal, phone] = await Promise.all([users.findById(caller.id), users.findPrincipal(caller.id), users.findPhone(caller.id)])
+    const [user, principal, phone] = await Promise.all([
+      users.findById(caller.id), users.findPrincipal(caller.id), users.findPhone(caller.id)
+    ])
     if (user === undefined || principal === undefined) throw new Errors.INVALID_TOKEN()
     const methods = [...(principal.mfaEnabled ? ['totp' as const] : []), ...principal.messageFactors]
     return {
@@ -148,7 +147,8 @@ export class AccountService {
    * unverified until a message sent to it is answered, and the old address is told; so is a
    * new phone number.
    */
-  async update (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<User> {
+  async update (context: RequestContext, id: string, body: UserChanges): Promise<User> {
+    const caller = callerOf(context)
     const { users, sessions, audit, verification, notices, reauthentication } = this.deps
     if (!await this.#assertMayManage(caller, id)) throw new Errors.NOT_FOUND('User')
     const [before, phone] = await Promise.all([users.findById(id), users.findPhone(id)])
@@ -158,13 +158,15 @@ export class AccountService {
     if (update.phone !== undefined && update.phone === phone) delete update.phone
     if (before === undefined) throw new Errors.NOT_FOUND('User')
     if (update.email !== undefined || update.phone !== undefined || update.passwordHash !== undefined) {
-      await reauthentication.require(context, caller, body, { passwordProved: update.passwordHash !== undefined && caller.id === id })
+      await reauthentication.require(context, body, {
+        passwordProved: update.passwordHash !== undefined && caller.id === id
+      })
     }
     const changed = Object.keys(body).filter((key) => key !== 'current_password' && key !== 'mfa_code')
     // Notices and the new address's verification message are stored with the change.
     // A new password ends every session in the same transaction.
     const { updated: user, sent, revokeAccess } = await audit.recordChange(context, async (trx) => {
-      const updated = await users.update(id, update, trx)
+      const updated = await users.update(id, update, trx).catch(rethrowServiceError)
       if (updated === undefined) return { updated, sent: [] }
       let revokeAccess: (() => Promise<void>) | undefined
       if (update.passwordHash !== undefined) {
@@ -183,7 +185,9 @@ export class AccountService {
           ...sent
         ])
     if (user === undefined) throw new Errors.NOT_FOUND('User')
-    if (update.passwordHash !== undefined || update.phone !== undefined || user.email !== before.email) notices.deliver()
+    if (update.passwordHash !== undefined || update.phone !== undefined || user.email !== before.email) {
+      notices.deliver()
+    }
     if (sent.length > 0) verification.deliver()
     await revokeAccess?.()
     return user
@@ -193,11 +197,12 @@ export class AccountService {
    * Deletes an account; deleting one that does not exist succeeds too. Deleting one's own is
    * a sensitive change: it needs a proof, and the address is told.
    */
-  async remove (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+  async remove (context: RequestContext, id: string, proof: InlineProof): Promise<void> {
+    const caller = callerOf(context)
     const { users, audit, notices, reauthentication } = this.deps
     await this.#assertMayManage(caller, id)
     const own = caller.id === id ? await users.findById(id) : undefined
-    if (own !== undefined) await reauthentication.require(context, caller, proof)
+    if (own !== undefined) await reauthentication.require(context, proof)
     await audit.recordChange(context, async (trx) => {
       const deleted = await users.delete(id, trx)
       if (deleted && own !== undefined) await notices.add(own.email, 'account_deleted', trx)
@@ -207,9 +212,10 @@ export class AccountService {
   }
 
   /**
-   * Changing or deleting another account needs every permission that account holds (the rule
-   * for granting roles): an admin may not reset a super_admin's password. True when there is
-   * such an account (false: it does not exist).
+   * Changing or deleting another account (not oneself: a check on the target) needs
+   * manage_users and every permission that account holds (the rule for granting roles): an
+   * admin may not reset a super_admin's password. True when there is such an account (false:
+   * it does not exist).
    */
   async #assertMayManage (caller: Caller, id: string): Promise<boolean> {
     const target = await this.deps.users.findPrincipal(id)

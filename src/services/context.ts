@@ -1,4 +1,5 @@
 import type { Role } from '../../schemas/rbac.js'
+import { Errors } from '../errors.js'
 
 /** The caller of a protected route, as established from the bearer token. */
 export interface Caller {
@@ -22,4 +23,13 @@ export interface RequestContext {
   ip: string
   userAgent: string | null
   caller: Caller | null
+}
+
+/**
+ * The caller of a route declared for signed-in callers: its
+ * guards admitted nobody else (docs/architecture.md, "Access").
+ */
+export function callerOf (context: RequestContext): Caller {
+  if (context.caller === null) throw new Errors.AUTHENTICATION_REQUIRED()
+  return context.caller
 }

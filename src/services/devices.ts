@@ -1,14 +1,14 @@
-import { DEVICE_FIELDS, type DeviceBody } from '../../schemas/security.js'
+import { DEVICE_FIELDS, type DeviceBody } from '../../schemas/devices.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import { Errors } from '../errors.js'
+import { Errors, rethrowServiceError } from '../errors.js'
 import { permissionLacked } from '../security/permissions.js'
 import type { DevicesRepository } from '../store/devices.js'
 import type { UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
-import type { Caller, RequestContext } from './context.js'
+import { type Caller, callerOf, type RequestContext } from './context.js'
 
 export interface DeviceServiceDependencies {
   devices: DevicesRepository
@@ -25,21 +25,25 @@ export interface DeviceServiceDependencies {
 export class DeviceService {
   constructor (private readonly deps: DeviceServiceDependencies) {}
 
-  async list (caller: Caller, userId: string, query: CollectionQueryInput) {
+  async list (context: RequestContext, userId: string, query: CollectionQueryInput) {
+    const caller = callerOf(context)
     await this.#assertMayManage(caller, userId)
     return await collectionPage(query, { ...DEVICE_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `devices:${userId}:${caller.id}` }, this.deps.cursors,
       async (request) => await this.deps.devices.list(userId, request))
   }
 
   /** Trusts a device; the sixth is refused (409). */
-  async add (context: RequestContext, caller: Caller, userId: string, { device_id: deviceId, name }: DeviceBody) {
+  async add (context: RequestContext, userId: string, { device_id: deviceId, name }: DeviceBody) {
+    const caller = callerOf(context)
     await this.#assertMayManage(caller, userId)
-    return await this.deps.audit.recordChange(context, async (trx) => await this.deps.devices.add(userId, deviceId, name, trx),
+    return await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.devices.add(userId, deviceId, name, trx).catch(rethrowServiceError),
       (device) => [{ event: 'device.added', outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } }])
   }
 
   /** Stops trusting a device, named by its record id or its device_id. */
-  async remove (context: RequestContext, caller: Caller, userId: string, deviceId: string): Promise<void> {
+  async remove (context: RequestContext, userId: string, deviceId: string): Promise<void> {
+    const caller = callerOf(context)
     await this.#assertMayManage(caller, userId)
     const removed = await this.deps.audit.recorded(context, [{ event: 'device.removed', outcome: 'success', targetId: userId, details: { device: deviceId } }])(
       async (trx) => await this.deps.devices.remove(userId, deviceId, trx), (result) => result)

@@ -1,27 +1,19 @@
-import { randomBytes } from 'node:crypto'
 import type { User } from '../../schemas/user.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
-import { hashToken } from '../security/tokens.js'
+import { hashToken, newOneTimeToken } from '../security/tokens.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import type { UsersRepository } from '../store/users.js'
 import type { Db } from '../store/types.js'
 import type { AccountClaims } from './account-claims.js'
-import type { AuditChange, AuditTrail } from './audit-trail.js'
-import type { Caller, RequestContext } from './context.js'
-import type { MessageTemplates } from './messages.js'
+import type { AuditChange, AuditTrail } from './audit/trail.js'
+import { callerOf, type RequestContext } from './context.js'
+import { MESSAGES_PER_HOUR } from './messaging/outbox.js'
+import type { MessageTemplates } from './messaging/templates.js'
 
 const HOUR = 60 * 60 * 1000
 /** A verification link is good this long. */
 export const VERIFICATION_TTL_MS = 24 * HOUR
-/** Messages of one kind an account is sent at most per hour: nobody can flood an inbox through us. */
-export const MESSAGES_PER_HOUR = 3
-
-/** A one-time token: 32 random bytes, URL-safe; only its SHA-256 is stored, so the table holds nothing to replay. */
-export function newOneTimeToken (): { token: string, hash: string } {
-  const token = randomBytes(32).toString('base64url')
-  return { token, hash: hashToken(token) }
-}
 
 export interface EmailVerificationDependencies {
   users: UsersRepository
@@ -59,7 +51,8 @@ export class EmailVerificationService {
   }
 
   /** Asked for by the account holder: false when the address is verified already (or enough were sent this hour). */
-  async resend (context: RequestContext, caller: Caller): Promise<boolean> {
+  async resend (context: RequestContext): Promise<boolean> {
+    const caller = callerOf(context)
     const user = await this.deps.users.findById(caller.id)
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     if (user.email_verified) return false
@@ -78,7 +71,9 @@ export class EmailVerificationService {
     const { tokens, claims, audit } = this.deps
     const proved = await audit.recordChange(context, async (trx) => {
       const spent = await tokens.spend(hashToken(token), 'email_verification', new Date(this.#now()).toISOString(), trx)
-      const proved = spent === undefined ? undefined : await claims.prove(spent.userId, spent.email, { removePassword: false }, trx)
+      const proved = spent === undefined
+        ? undefined
+        : await claims.prove(spent.userId, spent.email, { removePassword: false }, trx)
       // Nothing is kept of a token spent for an address the account no longer has.
       if (proved === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
       return proved
@@ -94,6 +89,7 @@ export class EmailVerificationService {
     const now = this.#now()
     const { token, hash } = newOneTimeToken()
     return await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'email_verification', email: user.email, expiresAt: new Date(now + VERIFICATION_TTL_MS).toISOString() },
-      templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() }, db)
+      templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(),
+      { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() }, db)
   }
 }

@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../collection/cursor.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { SecretBox } from '../security/secret-box.js'
 import { signingSecret } from '../security/signing-keys.js'
@@ -10,20 +10,20 @@ import type { SingleUseStores } from '../store/single-use.js'
 import { AccessService } from './access.js'
 import { AccountClaims } from './account-claims.js'
 import { AccountService } from './accounts.js'
-import { RecentSecurityEventsDetector } from './anomalies.js'
-import { AuditLogService } from './audit-log.js'
-import type { AuditTrail } from './audit-trail.js'
+import { RecentSecurityEventsDetector } from './audit/anomalies.js'
+import { AuditLogService } from './audit/log.js'
+import type { AuditTrail } from './audit/trail.js'
 import { DeviceService } from './devices.js'
-import type { DeliveryLog, Mailer, SmsSender } from './delivery.js'
+import type { DeliveryLog, Mailer, SmsSender } from './messaging/ports.js'
 import { EmailVerificationService } from './email-verification.js'
-import { MessageCodes } from './message-codes.js'
-import { MessageTemplates } from './messages.js'
+import { MessageCodes } from './messaging/codes.js'
+import { MessageTemplates } from './messaging/templates.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
-import { Notices } from './notices.js'
+import { Notices } from './messaging/notices.js'
 import { OAuthService } from './oauth.js'
 import { PasskeyService } from './passkeys.js'
-import { MessageOutbox } from './outbox.js'
+import { MessageOutbox } from './messaging/outbox.js'
 import { PasswordResetService } from './password-reset.js'
 import { PostService } from './posts.js'
 import { ReauthenticationService } from './reauthentication.js'
@@ -61,7 +61,9 @@ export function createServices (deps: ServiceDependencies) {
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
-  const outbox = new MessageOutbox({ outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log })
+  const outbox = new MessageOutbox({
+    outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log
+  })
   const deliver = () => { outbox.kick() }
   const templates = new MessageTemplates({ appUrl: config.messages.appUrl, productName: config.mfa.issuer })
   const notices = new Notices({ outbox: repositories.outbox, templates, deliver })
@@ -84,13 +86,36 @@ export function createServices (deps: ServiceDependencies) {
     now: deps.now
   })
   const passkeys: PasskeyService = new PasskeyService({
-    passkeys: repositories.passkeys, users, challenges: deps.singleUse.passkeyChallenges, relyingParty: config.webauthn, cursors, notices, audit, reauthentication
+    passkeys: repositories.passkeys,
+    users,
+    challenges: deps.singleUse.passkeyChallenges,
+    relyingParty: config.webauthn,
+    cursors,
+    notices,
+    audit,
+    reauthentication
   })
   const oauth = new OAuthService({
-    providers: config.oauth, redirectUrls: config.oauthRedirectUrls, states: deps.singleUse.oauthStates, exchanges: deps.singleUse.oauthExchanges, users, identities: repositories.identities, claims, notices, reauthentication, audit
+    providers: config.oauth,
+    redirectUrls: config.oauthRedirectUrls,
+    states: deps.singleUse.oauthStates,
+    exchanges: deps.singleUse.oauthExchanges,
+    users,
+    identities: repositories.identities,
+    claims,
+    notices,
+    reauthentication,
+    audit
   })
   const emailVerification = new EmailVerificationService({
-    users, tokens: repositories.oneTimeTokens, templates, audit, claims, mode: config.messages.emailVerification, deliver, now: deps.now
+    users,
+    tokens: repositories.oneTimeTokens,
+    templates,
+    audit,
+    claims,
+    mode: config.messages.emailVerification,
+    deliver,
+    now: deps.now
   })
   return {
     sessions,
@@ -102,7 +127,17 @@ export function createServices (deps: ServiceDependencies) {
     emailVerification,
     passkeys,
     passwordReset: new PasswordResetService({
-      users, tokens: repositories.oneTimeTokens, passwords, passwordPolicy: config.passwordPolicy, sessions, claims, templates, notices, audit, deliver, now: deps.now
+      users,
+      tokens: repositories.oneTimeTokens,
+      passwords,
+      passwordPolicy: config.passwordPolicy,
+      sessions,
+      claims,
+      templates,
+      notices,
+      audit,
+      deliver,
+      now: deps.now
     }),
     signIn: new SignInService({
       users,
@@ -123,7 +158,16 @@ export function createServices (deps: ServiceDependencies) {
       mfaRequiredRoles: config.mfa.requiredRoles
     }),
     accounts: new AccountService({
-      users, passwords, passwordPolicy: config.passwordPolicy, sessions, claims, reauthentication, audit, cursors, verification: emailVerification, notices
+      users,
+      passwords,
+      passwordPolicy: config.passwordPolicy,
+      sessions,
+      claims,
+      reauthentication,
+      audit,
+      cursors,
+      verification: emailVerification,
+      notices
     }),
     mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit }),
     roles: new RoleService({ users, audit }),

@@ -6,7 +6,7 @@ import { SecretBox } from '../security/secret-box.js'
 import { hashBackupCode, matchBackupCode, newBackupCodes, newTotpSecret, provisioningUri, verifyTotp } from '../security/totp.js'
 import type { MfaRepository } from '../store/mfa.js'
 import type { Db } from '../store/types.js'
-import type { Recorded } from './audit-trail.js'
+import type { Recorded } from './audit/trail.js'
 
 /** How a sign-in code was proved: the methods a challenge offers. */
 export type MfaMethod = MfaChallenge['methods'][number]
@@ -77,7 +77,8 @@ export class MfaService {
   /** A fresh set of backup codes; the old set stops working. */
   async replaceBackupCodes (userId: string, db?: Db): Promise<string[]> {
     const codes = newBackupCodes()
-    await this.#mfa.replaceBackupCodes(userId, codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup)), new Date(this.#now()).toISOString(), db)
+    const hashes = codes.map((backup) => hashBackupCode(this.#backupKey, userId, backup))
+    await this.#mfa.replaceBackupCodes(userId, hashes, new Date(this.#now()).toISOString(), db)
     return codes
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Identity, OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../schemas/auth.js'
-import { type Config, isBuiltIn, type OAuthProviderConfig } from '../config.js'
-import { Errors, validationFailed } from '../errors.js'
+import { type Config, isBuiltIn, type OAuthProviderConfig } from '../config/index.js'
+import { Errors, rethrowServiceError, validationFailed } from '../errors.js'
 import type { IdentitiesRepository } from '../store/identities.js'
 import type { PendingAuthorization, PendingExchange, SingleUseStore } from '../store/single-use.js'
 import type { UsersRepository } from '../store/users.js'
@@ -10,9 +10,9 @@ import { validateIdToken } from '../oauth/id-token.js'
 import { OidcIssuer } from '../oauth/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../oauth/providers.js'
 import type { AccountClaims } from './account-claims.js'
-import type { AuditChange, AuditTrail } from './audit-trail.js'
-import type { Caller, RequestContext } from './context.js'
-import type { Notices } from './notices.js'
+import type { AuditChange, AuditTrail } from './audit/trail.js'
+import { callerOf, type RequestContext } from './context.js'
+import type { Notices } from './messaging/notices.js'
 import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
 /** State is single use and expires after 10 minutes (docs/api.md, "Authorize"). */
@@ -123,11 +123,17 @@ export class OAuthService {
   /** A provider by issuer's discovered endpoints and keys, else a built-in provider's fixed endpoints. */
   async #endpoints (provider: string, config: OAuthProviderConfig) {
     const builtIn = isBuiltIn(provider) ? OAUTH_PROVIDER_REGISTRY[provider] : null
-    if (config.issuer === null) return { authUrl: config.authUrl, tokenUrl: config.tokenUrl, userinfoUrl: config.userinfoUrl, builtIn, discovered: null }
+    if (config.issuer === null) {
+      return {
+        authUrl: config.authUrl, tokenUrl: config.tokenUrl, userinfoUrl: config.userinfoUrl, builtIn, discovered: null
+      }
+    }
     const issuer = this.#issuers.get(provider)
     if (issuer === undefined) throw new Error(`provider ${provider} has an issuer but no discovery`)
     const discovered = await issuer.discover()
-    const { authorizationEndpoint: authUrl, tokenEndpoint: tokenUrl, userinfoEndpoint: userinfoUrl } = discovered.metadata
+    const {
+      authorizationEndpoint: authUrl, tokenEndpoint: tokenUrl, userinfoEndpoint: userinfoUrl
+    } = discovered.metadata
     return { authUrl, tokenUrl, userinfoUrl, builtIn, discovered }
   }
 
@@ -140,7 +146,9 @@ export class OAuthService {
    */
   #browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
     const { redirect_to: redirectTo, code_challenge: codeChallenge, code_challenge_method: method } = query
-    if (redirectTo === undefined && codeChallenge === undefined && method === undefined) return { redirectTo: null, codeChallenge: null }
+    if (redirectTo === undefined && codeChallenge === undefined && method === undefined) {
+      return { redirectTo: null, codeChallenge: null }
+    }
     const allowed = this.options.redirectUrls
     if (allowed === null) throw validationFailed([{ path: '/redirect_to', message: 'sign-in for browser applications is not enabled' }])
     const issues = []
@@ -179,12 +187,18 @@ export class OAuthService {
    * verified e-mail, or creates one with role `user`. Nothing is written unless every
    * provider call succeeded.
    */
-  async finish (context: RequestContext, { provider, pending }: ProviderFlow, query: OAuthCallbackQuery): Promise<OAuthSignIn> {
+  async finish (
+    context: RequestContext,
+    { provider, pending }: ProviderFlow,
+    query: OAuthCallbackQuery
+  ): Promise<OAuthSignIn> {
     const { config } = this.provider(provider)
     const { tokenUrl, userinfoUrl, builtIn, discovered } = await this.#endpoints(provider, config)
     // A response from another issuer (a mix-up), or one without `iss` from a provider that always
     // sends it, is refused (docs/security.md, "Provider sign-in").
-    if (discovered !== null && (query.iss === undefined ? discovered.metadata.issParameterSupported : query.iss !== discovered.metadata.issuer)) {
+    if (discovered !== null && (query.iss === undefined
+      ? discovered.metadata.issParameterSupported
+      : query.iss !== discovered.metadata.issuer)) {
       throw providerError('the authorization response is not from the configured issuer')
     }
     if (query.error === 'access_denied') throw new Errors.OAUTH_ACCESS_DENIED()
@@ -200,7 +214,9 @@ export class OAuthService {
     }, query.code, pending.codeVerifier, timeoutMs)
     if (discovered === null) {
       if (builtIn === null || userinfoUrl === null) throw new Error(`provider ${provider} has no profile reader`)
-      return await this.#resolveUser(context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs))
+      return await this.#resolveUser(
+        context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs)
+      )
     }
     if (tokens.idToken === null) throw providerError('no ID token in the token response')
     let profile = await validateIdToken(tokens.idToken, discovered.keys, { issuer: discovered.metadata.issuer, clientId: config.clientId, nonce: pending.nonce ?? '' })
@@ -235,18 +251,19 @@ export class OAuthService {
     return { userId: pending.userId, provider: pending.provider }
   }
 
-  async identities (userId: string): Promise<Identity[]> {
-    return await this.options.identities.listFor(userId)
+  async identities (context: RequestContext): Promise<Identity[]> {
+    return await this.options.identities.listFor(callerOf(context).id)
   }
 
   /**
    * Unlinks one of the caller's identities, unless the account could then not be signed in to
    * at all; a sensitive change (a proof first), audited and told to the owner.
    */
-  async unlink (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+  async unlink (context: RequestContext, id: string, proof: InlineProof): Promise<void> {
+    const caller = callerOf(context)
     const { users, identities, reauthentication, notices, audit } = this.options
     const userId = caller.id
-    await reauthentication.require(context, caller, proof)
+    await reauthentication.require(context, proof)
     const user = await users.findById(userId)
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     const outcome = await audit.recordChange(context, async (trx) => {
@@ -272,7 +289,8 @@ export class OAuthService {
     if (linkedUser !== undefined) {
       // An account this identity created while its address was unverified is claimed once the provider verifies it.
       // Read only when the provider vouches for the address: a linked sign-in otherwise costs nothing more.
-      if (profile.emailVerified && profile.email !== null && (await users.findByEmail(profile.email))?.id === linkedUser &&
+      if (profile.emailVerified && profile.email !== null &&
+        (await users.findByEmail(profile.email))?.id === linkedUser &&
         !(await users.findPrincipal(linkedUser))?.claimed) await this.#claim(context, provider, profile, linkedUser, 'identity.linked')
       return { userId: linkedUser, provider, created: false, linked: false }
     }
@@ -291,20 +309,23 @@ export class OAuthService {
       }
       if (!existing.email_verified) throw new Errors.EMAIL_ALREADY_REGISTERED()
       const email = profile.email
-      await audit.recordChange(context, async (trx) => { await identities.link(provider, profile.subject, existing.id, email, trx) },
+      await audit.recordChange(context,
+        async (trx) => { await identities.link(provider, profile.subject, existing.id, email, trx) },
         () => [{ event: 'identity.linked', outcome: 'success', actorId: existing.id, targetId: existing.id, details: { provider } }])
       return { userId: existing.id, provider, created: false, linked: true }
     }
     const newUser = { email: profile.email, name: displayName(profile, profile.email), passwordHash: null, roles: ['user' as const], emailVerified: profile.emailVerified }
     const user = await audit.recordChange(context, async (trx) => {
-      const created = await users.create(newUser, trx)
+      const created = await users.create(newUser, trx).catch(rethrowServiceError)
       await identities.link(provider, profile.subject, created.id, newUser.email, trx)
       return created
     }, (created) => [
       { event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { provider } },
       { event: 'identity.linked', outcome: 'success', actorId: created.id, targetId: created.id, details: { provider } }
     ])
-    return { userId: (await identities.userOf(provider, profile.subject)) ?? user.id, provider, created: true, linked: true }
+    return {
+      userId: (await identities.userOf(provider, profile.subject)) ?? user.id, provider, created: true, linked: true
+    }
   }
 
   /**
@@ -317,7 +338,9 @@ export class OAuthService {
     const email = profile.email ?? ''
     const proved = await audit.recordChange(context, async (trx) => {
       if (linkedAlready === null) await identities.link(provider, profile.subject, userId, email, trx)
-      return await claims.prove(userId, email, { keepIdentity: { provider, subject: profile.subject }, removePassword: true }, trx)
+      return await claims.prove(userId, email, {
+        keepIdentity: { provider, subject: profile.subject }, removePassword: true
+      }, trx)
     }, (proved): AuditChange[] => [
       ...(linkedAlready === null ? [{ event: 'identity.linked' as const, outcome: 'success' as const, actorId: userId, targetId: userId, details: { provider } }] : []),
       { event: 'email.verified', outcome: 'success', actorId: userId, targetId: userId, details: { provider } },

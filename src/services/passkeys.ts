@@ -13,15 +13,15 @@ import { PASSKEY_FIELDS, type PasskeyAuthenticationBody, type PasskeyRegistratio
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import type { Config } from '../config.js'
-import { Errors, validationFailed } from '../errors.js'
+import type { Config } from '../config/index.js'
+import { Errors, rethrowServiceError, validationFailed } from '../errors.js'
 import type { Passkey, PasskeysRepository } from '../store/passkeys.js'
 import type { PendingChallenge, SingleUseStore } from '../store/single-use.js'
 import type { UsersRepository } from '../store/users.js'
 import { claimedAccount } from './account-claims.js'
-import type { AuditTrail } from './audit-trail.js'
-import type { Caller, RequestContext } from './context.js'
-import type { Notices } from './notices.js'
+import type { AuditTrail } from './audit/trail.js'
+import { callerOf, type RequestContext } from './context.js'
+import type { Notices } from './messaging/notices.js'
 import type { InlineProof, ReauthenticationService } from './reauthentication.js'
 
 /** A ceremony's challenge is good this long, once (docs/api.md, "Passkeys"). */
@@ -38,7 +38,10 @@ export interface PasskeyDependencies {
   cursors: CursorCodec
   notices: Notices
   audit: AuditTrail
-  /** Adding, renaming or removing a passkey is a sensitive change: it needs a proof (docs/security.md, "Sensitive changes"). */
+  /**
+   * Adding, renaming or removing a passkey is a sensitive change:
+   * it needs a proof (docs/security.md, "Sensitive changes").
+   */
   reauthentication: ReauthenticationService
 }
 
@@ -67,7 +70,8 @@ export class PasskeyService {
    * unclaimed account (its address never proved) gets no passkey (docs/security.md, "Account
    * claiming"): it would outlive the owner's claim as a way in.
    */
-  async registrationOptions (caller: Caller): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  async registrationOptions (context: RequestContext): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const caller = callerOf(context)
     const { passkeys, challenges, relyingParty } = this.deps
     const user = await claimedAccount(this.deps.users, caller.id)
     const options = await generateRegistrationOptions({
@@ -92,10 +96,11 @@ export class PasskeyService {
    * passkey. The challenge is found by the one the client data carries, and spent then: it
    * must be one issued to this caller.
    */
-  async register (context: RequestContext, caller: Caller, { response, name, ...proof }: PasskeyRegistrationBody): Promise<Passkey> {
+  async register (context: RequestContext, { response, name, ...proof }: PasskeyRegistrationBody): Promise<Passkey> {
+    const caller = callerOf(context)
     const { passkeys, challenges, relyingParty, notices, audit, reauthentication } = this.deps
     const user = await claimedAccount(this.deps.users, caller.id)
-    await reauthentication.require(context, caller, proof, { firstEnrolment: true })
+    await reauthentication.require(context, proof, { firstEnrolment: true })
     let verification
     try {
       verification = await verifyRegistrationResponse({
@@ -120,7 +125,7 @@ export class PasskeyService {
         counter: credential.counter,
         transports: response.response.transports ?? [],
         name: name ?? DEFAULT_NAME
-      }, trx)
+      }, trx).catch(rethrowServiceError)
       await notices.add(user.email, 'passkey_added', trx)
       return added
     }, (added) => [{ event: 'passkey.added', outcome: 'success', targetId: caller.id, details: { id: added.id, name: added.name } }])
@@ -128,15 +133,21 @@ export class PasskeyService {
     return passkey
   }
 
-  async list (caller: Caller, query: CollectionQueryInput) {
+  async list (context: RequestContext, query: CollectionQueryInput) {
+    const caller = callerOf(context)
     return await collectionPage(query, { ...PASSKEY_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `passkeys:${caller.id}` }, this.deps.cursors,
       async (request) => await this.deps.passkeys.list(caller.id, request))
   }
 
   /** Renames one of the caller's passkeys (a sensitive change: the name is what its owner recognizes it by). */
-  async rename (context: RequestContext, caller: Caller, id: string, { name, ...proof }: { name: string } & InlineProof): Promise<Passkey> {
+  async rename (
+    context: RequestContext,
+    id: string,
+    { name, ...proof }: { name: string } & InlineProof
+  ): Promise<Passkey> {
+    const caller = callerOf(context)
     const { passkeys, audit, reauthentication } = this.deps
-    await reauthentication.require(context, caller, proof)
+    await reauthentication.require(context, proof)
     const passkey = await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'passkey_renamed', audit.recorded(context, [{ event: 'passkey.renamed', outcome: 'success', targetId: caller.id, details: { id, name } }])))(
       async (trx) => await passkeys.rename(caller.id, id, name, trx), (renamed) => renamed !== undefined)
     if (passkey === undefined) throw new Errors.NOT_FOUND('Passkey')
@@ -144,9 +155,10 @@ export class PasskeyService {
   }
 
   /** Removes one of the caller's passkeys; the account's last way to sign in stays (409). */
-  async remove (context: RequestContext, caller: Caller, id: string, proof: InlineProof): Promise<void> {
+  async remove (context: RequestContext, id: string, proof: InlineProof): Promise<void> {
+    const caller = callerOf(context)
     const { passkeys, audit, reauthentication } = this.deps
-    await reauthentication.require(context, caller, proof)
+    await reauthentication.require(context, proof)
     const refusal = await (await this.deps.notices.toAccount(this.deps.users, caller.id, 'passkey_removed', audit.recorded(context, [{ event: 'passkey.removed', outcome: 'success', targetId: caller.id, details: { id } }])))(
       async (trx) => await passkeys.remove(caller.id, id, trx), (result) => result === null)
     if (refusal === 'not_found') throw new Errors.NOT_FOUND('Passkey')
@@ -163,7 +175,9 @@ export class PasskeyService {
    * an account is bound to an id no account has, so no passkey is. Without one, any
    * discoverable passkey of this site may answer.
    */
-  async authenticationOptions (email: string | undefined): Promise<{ challenge_id: string, options: PublicKeyCredentialRequestOptionsJSON }> {
+  async authenticationOptions (
+    email: string | undefined
+  ): Promise<{ challenge_id: string, options: PublicKeyCredentialRequestOptionsJSON }> {
     const { users, challenges, relyingParty } = this.deps
     const userId = email === undefined ? null : (await users.findByEmail(email))?.id ?? ''
     const options = await generateAuthenticationOptions({
@@ -182,7 +196,10 @@ export class PasskeyService {
    * stored passkey, and records the new signature counter. Every refusal is 401
    * INVALID_CREDENTIALS, audited with its reason.
    */
-  async verifyAssertion (context: RequestContext, { challenge_id: challengeId, response }: PasskeyAuthenticationBody): Promise<VerifiedAssertion> {
+  async verifyAssertion (
+    context: RequestContext,
+    { challenge_id: challengeId, response }: PasskeyAuthenticationBody
+  ): Promise<VerifiedAssertion> {
     const { passkeys, challenges, relyingParty } = this.deps
     const pending = await challenges.take(`authentication:${challengeId}`)
     if (pending === null) return await this.#refuse(context, null, 'unknown_challenge')

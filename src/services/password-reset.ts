@@ -5,13 +5,14 @@ import { hashToken } from '../security/tokens.js'
 import { Errors } from '../errors.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import { normalizeEmail, type UsersRepository } from '../store/users.js'
-import { assertPasswordPolicy } from './accounts.js'
+import { assertPasswordPolicy } from '../security/password-policy.js'
 import type { AccountClaims } from './account-claims.js'
-import type { AuditChange, AuditTrail } from './audit-trail.js'
+import type { AuditChange, AuditTrail } from './audit/trail.js'
 import type { RequestContext } from './context.js'
-import { MESSAGES_PER_HOUR, newOneTimeToken } from './email-verification.js'
-import type { MessageTemplates } from './messages.js'
-import type { Notices } from './notices.js'
+import { newOneTimeToken } from '../security/tokens.js'
+import { MESSAGES_PER_HOUR } from './messaging/outbox.js'
+import type { MessageTemplates } from './messaging/templates.js'
+import type { Notices } from './messaging/notices.js'
 import type { SessionService } from './sessions.js'
 
 const MINUTE = 60 * 1000
@@ -59,7 +60,8 @@ export class PasswordResetService {
     const { token, hash } = newOneTimeToken()
     const issued = await audit.recordChange(context, async (trx) => await tokens.issue(
       { tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
-      templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(), { max: MESSAGES_PER_HOUR, since }, trx),
+      templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(),
+      { max: MESSAGES_PER_HOUR, since }, trx),
     (stored): AuditChange[] => [stored
       ? { event: 'auth.password_reset_requested', outcome: 'success', targetId: user.id }
       : { event: 'auth.password_reset_requested', outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } }])
@@ -81,7 +83,9 @@ export class PasswordResetService {
     const spent = await tokens.spend(hashToken(token), 'password_reset', now)
     const user = spent === undefined ? undefined : await users.findById(spent.userId)
     // A reset sent before an e-mail change does not reset the account the new address holds.
-    if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) throw new Errors.INVALID_ONE_TIME_TOKEN()
+    if (spent === undefined || user === undefined || normalizeEmail(user.email) !== spent.email) {
+      throw new Errors.INVALID_ONE_TIME_TOKEN()
+    }
     const { proved, revokeAccess } = await audit.recordChange(context, async (trx) => {
       await users.update(user.id, { passwordHash }, trx)
       const proved = await claims.prove(user.id, spent.email, { removePassword: false }, trx)

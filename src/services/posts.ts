@@ -7,7 +7,7 @@ import { hasPermission } from '../security/permissions.js'
 import type { CommentsRepository, PostsRepository, Visibility } from '../store/posts.js'
 import type { UsersRepository } from '../store/users.js'
 import { authorize } from './authorization.js'
-import type { Caller } from './context.js'
+import { type Caller, callerOf, type RequestContext } from './context.js'
 
 /** Matches no user: asks whether a permission is held over other people's resources. */
 const SOMEONE_ELSE = ''
@@ -32,75 +32,87 @@ export interface PostServiceDependencies {
   cursors: CursorCodec
 }
 
-/** Posts and their comments (docs/api.md, "Posts and comments"); a post the caller may not see is as absent as a missing one. */
+/**
+ * Posts and their comments (docs/api.md, "Posts and comments");
+ * a post the caller may not see is as absent as a missing one.
+ */
 export class PostService {
   constructor (private readonly deps: PostServiceDependencies) {}
 
   /** A page of the posts the caller may see (newest first by default), optionally one author's. */
-  async list (caller: Caller | null, query: CollectionQueryInput & { status?: string }, authorId?: string) {
+  async list (context: RequestContext, query: CollectionQueryInput & { status?: string }, authorId?: string) {
+    const caller = context.caller
     const { status, ...rest } = query
     return await collectionPage(rest, { ...POST_FIELDS, defaultSort: [{ field: 'created_at', descending: true }], scope: `posts:${authorId ?? 'all'}:${caller?.id ?? 'anonymous'}` }, this.deps.cursors,
-      async (request) => await this.deps.posts.list(request, visibilityOf(caller), authorId), status === undefined ? {} : { status })
+      async (request) => await this.deps.posts.list(request, visibilityOf(caller), authorId),
+      status === undefined ? {} : { status })
   }
 
   /** A user's posts, as `list` shows them; 404 for a user that does not exist. */
-  async listOfAuthor (caller: Caller | null, authorId: string, query: CollectionQueryInput & { status?: string }) {
+  async listOfAuthor (context: RequestContext, authorId: string, query: CollectionQueryInput & { status?: string }) {
     if (await this.deps.users.findById(authorId) === undefined) throw new Errors.NOT_FOUND('User')
-    return await this.list(caller, query, authorId)
+    return await this.list(context, query, authorId)
   }
 
-  async get (caller: Caller | null, id: string): Promise<Post> {
+  async get (context: RequestContext, id: string): Promise<Post> {
     const post = await this.deps.posts.findById(id)
-    if (post === undefined || !canSee(visibilityOf(caller), post)) throw new Errors.NOT_FOUND('Post')
+    if (post === undefined || !canSee(visibilityOf(context.caller), post)) throw new Errors.NOT_FOUND('Post')
     return post
   }
 
-  async create (caller: Caller, { title, body, status = 'draft' }: PostCreateBody): Promise<Post> {
+  async create (context: RequestContext, { title, body, status = 'draft' }: PostCreateBody): Promise<Post> {
+    const caller = callerOf(context)
     return await this.deps.posts.create(caller.id, { title, body, status })
   }
 
-  async update (caller: Caller, id: string, changes: PostChanges): Promise<Post> {
-    const post = await this.get(caller, id)
+  async update (context: RequestContext, id: string, changes: PostChanges): Promise<Post> {
+    const caller = callerOf(context)
+    const post = await this.get(context, id)
     authorize(caller, 'write', post.author_id)
     const updated = await this.deps.posts.update(post.id, changes)
     if (updated === undefined) throw new Errors.NOT_FOUND('Post')
     return updated
   }
 
-  async remove (caller: Caller, id: string): Promise<void> {
-    const post = await this.get(caller, id)
+  async remove (context: RequestContext, id: string): Promise<void> {
+    const caller = callerOf(context)
+    const post = await this.get(context, id)
     authorize(caller, 'delete', post.author_id)
     await this.deps.posts.delete(post.id)
   }
 
   /** A post's comments, oldest first by default. */
-  async comments (caller: Caller | null, postId: string, query: CollectionQueryInput) {
-    const post = await this.get(caller, postId)
+  async comments (context: RequestContext, postId: string, query: CollectionQueryInput) {
+    const caller = context.caller
+    const post = await this.get(context, postId)
     return await collectionPage(query, { ...COMMENT_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `comments:${post.id}:${caller?.id ?? 'anonymous'}` }, this.deps.cursors,
       async (request) => await this.deps.comments.list(post.id, request))
   }
 
-  async comment (caller: Caller, postId: string, body: string): Promise<Comment> {
-    const post = await this.get(caller, postId)
+  async comment (context: RequestContext, postId: string, body: string): Promise<Comment> {
+    const caller = callerOf(context)
+    const post = await this.get(context, postId)
     return await this.deps.comments.create(post.id, caller.id, body)
   }
 
-  async updateComment (caller: Caller, postId: string, commentId: string, body: string): Promise<Comment> {
-    const comment = await this.#visibleComment(caller, postId, commentId)
+  async updateComment (context: RequestContext, postId: string, commentId: string, body: string): Promise<Comment> {
+    const caller = callerOf(context)
+    const comment = await this.#visibleComment(context, postId, commentId)
     authorize(caller, 'write', comment.author_id)
     const updated = await this.deps.comments.update(comment.id, body)
     if (updated === undefined) throw new Errors.NOT_FOUND('Comment')
     return updated
   }
 
-  async removeComment (caller: Caller, postId: string, commentId: string): Promise<void> {
-    const comment = await this.#visibleComment(caller, postId, commentId)
+  async removeComment (context: RequestContext, postId: string, commentId: string): Promise<void> {
+    const caller = callerOf(context)
+    const comment = await this.#visibleComment(context, postId, commentId)
     authorize(caller, 'delete', comment.author_id)
     await this.deps.comments.delete(comment.id)
   }
 
-  async #visibleComment (caller: Caller, postId: string, commentId: string): Promise<Comment> {
-    await this.get(caller, postId)
+  async #visibleComment (context: RequestContext, postId: string, commentId: string): Promise<Comment> {
+    await this.get(context, postId)
     const comment = await this.deps.comments.find(postId, commentId)
     if (comment === undefined) throw new Errors.NOT_FOUND('Comment')
     return comment

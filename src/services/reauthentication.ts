@@ -7,10 +7,10 @@ import type { PasswordHasher } from '../security/passwords.js'
 import type { OutboxRepository } from '../store/outbox.js'
 import type { SessionsRepository } from '../store/sessions.js'
 import type { MessageFactor, UserPrincipal, UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
-import type { Caller, RequestContext } from './context.js'
-import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './message-codes.js'
-import type { MessageTemplates } from './messages.js'
+import type { AuditTrail } from './audit/trail.js'
+import { type Caller, callerOf, type RequestContext } from './context.js'
+import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './messaging/codes.js'
+import type { MessageTemplates } from './messaging/templates.js'
 import type { MfaService } from './mfa.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
@@ -66,7 +66,7 @@ export interface ReauthenticationDependencies {
  * signs in or is recovered needs a proof made for it, never an access token alone. The proof
  * comes beside the change (`current_password`, `mfa_code`) or as a step-up of the session
  * (POST /auth/reauthenticate), good 5 minutes for that session only. An account with a second
- * factor proves a factor: its password alone is not enough.
+ * factor (TOTP, codes by message, a passkey) proves a factor: its password alone is not enough.
  */
 export class ReauthenticationService {
   readonly #now: () => number
@@ -80,11 +80,13 @@ export class ReauthenticationService {
    * caller's session stepped up within 5 minutes, or `proof` holds a right one. A wrong password
    * or code is refused as at sign-in, and counted by the lockout.
    */
-  async require (context: RequestContext, caller: Caller, proof: InlineProof, options: ProofOptions = {}): Promise<void> {
+  async require (context: RequestContext, proof: InlineProof, options: ProofOptions = {}): Promise<void> {
+    const caller = callerOf(context)
     const principal = await this.#principal(caller)
     const until = await this.deps.sessions.reauthenticatedUntil(caller.id, caller.jti)
     if (until !== null && Date.parse(until) > this.#now()) return
-    if (options.firstEnrolment === true && this.#mustEnrol(principal) && this.#now() / 1000 - caller.authTime <= ENROLMENT_SIGN_IN_WINDOW_S) return
+    const signedInRecently = this.#now() / 1000 - caller.authTime <= ENROLMENT_SIGN_IN_WINDOW_S
+    if (options.firstEnrolment === true && this.#mustEnrol(principal) && signedInRecently) return
     if (proof.mfa_code !== undefined) {
       await this.#checkCode(context, caller, proof.mfa_code)
       return
@@ -100,7 +102,8 @@ export class ReauthenticationService {
   }
 
   /** The step-up: one proof lets the caller's session make sensitive changes for 5 minutes. */
-  async reauthenticate (context: RequestContext, caller: Caller, body: ReauthenticateBody): Promise<Reauthentication> {
+  async reauthenticate (context: RequestContext, body: ReauthenticateBody): Promise<Reauthentication> {
+    const caller = callerOf(context)
     const given = Object.keys(body).filter((key) => body[key as keyof ReauthenticateBody] !== undefined)
     if (given.length !== 1) throw validationFailed([{ path: '', message: 'must hold exactly one proof: password, code or passkey' }])
     const principal = await this.#principal(caller)
@@ -121,7 +124,8 @@ export class ReauthenticationService {
     }
     const until = new Date(this.#now() + REAUTHENTICATION_TTL_MS).toISOString()
     const granted = await this.deps.audit.recorded(context, [{ event: 'auth.reauthenticated', outcome: 'success', actorId: caller.id, targetId: caller.id, details: { method } }])(
-      async (trx) => await this.deps.sessions.grantReauthentication(caller.id, caller.jti, until, trx), (result) => result)
+      async (trx) => await this.deps.sessions.grantReauthentication(caller.id, caller.jti, until, trx),
+      (result) => result)
     // The session ended since the token was issued.
     if (!granted) throw new Errors.INVALID_TOKEN()
     return { reauthenticated_until: until, expires_in: REAUTHENTICATION_TTL_MS / 1000 }
@@ -132,7 +136,8 @@ export class ReauthenticationService {
    * account with neither a password nor a second factor, to its verified address. Good for 5
    * minutes, once, for this session.
    */
-  async sendCode (context: RequestContext, caller: Caller, method: MessageFactor): Promise<void> {
+  async sendCode (context: RequestContext, method: MessageFactor): Promise<void> {
+    const caller = callerOf(context)
     const { users, messageCodes, outbox, templates, audit } = this.deps
     const principal = await this.#principal(caller)
     if (!(await this.#offers(principal)).includes(method)) {
@@ -142,7 +147,8 @@ export class ReauthenticationService {
     if (to === undefined || to === null) throw new Errors.CONFLICT('This account has no phone number for SMS codes')
     const code = await messageCodes.issue(caller.id, await this.#codeKey(caller), method)
     if (code === null) throw new Errors.CONFLICT('Enough codes were sent for this session; wait for them to expire')
-    await outbox.add(templates.confirmationCode(method, to, code, MESSAGE_CODE_TTL_MS / 60_000), new Date(this.#now()).toISOString())
+    const message = templates.confirmationCode(method, to, code, MESSAGE_CODE_TTL_MS / 60_000)
+    await outbox.add(message, new Date(this.#now()).toISOString())
     this.deps.deliver()
     await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: caller.id, targetId: caller.id, details: { method, purpose: 'reauthentication' } })
   }
@@ -155,7 +161,8 @@ export class ReauthenticationService {
 
   /** An account holding a role of MFA_REQUIRED_ROLES, without TOTP or a passkey yet. */
   #mustEnrol (principal: UserPrincipal): boolean {
-    return !principal.mfaEnabled && !principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))
+    const required = principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))
+    return !principal.mfaEnabled && !principal.hasPasskey && required
   }
 
   /** The proofs this account can give, in the order a client would offer them. */
@@ -206,7 +213,11 @@ export class ReauthenticationService {
   }
 }
 
-/** TOTP or codes by message are on: the account proves a factor, not only its password. */
+/**
+ * TOTP, codes by message or a passkey are enrolled: the account proves a factor (a passkey, or
+ * another enrolled factor), not only its password. A password step-up would otherwise undo what
+ * the passkey adds: whoever learned the password could add their own passkey or change the rest.
+ */
 function hasSecondFactor (principal: UserPrincipal): boolean {
-  return principal.mfaEnabled || principal.messageFactors.length > 0
+  return principal.mfaEnabled || principal.messageFactors.length > 0 || principal.hasPasskey
 }

@@ -2,9 +2,8 @@ import type { Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
 import type { UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
-import { authorize } from './authorization.js'
-import type { Caller, RequestContext } from './context.js'
+import type { AuditTrail } from './audit/trail.js'
+import { type Caller, callerOf, type RequestContext } from './context.js'
 
 /** A user's roles (docs/api.md, "Roles and permissions"). Role changes apply to protected routes at once. */
 export class RoleService {
@@ -17,7 +16,8 @@ export class RoleService {
     return { roles: [...effectiveRoles(principal.roles)], permissions: permissionsOf(principal.roles) }
   }
 
-  async assign (context: RequestContext, caller: Caller, userId: string, role: Role) {
+  async assign (context: RequestContext, userId: string, role: Role) {
+    const caller = callerOf(context)
     await this.#assertMayChange(caller, userId, role)
     await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.addRole(userId, role, trx) },
       () => [{ event: 'role.assigned', outcome: 'success', targetId: userId, details: { role } }])
@@ -25,7 +25,8 @@ export class RoleService {
   }
 
   /** Harmless when the role is not held. */
-  async remove (context: RequestContext, caller: Caller, userId: string, role: Role) {
+  async remove (context: RequestContext, userId: string, role: Role) {
+    const caller = callerOf(context)
     await this.#assertMayChange(caller, userId, role)
     await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.removeRole(userId, role, trx) },
       () => [{ event: 'role.removed', outcome: 'success', targetId: userId, details: { role } }])
@@ -39,10 +40,9 @@ export class RoleService {
    * of any role. A user that does not exist is 404, before anything is written or audited.
    */
   async #assertMayChange (caller: Caller, userId: string, role: Role): Promise<void> {
-    const grantor = authorize(caller, 'manage_roles')
     const target = await this.deps.users.findPrincipal(userId)
     if (target === undefined) throw new Errors.NOT_FOUND('User')
-    const missing = permissionLacked(grantor, [role, ...target.roles])
+    const missing = permissionLacked(caller, [role, ...target.roles])
     if (missing !== null) throw new Errors.FORBIDDEN(missing)
   }
 }

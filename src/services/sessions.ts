@@ -1,15 +1,16 @@
-import { type Device, SESSION_FIELDS, type TokenPair } from '../../schemas/auth.js'
+import { type SignInDevice, SESSION_FIELDS, type TokenPair } from '../../schemas/auth.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
 import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
 import type { UsersRepository } from '../store/users.js'
-import type { Recorded } from './audit-trail.js'
+import type { Recorded } from './audit/trail.js'
+import { callerOf, type RequestContext } from './context.js'
 
 export interface SessionServiceDependencies {
   tokens: TokenService
@@ -23,7 +24,10 @@ export interface SessionServiceDependencies {
   now?: () => number
 }
 
-/** The answer to a refresh token of an ended session: reuse says so (docs/api.md, "Sessions"), anything else is just invalid. */
+/**
+ * The answer to a refresh token of an ended session: reuse says
+ * so (docs/api.md, "Sessions"), anything else is just invalid.
+ */
 function endedSessionError (token: PresentedRefreshToken): Error {
   return token.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
 }
@@ -69,7 +73,12 @@ export class SessionService {
    * `recorded`, with the entry of the sign-in. `amr` says how the sign-in was proved (RFC 8176
    * values); it and the instant, `auth_time`, go into every access token of the session.
    */
-  async start (user: { id: string, roles: string[] }, device: Device | undefined, amr: string[], recorded: Recorded): Promise<TokenPair> {
+  async start (
+    user: { id: string, roles: string[] },
+    device: SignInDevice | undefined,
+    amr: string[],
+    recorded: Recorded
+  ): Promise<TokenPair> {
     const { sessions, policy } = this.#deps
     const nowMs = this.#now()
     const now = new Date(nowMs).toISOString()
@@ -78,7 +87,15 @@ export class SessionService {
     const { access, refresh } = this.#sign(user, deviceInfo, authentication, nowMs)
     const ended = await recorded(async (trx) => {
       const opened = await sessions.open({
-        userId: user.id, device: deviceInfo, refresh, accessJti: access.jti, now, authentication, cutoffs: this.cutoffs(), maxConcurrent: policy.maxConcurrent, accessIssuedAfter: accessIssuedAfter(now)
+        userId: user.id,
+        device: deviceInfo,
+        refresh,
+        accessJti: access.jti,
+        now,
+        authentication,
+        cutoffs: this.cutoffs(),
+        maxConcurrent: policy.maxConcurrent,
+        accessIssuedAfter: accessIssuedAfter(now)
       }, trx)
       if (opened === undefined) throw new Errors.INVALID_CREDENTIALS()
       return opened
@@ -93,7 +110,10 @@ export class SessionService {
    * token is spent, gets that same pair (`retry`), and nothing is written. A rotation is
    * stored through what `recordedFor` gives for the account.
    */
-  async refresh (refreshToken: string, recordedFor: (userId: string) => Recorded): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
+  async refresh (
+    refreshToken: string,
+    recordedFor: (userId: string) => Recorded
+  ): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
     const { tokens, sessions, users } = this.#deps
     let claims
     try {
@@ -145,7 +165,11 @@ export class SessionService {
    * Revokes the access token and ends its session, and the given refresh token's when it is
    * the caller's; the sessions end through `recorded`.
    */
-  async logout (caller: { id: string, jti: string, tokenExpiresAt: Date }, refreshToken: string | undefined, recorded: Recorded): Promise<void> {
+  async logout (
+    caller: { id: string, jti: string, tokenExpiresAt: Date },
+    refreshToken: string | undefined,
+    recorded: Recorded
+  ): Promise<void> {
     const { sessions, revokeAccessToken } = this.#deps
     await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
     const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
@@ -156,16 +180,18 @@ export class SessionService {
     await this.#endSessions([...sessionIds], 'logout', new Date(this.#now()).toISOString(), caller.jti, recorded)
   }
 
-  /** The user's live sessions, oldest first by default. */
-  async list (userId: string, query: CollectionQueryInput) {
+  /** The caller's live sessions, oldest first by default. */
+  async list (context: RequestContext, query: CollectionQueryInput) {
     const { sessions, cursors } = this.#deps
+    const userId = callerOf(context).id
     return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `sessions:${userId}` }, cursors,
       async (request) => await sessions.list(userId, this.cutoffs(), request))
   }
 
   /** Ends one of the caller's own sessions; 404 when it is not one of theirs or already over. */
-  async end (userId: string, sessionId: string): Promise<void> {
+  async end (context: RequestContext, sessionId: string): Promise<void> {
     const { sessions } = this.#deps
+    const userId = callerOf(context).id
     if (!await sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
     await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
   }
@@ -178,7 +204,9 @@ export class SessionService {
   async endAllWithin (userId: string, reason: RevocationReason, trx: Db): Promise<() => Promise<void>> {
     const { sessions } = this.#deps
     const now = new Date(this.#now()).toISOString()
-    const accessTokens = await sessions.revoke(await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx)
+    const accessTokens = await sessions.revoke(
+      await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx
+    )
     return async () => { await this.#revokeAccessTokens(accessTokens) }
   }
 
@@ -186,8 +214,15 @@ export class SessionService {
    * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
-  async #endSessions (sessionIds: string[], reason: RevocationReason, now: string, revokedAlready?: string, recorded?: Recorded): Promise<void> {
-    const revoke = async (trx?: Db) => await this.#deps.sessions.revoke(sessionIds, reason, now, accessIssuedAfter(now), trx)
+  async #endSessions (
+    sessionIds: string[],
+    reason: RevocationReason,
+    now: string,
+    revokedAlready?: string,
+    recorded?: Recorded
+  ): Promise<void> {
+    const revoke = async (trx?: Db) =>
+      await this.#deps.sessions.revoke(sessionIds, reason, now, accessIssuedAfter(now), trx)
     const accessTokens = recorded === undefined ? await revoke() : await recorded(revoke)
     await this.#revokeAccessTokens(accessTokens.filter(({ jti }) => jti !== revokedAlready))
   }
@@ -204,11 +239,18 @@ export class SessionService {
    * session's access tokens are revoked until that instant + 15 minutes, which must not come
    * before they expire.
    */
-  #sign (user: { id: string, roles: string[] }, device: Record<string, unknown>, { authTime, amr }: SignInProof, issuedAtMs: number) {
+  #sign (
+    user: { id: string, roles: string[] },
+    device: Record<string, unknown>,
+    { authTime, amr }: SignInProof,
+    issuedAtMs: number
+  ) {
     const { tokens } = this.#deps
     const signIn = { auth_time: Math.floor(Date.parse(authTime) / 1000), amr }
     return {
-      access: tokens.issueAccessToken({ sub: user.id, roles: [...user.roles], ...signIn }, ACCESS_TOKEN_TTL_S, issuedAtMs),
+      access: tokens.issueAccessToken(
+        { sub: user.id, roles: [...user.roles], ...signIn }, ACCESS_TOKEN_TTL_S, issuedAtMs
+      ),
       refresh: tokens.issueRefreshToken(user.id, device, issuedAtMs)
     }
   }
@@ -218,7 +260,13 @@ export class SessionService {
    * they are on; null when the token was spent by another request or the session ended
    * meanwhile (a logout), or the account is gone.
    */
-  async #rotate (user: { id: string, roles: string[] }, presented: PresentedRefreshToken, device: Record<string, unknown>, now: string, recorded: Recorded): Promise<TokenPair | null> {
+  async #rotate (
+    user: { id: string, roles: string[] },
+    presented: PresentedRefreshToken,
+    device: Record<string, unknown>,
+    now: string,
+    recorded: Recorded
+  ): Promise<TokenPair | null> {
     const { sessions, policy, retryBox } = this.#deps
     const nowMs = Date.parse(now)
     // A refresh keeps the sign-in's auth_time and amr: it proves nothing new of the user.
@@ -226,8 +274,20 @@ export class SessionService {
     const pair = tokenPair(access.token, refresh.token)
     const retry = policy.refreshRetryWindowS === 0
       ? null
-      : { pair: retryBox.seal(JSON.stringify({ access_token: pair.access_token, refresh_token: pair.refresh_token })), until: new Date(nowMs + policy.refreshRetryWindowS * 1000).toISOString() }
-    const rotation = { spentJti: presented.jti, sessionId: presented.sessionId, userId: user.id, issued: refresh, accessJti: access.jti, device, now, retry }
+      : {
+          pair: retryBox.seal(JSON.stringify({ access_token: pair.access_token, refresh_token: pair.refresh_token })),
+          until: new Date(nowMs + policy.refreshRetryWindowS * 1000).toISOString()
+        }
+    const rotation = {
+      spentJti: presented.jti,
+      sessionId: presented.sessionId,
+      userId: user.id,
+      issued: refresh,
+      accessJti: access.jti,
+      device,
+      now,
+      retry
+    }
     const outcome = await recorded(async (trx) => await sessions.rotate(rotation, trx), (result) => result === 'rotated')
     return outcome === 'rotated' ? pair : null
   }
@@ -235,7 +295,8 @@ export class SessionService {
   /** The pair the token was rotated into, while kept for retries of it; null otherwise. */
   #keptPair (token: PresentedRefreshToken, now: string): TokenPair | null {
     const kept = token.sessionRetry
-    if (this.#deps.policy.refreshRetryWindowS === 0 || kept === null || kept.jti !== token.jti || Date.parse(kept.until) <= Date.parse(now)) return null
+    if (this.#deps.policy.refreshRetryWindowS === 0 || kept === null || kept.jti !== token.jti ||
+      Date.parse(kept.until) <= Date.parse(now)) return null
     const opened = this.#deps.retryBox.open(kept.pair)
     if (opened === null) return null // sealed under another secret
     const { access_token: accessToken, refresh_token: refreshToken } = JSON.parse(opened) as Pick<TokenPair, 'access_token' | 'refresh_token'>

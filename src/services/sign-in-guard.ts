@@ -2,7 +2,7 @@ import { Errors } from '../errors.js'
 import { FAILURE_WINDOW_MS, LOCKOUT_MS, lockoutScope } from '../security/lockout.js'
 import { addressKey } from '../security/network.js'
 import type { SignInFailuresRepository } from '../store/sign-in-failures.js'
-import type { AuditTrail } from './audit-trail.js'
+import type { AuditTrail } from './audit/trail.js'
 import type { RequestContext } from './context.js'
 
 /** Failures are kept this long: longer than any rule looks back (the lockout 15 minutes, anomalies 15 minutes). */
@@ -41,8 +41,15 @@ export class SignInGuard {
       return
     }
     const now = this.now()
-    const times = { now: iso(now), countSince: iso(now - FAILURE_WINDOW_MS), keepSince: iso(now - FAILURE_RETENTION_MS), lockUntil: iso(now + LOCKOUT_MS) }
-    if (await this.failures.recordFailure(userId, addressKey(ip), times, lockoutScope)) throw new Errors.ACCOUNT_LOCKED()
+    const times = {
+      now: iso(now),
+      countSince: iso(now - FAILURE_WINDOW_MS),
+      keepSince: iso(now - FAILURE_RETENTION_MS),
+      lockUntil: iso(now + LOCKOUT_MS)
+    }
+    if (await this.failures.recordFailure(userId, addressKey(ip), times, lockoutScope)) {
+      throw new Errors.ACCOUNT_LOCKED()
+    }
   }
 
   async recordSuccess (userId: string, ip: string): Promise<void> {
@@ -81,7 +88,13 @@ export class SignInGuard {
   }
 
   /** Awaits a lock check, auditing its 423 with `details` (what was presented) and the reason. */
-  async #auditLockRefusal<T> (context: RequestContext, userId: string, event: SecretFailureEvent, details: Record<string, unknown>, check: Promise<T>): Promise<T> {
+  async #auditLockRefusal<T> (
+    context: RequestContext,
+    userId: string,
+    event: SecretFailureEvent,
+    details: Record<string, unknown>,
+    check: Promise<T>
+  ): Promise<T> {
     try {
       return await check
     } catch (error) {

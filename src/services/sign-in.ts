@@ -1,4 +1,4 @@
-import type { Device, LoginBody, OAuthCallbackQuery, OAuthExchangeBody, TokenPair } from '../../schemas/auth.js'
+import type { SignInDevice, LoginBody, OAuthCallbackQuery, OAuthExchangeBody, TokenPair } from '../../schemas/auth.js'
 import type { PasskeyAuthenticationBody } from '../../schemas/passkeys.js'
 import type { Role } from '../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
@@ -8,10 +8,10 @@ import type { TokenService } from '../security/tokens.js'
 import type { OutboxRepository } from '../store/outbox.js'
 import type { RevocationsRepository } from '../store/revocations.js'
 import type { UserPrincipal, UsersRepository } from '../store/users.js'
-import type { AuditTrail } from './audit-trail.js'
-import type { Caller, RequestContext } from './context.js'
-import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './message-codes.js'
-import type { MessageTemplates } from './messages.js'
+import type { AuditTrail } from './audit/trail.js'
+import { callerOf, type RequestContext } from './context.js'
+import { MESSAGE_CODE_TTL_MS, type MessageCodes } from './messaging/codes.js'
+import type { MessageTemplates } from './messaging/templates.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { OAuthService, OAuthSignIn } from './oauth.js'
 import type { PasskeyService } from './passkeys.js'
@@ -72,7 +72,12 @@ export class SignInService {
    * started ends in a redirect back to it, with a one-time code or an error code
    * (docs/api.md, "Browser applications").
    */
-  async withProvider (context: RequestContext, provider: string, callback: OAuthCallbackQuery, browserState: string | undefined): Promise<{ result: SignInResult } | { redirect: string }> {
+  async withProvider (
+    context: RequestContext,
+    provider: string,
+    callback: OAuthCallbackQuery,
+    browserState: string | undefined
+  ): Promise<{ result: SignInResult } | { redirect: string }> {
     const { oauth } = this.deps
     const flow = await oauth.takeState(provider, callback, browserState)
     const { redirectTo, codeChallenge } = flow.pending
@@ -92,7 +97,10 @@ export class SignInService {
   }
 
   /** A browser application's one-time code and PKCE verifier: what the callback would have answered. */
-  async withExchangeCode (context: RequestContext, { code, code_verifier: codeVerifier }: OAuthExchangeBody): Promise<SignInResult> {
+  async withExchangeCode (
+    context: RequestContext,
+    { code, code_verifier: codeVerifier }: OAuthExchangeBody
+  ): Promise<SignInResult> {
     const { userId, provider } = await this.deps.oauth.takeExchangeCode(code, codeVerifier)
     const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
     return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'])
@@ -102,7 +110,12 @@ export class SignInService {
    * The account a sign-in other than by password reached, once it may sign in: it exists
    * (else `Missing`), is not locked, and has its address verified where that is required.
    */
-  async #admit (context: RequestContext, userId: string, details: Record<string, unknown>, Missing: new () => Error): Promise<UserPrincipal> {
+  async #admit (
+    context: RequestContext,
+    userId: string,
+    details: Record<string, unknown>,
+    Missing: new () => Error
+  ): Promise<UserPrincipal> {
     const principal = await this.deps.users.findPrincipal(userId)
     if (principal === undefined) throw new Missing()
     await this.deps.guard.refuseIfLocked(context, principal.id, details)
@@ -112,7 +125,9 @@ export class SignInService {
 
   /** The account a provider sign-in reached, once it may sign in; audited. */
   async #providerAccount (context: RequestContext, signIn: OAuthSignIn): Promise<UserPrincipal> {
-    const principal = await this.#admit(context, signIn.userId, { provider: signIn.provider }, Errors.INVALID_CREDENTIALS)
+    const principal = await this.#admit(
+      context, signIn.userId, { provider: signIn.provider }, Errors.INVALID_CREDENTIALS
+    )
     await this.deps.audit.recordIn(context, 'auth.oauth_login', {
       outcome: 'success', actorId: signIn.userId, targetId: signIn.userId, details: { provider: signIn.provider, created: signIn.created, linked: signIn.linked }
     })
@@ -147,17 +162,22 @@ export class SignInService {
     // The address may have changed (and become unverified) since the challenge was issued.
     await this.#assertEmailVerified(context, principal, { method })
     const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
-      async (trx) => await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx), (result) => result)
+      async (trx) =>
+        await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx),
+      (result) => result)
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
     const amr = [...new Set([...claims.amr ?? [], method === 'sms' ? 'sms' : 'otp', 'mfa'])]
-    return await this.#startSession(context, principal, claims.device as Device | undefined, `mfa:${method}`, amr)
+    return await this.#startSession(context, principal, claims.device as SignInDevice | undefined, `mfa:${method}`, amr)
   }
 
   /**
    * Sends a sign-in code for a challenge by e-mail or SMS, when that factor is on: good for
    * 5 minutes, once, and counted by the lockout like a TOTP code when answered.
    */
-  async sendChallengeCode (context: RequestContext, { mfa_token: mfaToken, method }: MfaCodeRequestBody): Promise<void> {
+  async sendChallengeCode (
+    context: RequestContext,
+    { mfa_token: mfaToken, method }: MfaCodeRequestBody
+  ): Promise<void> {
     const { users, messageCodes, outbox, templates, audit } = this.deps
     const { claims, principal } = await this.#challenge(mfaToken)
     if (!principal.messageFactors.includes(method)) throw new Errors.CONFLICT(`Sign-in codes by ${method === 'email' ? 'e-mail' : 'SMS'} are not enabled for this account`)
@@ -186,7 +206,8 @@ export class SignInService {
   }
 
   /** Revokes the caller's access token and ends its session (and the given refresh token's). */
-  async signOut (context: RequestContext, caller: Caller, refreshToken: string | undefined): Promise<void> {
+  async signOut (context: RequestContext, refreshToken: string | undefined): Promise<void> {
+    const caller = callerOf(context)
     await this.deps.sessions.logout(caller, refreshToken, this.deps.audit.recorded(context, [{ event: 'auth.logout', outcome: 'success', targetId: caller.id }]))
   }
 
@@ -196,18 +217,31 @@ export class SignInService {
    * `answerChallenge` completes. An account whose role must use MFA and whose only second
    * factor is a passkey is told to sign in with the passkey (docs/api.md, "Required roles").
    */
-  async #complete (context: RequestContext, principal: UserPrincipal, device: Device | Record<string, unknown> | undefined, method: string, amr: string[]): Promise<SignInResult> {
+  async #complete (
+    context: RequestContext,
+    principal: UserPrincipal,
+    device: SignInDevice | Record<string, unknown> | undefined,
+    method: string,
+    amr: string[]
+  ): Promise<SignInResult> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
     if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
     if (methods.length > 0) {
       // The challenge names the credentials it was opened under: a new password or a claim ends it.
-      const challenge = this.deps.tokens.issueMfaToken(principal.id, device === undefined ? {} : { ...device }, { amr, cv: principal.credentialsVersion })
+      const challenge = this.deps.tokens.issueMfaToken(
+        principal.id, device === undefined ? {} : { ...device }, { amr, cv: principal.credentialsVersion }
+      )
       return { mfa_required: true, mfa_token: challenge.token, methods }
     }
-    return { ...await this.#startSession(context, principal, device as Device | undefined, method, amr), mfa_required: false }
+    return {
+      ...await this.#startSession(context, principal, device as SignInDevice | undefined, method, amr),
+      mfa_required: false
+    }
   }
 
-  /** An MFA challenge's claims and its account; a challenge ends with its account, and with a new password or a claim. */
+  /**
+   * An MFA challenge's claims and its account; a challenge ends with its account, and with a new password or a claim.
+   */
   async #challenge (mfaToken: string) {
     let claims
     try {
@@ -221,7 +255,11 @@ export class SignInService {
   }
 
   /** With EMAIL_VERIFICATION=required, an account whose address is unverified is refused once its secret is proved. */
-  async #assertEmailVerified (context: RequestContext, principal: UserPrincipal, details: Record<string, unknown>): Promise<void> {
+  async #assertEmailVerified (
+    context: RequestContext,
+    principal: UserPrincipal,
+    details: Record<string, unknown>
+  ): Promise<void> {
     if (!this.deps.requireVerifiedEmail || principal.emailVerified) return
     await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
     throw new Errors.EMAIL_NOT_VERIFIED()
@@ -233,7 +271,13 @@ export class SignInService {
    * a session, audited as `auth.login` with the method that proved the caller (`mfa:totp`
    * after a challenge).
    */
-  async #startSession (context: RequestContext, principal: UserPrincipal, device: Device | undefined, method: string, amr: string[]): Promise<TokenPair> {
+  async #startSession (
+    context: RequestContext,
+    principal: UserPrincipal,
+    device: SignInDevice | undefined,
+    method: string,
+    amr: string[]
+  ): Promise<TokenPair> {
     const { guard, sessions, audit } = this.deps
     await guard.recordSuccess(principal.id, context.ip)
     return await sessions.start(principal, device, amr,

@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
-import type { DatabaseConfig } from '../config.js'
+import type { DatabaseConfig } from '../config/index.js'
 import { QUERY_TIMEOUT_MESSAGE } from './errors.js'
 import { type ReadRows, readThrough } from './prepared.js'
 import type { DatabaseSchema, Db, Dialect } from './types.js'
@@ -86,7 +86,9 @@ function readDirectly (sqlite: SQLite.Database, fallback: ReadRows): ReadRows {
   return <Row>(query: CompiledQuery<Row>) => {
     if (sqlite.inTransaction) return fallback(query)
     const statement = sqlite.prepare(query.sql)
-    return (ROWS_BUILT_PER_COLUMN ? allAsObjects(statement, query.parameters) : statement.all(query.parameters)) as Row[]
+    return (ROWS_BUILT_PER_COLUMN
+      ? allAsObjects(statement, query.parameters)
+      : statement.all(query.parameters)) as Row[]
   }
 }
 
@@ -101,7 +103,7 @@ function openSqlite (path: string): SQLite.Database {
   // SQLite's lower() folds only A-Z, so searches (search.ts: lower(column) LIKE pattern) would
   // miss "Émile" for "émile"; PostgreSQL's folds all of Unicode. Replaced on this connection by
   // JavaScript's, the same folding the pattern gets. The trigram tables hold text lowered by it
-  // (migrations.ts): every writer of the database must be the service, and a Node.js whose
+  // (migrations/0010-collections-at-scale.ts): every writer of the database must be the service, and a Node.js whose
   // Unicode tables fold some character differently needs them rebuilt (docs/operations.md).
   sqlite.function('lower', { deterministic: true }, (value: unknown) => typeof value === 'string' ? value.toLowerCase() : value)
   return sqlite

@@ -31,3 +31,17 @@ export function isStorageUnavailable (error: unknown): boolean {
   return typeof message === 'string' && (message === QUERY_TIMEOUT_MESSAGE ||
     /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable/i.test(message))
 }
+
+/** What a refused write conflicted with. */
+export type ConflictReason = 'email_taken' | 'passkey_registered' | 'device_trusted' | 'device_limit'
+
+/**
+ * A write refused by what is stored already; the services turn it into the error a client sees
+ * (serviceErrorOf in src/errors.ts). `limit` is the number of devices a user may trust.
+ */
+export class StoreConflict extends Error {
+  constructor (readonly reason: ConflictReason, readonly limit?: number) {
+    super(`Store conflict: ${reason}`)
+    this.name = 'StoreConflict'
+  }
+}

@@ -14,7 +14,13 @@ export class IdentitiesRepository {
   }
 
   /** Links; an identity linked already (a concurrent first sign-in) keeps its first user. */
-  async link (provider: string, subject: string, userId: string, email: string | null, db: Db = this.db): Promise<void> {
+  async link (
+    provider: string,
+    subject: string,
+    userId: string,
+    email: string | null,
+    db: Db = this.db
+  ): Promise<void> {
     await db.insertInto('user_identities')
       .values({ id: uuidv7(), provider, subject, user_id: userId, email, created_at: new Date().toISOString() })
       .onConflict((conflict) => conflict.columns(['provider', 'subject']).doNothing())

@@ -43,7 +43,13 @@ export class MfaRepository {
   }
 
   /** Turns the pending secret on and stores the first set of backup codes, atomically. */
-  async enable (userId: string, sealedSecret: string, codeHashes: string[], now: string, db: Db = this.db): Promise<void> {
+  async enable (
+    userId: string,
+    sealedSecret: string,
+    codeHashes: string[],
+    now: string,
+    db: Db = this.db
+  ): Promise<void> {
     await atomically(db, async (trx) => {
       await trx.updateTable('users')
         .set({ totp_secret: sealedSecret, totp_pending_secret: null, totp_enabled_at: now })
@@ -104,7 +110,9 @@ export class MfaRepository {
   async messageCodes (userId: string, challengeJti: string, now: string): Promise<Array<{ id: string, method: 'email' | 'sms', codeHash: string, usable: boolean }>> {
     const rows = await this.db.selectFrom('mfa_message_codes').select(['id', 'method', 'code_hash', 'expires_at', 'used_at'])
       .where('user_id', '=', userId).where('challenge_jti', '=', challengeJti).orderBy('created_at').execute()
-    return rows.map((row) => ({ id: row.id, method: row.method, codeHash: row.code_hash, usable: row.used_at === null && row.expires_at > now }))
+    return rows.map((row) => ({
+      id: row.id, method: row.method, codeHash: row.code_hash, usable: row.used_at === null && row.expires_at > now
+    }))
   }
 
   /** Spends a code sent by message; false when it was used or expired meanwhile. */

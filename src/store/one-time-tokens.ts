@@ -24,7 +24,13 @@ export class OneTimeTokensRepository {
    * false then. Issues for one user run one after another (the user's row is held), so
    * simultaneous requests cannot pass the limit together.
    */
-  async issue (token: NewOneTimeToken, message: OutgoingMessage, now: string, limit: { max: number, since: string }, db: Db = this.db): Promise<boolean> {
+  async issue (
+    token: NewOneTimeToken,
+    message: OutgoingMessage,
+    now: string,
+    limit: { max: number, since: string },
+    db: Db = this.db
+  ): Promise<boolean> {
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, token.userId)) return false
       if (await this.countSince(token.userId, token.purpose, limit.since, trx) >= limit.max) return false
@@ -66,7 +72,12 @@ export class OneTimeTokensRepository {
    * Spends a token of `purpose` that is unused and unexpired at `now`: its user and address,
    * or undefined. One statement, so of two simultaneous uses exactly one succeeds.
    */
-  async spend (tokenHash: string, purpose: OneTimeTokenPurpose, now: string, db: Db = this.db): Promise<{ userId: string, email: string } | undefined> {
+  async spend (
+    tokenHash: string,
+    purpose: OneTimeTokenPurpose,
+    now: string,
+    db: Db = this.db
+  ): Promise<{ userId: string, email: string } | undefined> {
     const row = await db.updateTable('one_time_tokens').set({ used_at: now })
       .where('token_hash', '=', tokenHash).where('purpose', '=', purpose)
       .where('used_at', 'is', null).where('expires_at', '>', now)

@@ -39,12 +39,15 @@ export interface PageStore {
 export interface PageOptions<Values extends FilterValues> {
   /** Columns a search matches, ignoring case. */
   searchIn?: readonly string[]
-  /** The trigram index over `searchIn` (migrations.ts), used for searches of 3 characters or more. */
+  /**
+   * The trigram index over `searchIn` (migrations/0010-collections-at-scale.ts),
+   * used for searches of 3 characters or more.
+   */
   searchIndex?: SearchIndex
   /**
    * The collection_counts row holding the exact number of rows these filter values select, when
-   * one is maintained for them (migrations.ts); undefined: the rows are counted, up to COUNT_LIMIT.
-   * The key is bound as a value; whether there is one is part of the query's shape.
+   * one is maintained for them (migrations/0010-collections-at-scale.ts); undefined: the rows are counted, up to
+   * COUNT_LIMIT. The key is bound as a value; whether there is one is part of the query's shape.
    */
   maintainedCount?: (values: Values) => string | undefined
 }
@@ -134,10 +137,15 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const probed = this.#probe(request.search)
     const indexed = probed !== undefined && probed <= MATCHES_READ_WHOLE
     // The index's count is the search's when nothing else narrows it: it holds the same lowered text.
-    const countProbed = probed !== undefined && request.createdAfter === undefined && Object.values(filters).every((value) => value === undefined)
+    const countProbed = probed !== undefined && request.createdAfter === undefined &&
+      Object.values(filters).every((value) => value === undefined)
     const shape = this.#shape(request, filters, { maintained: countKey !== undefined, indexed, countProbed })
     const bind = <Result>(query: CompiledQuery<any>) =>
-      this.store.read<Result>({ ...query, parameters: query.parameters.map((parameter) => parameter instanceof Placeholder ? values[parameter.name] : parameter) })
+      this.store.read<Result>({
+        ...query,
+        parameters: query.parameters.map((parameter) =>
+          parameter instanceof Placeholder ? values[parameter.name] : parameter)
+      })
 
     if (pagination.kind === 'offset' && shape.kind === 'offset') {
       const [items, counted] = await Promise.all([
@@ -147,7 +155,8 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       const counts = Number(counted[0]?.total ?? 0)
       // A maintained count is exact however large; a counted one stops past COUNT_LIMIT, and a
       // windowed one is exact only when its window held every record.
-      const totalExact = countKey !== undefined || (shape.windowed ? Number(counted[0]?.examined ?? 0) < COUNT_LIMIT : counts <= COUNT_LIMIT)
+      const totalExact = countKey !== undefined ||
+        (shape.windowed ? Number(counted[0]?.examined ?? 0) < COUNT_LIMIT : counts <= COUNT_LIMIT)
       const total = countKey === undefined ? Math.min(counts, COUNT_LIMIT) : counts
       const { page, limit } = pagination
       return { kind: 'offset', items, page, limit, total, totalExact, totalPages: Math.ceil(total / limit) }
@@ -165,7 +174,9 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     }
     const nextCursor = resumeAt === undefined
       ? null
-      : this.store.cursors.encode(queryFingerprint(request), request.sort.map((key) => (resumeAt as Record<string, unknown>)[key.field]))
+      : this.store.cursors.encode(
+        queryFingerprint(request), request.sort.map((key) => (resumeAt as Record<string, unknown>)[key.field])
+      )
     return { kind: 'cursor', items, nextCursor, hasMore: resumeAt !== undefined }
   }
 
@@ -199,7 +210,11 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
    * trigrams is windowed: it looks at the first COUNT_LIMIT records of the ordering (after the
    * cursor), so that no query reads more than that many rows however rare its matches.
    */
-  #shape (request: CollectionRequest, filters: Values, how: { maintained: boolean, indexed: boolean, countProbed: boolean }): Shape {
+  #shape (
+    request: CollectionRequest,
+    filters: Values,
+    how: { maintained: boolean, indexed: boolean, countProbed: boolean }
+  ): Shape {
     const { pagination } = request
     const { maintained, indexed, countProbed } = how
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
@@ -223,7 +238,8 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       return sorted
     }
     const columns = [...new Set([...this.columns, ...this.#searchIn])]
-    const selected = (query: SelectQueryBuilder<any, any, object>) => query.select(columns.map((column) => sql.ref(column).as(column)))
+    const selected = (query: SelectQueryBuilder<any, any, object>) =>
+      query.select(columns.map((column) => sql.ref(column).as(column)))
     // What the page and the count read: the rows the filters (and the cursor) leave, or, for a
     // windowed search, the first COUNT_LIMIT of them in the page's order.
     let source: SelectQueryBuilder<any, any, object> = resumed
@@ -263,7 +279,8 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     } else {
       // The window's last record, when it holds COUNT_LIMIT (there may be more after it).
       const windowEnd = windowed
-        ? ordered(resumed.select(request.sort.map((sort) => sql.ref(sort.field).as(sort.field)))).limit(1).offset(sql.lit(COUNT_LIMIT - 1) as unknown as number).compile()
+        ? ordered(resumed.select(request.sort.map((sort) => sql.ref(sort.field).as(sort.field))))
+          .limit(1).offset(sql.lit(COUNT_LIMIT - 1) as unknown as number).compile()
         : undefined
       shape = { kind: 'cursor', page: page.limit(limit).compile(), windowEnd }
     }

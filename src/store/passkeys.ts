@@ -1,7 +1,6 @@
 import type { Passkey } from '../../schemas/passkeys.js'
 import type { CollectionRequest } from '../collection/query.js'
-import { Errors } from '../errors.js'
-import { isUniqueViolation } from './errors.js'
+import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { type Db, atomically } from './types.js'
@@ -38,12 +37,16 @@ export class PasskeysRepository {
   readonly #pages
 
   /** `changed` hears of every user whose passkeys changed (cached principals carry whether there are any). */
-  constructor (private readonly db: Db, pages: PageStore, private readonly changed: (userId: string) => void = () => {}) {
+  constructor (
+    private readonly db: Db,
+    pages: PageStore,
+    private readonly changed: (userId: string) => void = () => {}
+  ) {
     this.#pages = new PageQueries<Passkey, { userId: string }>(({ userId }) =>
       db.selectFrom('passkeys').where('user_id', '=', userId), COLUMNS, pages, { searchIn: ['name'] })
   }
 
-  /** Stores a verified credential; one registered already (to anyone) is CONFLICT. */
+  /** Stores a verified credential; one registered already (to anyone) is StoreConflict 'passkey_registered'. */
   async add (userId: string, passkey: NewPasskey, db: Db = this.db): Promise<Passkey> {
     const row = { id: uuidv7(), name: passkey.name, created_at: new Date().toISOString(), last_used_at: null }
     try {
@@ -56,7 +59,7 @@ export class PasskeysRepository {
         transports: passkey.transports.join(',')
       }).execute()
     } catch (error) {
-      if (isUniqueViolation(error)) throw new Errors.CONFLICT('Passkey already registered')
+      if (isUniqueViolation(error)) throw new StoreConflict('passkey_registered')
       throw error
     }
     this.changed(userId)
@@ -68,7 +71,14 @@ export class PasskeysRepository {
       .where('credential_id', '=', credentialId).executeTakeFirst()
     return row === undefined
       ? undefined
-      : { id: row.id, userId: row.user_id, credentialId: row.credential_id, publicKey: row.public_key, counter: Number(row.counter), transports: splitTransports(row.transports) }
+      : {
+          id: row.id,
+          userId: row.user_id,
+          credentialId: row.credential_id,
+          publicKey: row.public_key,
+          counter: Number(row.counter),
+          transports: splitTransports(row.transports)
+        }
   }
 
   /** The user's credential ids and transports, for the ceremonies' allow and exclude lists. */

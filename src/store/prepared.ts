@@ -18,7 +18,10 @@ export function readThrough (db: Db): ReadRows {
  * every request's path are prepared when the repository is made. The parameters are passed
  * in the order their placeholders appear in the query.
  */
-export function prepare<Row> (read: ReadRows, query: Compilable<Row>): (...parameters: unknown[]) => Row[] | Promise<Row[]> {
+export function prepare<Row> (
+  read: ReadRows,
+  query: Compilable<Row>
+): (...parameters: unknown[]) => Row[] | Promise<Row[]> {
   const compiled = query.compile()
   const expected = compiled.parameters.length
   return (...parameters) => {

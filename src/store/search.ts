@@ -17,7 +17,7 @@ export function matchesIgnoringCase (column: string, pattern: string): RawBuilde
 }
 
 /**
- * A SQLite FTS5 table with the trigram tokenizer (migrations.ts) over lower() of a table's
+ * A SQLite FTS5 table with the trigram tokenizer (migrations/0010-collections-at-scale.ts) over lower() of a table's
  * searched columns, kept by triggers; its rowid is the table's. On PostgreSQL the same search
  * is served by pg_trgm GIN indexes on lower(column), with no change to the SQL.
  */

@@ -26,7 +26,10 @@ export interface PresentedRefreshToken {
 /** When a session's sign-in was proved, and how (RFC 8176 `amr` values): its access tokens' `auth_time` and `amr`. */
 export interface SignInProof { authTime: string, amr: string[] }
 
-/** A rotation kept for retries of its spent token: that token's jti, the pair it was rotated into (sealed), and until when. */
+/**
+ * A rotation kept for retries of its spent token: that token's
+ * jti, the pair it was rotated into (sealed), and until when.
+ */
 export interface KeptRotation { jti: string, pair: string, until: string }
 
 /** What a refresh records (SessionsRepository.rotate). */
@@ -147,7 +150,9 @@ export class SessionsRepository {
       await insertRefreshToken(trx, sessionId, userId, rotation.issued, rotation.accessJti, rotation.device, now)
       // Replaces the rotation kept before: the token it names has just had its successor spent.
       await trx.updateTable('sessions').set({
-        retry_jti: rotation.retry === null ? null : rotation.spentJti, retry_pair: rotation.retry?.pair ?? null, retry_until: rotation.retry?.until ?? null
+        retry_jti: rotation.retry === null ? null : rotation.spentJti,
+        retry_pair: rotation.retry?.pair ?? null,
+        retry_until: rotation.retry?.until ?? null
       }).where('id', '=', sessionId).execute()
       return 'rotated'
     })
@@ -179,7 +184,9 @@ export class SessionsRepository {
         ? null
         : { jti: row.retry_jti, pair: row.retry_pair, until: row.retry_until },
       // Sessions opened before sign-ins were recorded count from their start, proof unknown.
-      sessionAuthentication: { authTime: row.auth_time ?? row.created_at, amr: row.amr === null ? [] : JSON.parse(row.amr) as string[] }
+      sessionAuthentication: {
+        authTime: row.auth_time ?? row.created_at, amr: row.amr === null ? [] : JSON.parse(row.amr) as string[]
+      }
     }
   }
 
@@ -210,7 +217,13 @@ export class SessionsRepository {
    * Ends the sessions and their refresh tokens. Answers the access tokens the sessions issued
    * after `accessIssuedAfter` (those that may not have expired yet), for the caller to revoke.
    */
-  async revoke (sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string, db: Db = this.db): Promise<IssuedAccessToken[]> {
+  async revoke (
+    sessionIds: string[],
+    reason: RevocationReason,
+    now: string,
+    accessIssuedAfter: string,
+    db: Db = this.db
+  ): Promise<IssuedAccessToken[]> {
     if (sessionIds.length === 0) return []
     return await atomically(db, async (trx) => await revokeSessions(trx, sessionIds, reason, now, accessIssuedAfter))
   }
@@ -240,7 +253,11 @@ export class SessionsRepository {
     return await liveSessions(this.db, userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
   }
 
-  async list (userId: string, cutoffs: LivenessCutoffs, request: CollectionRequest): Promise<CollectionResult<Session>> {
+  async list (
+    userId: string,
+    cutoffs: LivenessCutoffs,
+    request: CollectionRequest
+  ): Promise<CollectionResult<Session>> {
     const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
   }
@@ -276,7 +293,15 @@ export function liveSessionsOldestFirst (db: Db, userId: string, cutoffs: Livene
   return liveSessions(db, userId, cutoffs).select('id').orderBy('created_at').orderBy('id')
 }
 
-async function insertRefreshToken (trx: Db, sessionId: string, userId: string, issued: IssuedRefreshToken, accessJti: string, device: Record<string, unknown>, now: string): Promise<void> {
+async function insertRefreshToken (
+  trx: Db,
+  sessionId: string,
+  userId: string,
+  issued: IssuedRefreshToken,
+  accessJti: string,
+  device: Record<string, unknown>,
+  now: string
+): Promise<void> {
   await trx.insertInto('refresh_tokens').values({
     jti: issued.jti,
     session_id: sessionId,
@@ -291,8 +316,17 @@ async function insertRefreshToken (trx: Db, sessionId: string, userId: string, i
   }).execute()
 }
 
-/** Ends the sessions and their refresh tokens within `trx`; answers the access tokens they issued after `accessIssuedAfter`. */
-async function revokeSessions (trx: Db, sessionIds: string[], reason: RevocationReason, now: string, accessIssuedAfter: string): Promise<IssuedAccessToken[]> {
+/**
+ * Ends the sessions and their refresh tokens within `trx`; answers
+ * the access tokens they issued after `accessIssuedAfter`.
+ */
+async function revokeSessions (
+  trx: Db,
+  sessionIds: string[],
+  reason: RevocationReason,
+  now: string,
+  accessIssuedAfter: string
+): Promise<IssuedAccessToken[]> {
   if (sessionIds.length === 0) return []
   await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason, retry_jti: null, retry_pair: null, retry_until: null })
     .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()

@@ -33,7 +33,12 @@ export class SignInFailuresRepository {
    * recorded (unless the account is gone: nothing left to count against), the account's
    * failures older than `keepSince` are deleted, and the lock `lockFor` calls for is begun.
    */
-  async recordFailure (userId: string, address: string, times: FailureTimes, lockFor: (counted: FailureCounts) => LockoutScope | null): Promise<boolean> {
+  async recordFailure (
+    userId: string,
+    address: string,
+    times: FailureTimes,
+    lockFor: (counted: FailureCounts) => LockoutScope | null
+  ): Promise<boolean> {
     return await this.db.transaction().execute(async (trx) => {
       const exists = await holdUserRow(trx, userId)
       const lock = await lockedUntilQuery(trx, userId, times.now, address).executeTakeFirst()

@@ -21,7 +21,10 @@ export interface PendingExchange {
   codeChallenge: string
 }
 
-/** A passkey ceremony's challenge, and the user whose passkey must answer it (null: any user's, for a sign-in without an e-mail of an account). */
+/**
+ * A passkey ceremony's challenge, and the user whose passkey must answer
+ * it (null: any user's, for a sign-in without an e-mail of an account).
+ */
 export interface PendingChallenge { challenge: string, userId: string | null }
 
 /**
@@ -78,7 +81,10 @@ class DatabaseSingleUseStore<Value> implements SingleUseStore<Value> {
     await this.db.deleteFrom(table).where('expires_at', '<=', new Date(now).toISOString()).execute()
     // The layout's columns are its table's: the three tables' own columns differ.
     await this.db.insertInto(table).values({
-      [key]: storedKey(secret), ...toRow(value), created_at: new Date(now).toISOString(), expires_at: new Date(now + ttlMs).toISOString()
+      [key]: storedKey(secret),
+      ...toRow(value),
+      created_at: new Date(now).toISOString(),
+      expires_at: new Date(now + ttlMs).toISOString()
     } as never).execute()
   }
 
@@ -90,18 +96,38 @@ class DatabaseSingleUseStore<Value> implements SingleUseStore<Value> {
   }
 }
 
-const LAYOUTS: { [Kind in keyof SingleUseStores]: TableLayout<SingleUseStores[Kind] extends SingleUseStore<infer Value> ? Value : never> } = {
+const LAYOUTS: {
+  [Kind in keyof SingleUseStores]: TableLayout<
+    SingleUseStores[Kind] extends SingleUseStore<infer Value> ? Value : never
+  >
+} = {
   oauthStates: {
     table: 'oauth_states',
     key: 'state_hash',
-    toRow: (pending) => ({ provider: pending.provider, code_verifier: pending.codeVerifier, nonce: pending.nonce, redirect_to: pending.redirectTo, code_challenge: pending.codeChallenge }),
-    fromRow: (row) => ({ provider: String(row.provider), codeVerifier: String(row.code_verifier), nonce: row.nonce ?? null, redirectTo: row.redirect_to ?? null, codeChallenge: row.code_challenge ?? null })
+    toRow: (pending) => ({
+      provider: pending.provider,
+      code_verifier: pending.codeVerifier,
+      nonce: pending.nonce,
+      redirect_to: pending.redirectTo,
+      code_challenge: pending.codeChallenge
+    }),
+    fromRow: (row) => ({
+      provider: String(row.provider),
+      codeVerifier: String(row.code_verifier),
+      nonce: row.nonce ?? null,
+      redirectTo: row.redirect_to ?? null,
+      codeChallenge: row.code_challenge ?? null
+    })
   },
   oauthExchanges: {
     table: 'oauth_exchange_codes',
     key: 'code_hash',
-    toRow: (pending) => ({ user_id: pending.userId, provider: pending.provider, code_challenge: pending.codeChallenge }),
-    fromRow: (row) => ({ userId: String(row.user_id), provider: String(row.provider), codeChallenge: String(row.code_challenge) })
+    toRow: (pending) => ({
+      user_id: pending.userId, provider: pending.provider, code_challenge: pending.codeChallenge
+    }),
+    fromRow: (row) => ({
+      userId: String(row.user_id), provider: String(row.provider), codeChallenge: String(row.code_challenge)
+    })
   },
   passkeyChallenges: {
     table: 'passkey_challenges',

@@ -106,7 +106,10 @@ export interface SessionsTable {
   retry_pair: string | null
   /** and until when a retry gets that pair. */
   retry_until: string | null
-  /** When the sign-in that opened the session was proved, and how (RFC 8176 values, JSON): the access tokens' auth_time and amr. */
+  /**
+   * When the sign-in that opened the session was proved, and how
+   * (RFC 8176 values, JSON): the access tokens' auth_time and amr.
+   */
   auth_time: string | null
   amr: string | null
   /** Until when a step-up lets the session make sensitive changes (docs/security.md, "Sensitive changes"). */

@@ -2,8 +2,7 @@ import { sql } from 'kysely'
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import type { User } from '../../schemas/user.js'
 import type { CollectionRequest } from '../collection/query.js'
-import { Errors } from '../errors.js'
-import { isUniqueViolation } from './errors.js'
+import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { prepare, type ReadRows } from './prepared.js'
@@ -145,7 +144,7 @@ export class UsersRepository {
     this.#principals.delete(id)
   }
 
-  /** Inserts the user and its roles atomically; a taken e-mail is EMAIL_ALREADY_REGISTERED. */
+  /** Inserts the user and its roles atomically; a taken e-mail is StoreConflict 'email_taken'. */
   async create (user: NewUser, db: Db = this.db): Promise<User> {
     const now = new Date().toISOString()
     const row = {
@@ -169,10 +168,12 @@ export class UsersRepository {
         }
       })
     } catch (error) {
-      if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      if (isUniqueViolation(error)) throw new StoreConflict('email_taken')
       throw error
     }
-    return { id: row.id, email: row.email, email_verified: user.emailVerified, name: row.name, created_at: row.created_at }
+    return {
+      id: row.id, email: row.email, email_verified: user.emailVerified, name: row.name, created_at: row.created_at
+    }
   }
 
   async findById (id: string): Promise<User | undefined> {
@@ -219,7 +220,9 @@ export class UsersRepository {
    */
   async update (id: string, changes: UserUpdate, db: Db = this.db): Promise<User | undefined> {
     const values = {
-      ...(changes.email !== undefined && { email: normalizeEmail(changes.email), email_verified: 0, mfa_email_enabled_at: null }),
+      ...(changes.email !== undefined && {
+        email: normalizeEmail(changes.email), email_verified: 0, mfa_email_enabled_at: null
+      }),
       ...(changes.name !== undefined && { name: changes.name }),
       // A new password ends the MFA challenges the old one opened.
       ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash, credentials_version: sql<number>`credentials_version + 1` }),
@@ -231,7 +234,7 @@ export class UsersRepository {
       this.invalidate(id)
       return row === undefined ? undefined : toUser(row)
     } catch (error) {
-      if (isUniqueViolation(error)) throw new Errors.EMAIL_ALREADY_REGISTERED()
+      if (isUniqueViolation(error)) throw new StoreConflict('email_taken')
       throw error
     }
   }
@@ -241,7 +244,11 @@ export class UsersRepository {
    * is the first proof of an address (the account is claimed now); undefined when it is not
    * the user's address.
    */
-  async markEmailVerified (id: string, email: string, db: Db = this.db): Promise<(User & { claimedNow: boolean }) | undefined> {
+  async markEmailVerified (
+    id: string,
+    email: string,
+    db: Db = this.db
+  ): Promise<(User & { claimedNow: boolean }) | undefined> {
     return await atomically(db, async (trx) => {
       const before = await trx.selectFrom('users').select('claimed_at').where('id', '=', id).executeTakeFirst()
       const now = new Date().toISOString()
@@ -259,7 +266,11 @@ export class UsersRepository {
    * codes sent by message, and, with `password`, the password. Raises the credentials version,
    * which ends pending MFA challenges. Sessions are ended by the caller, in the same transaction.
    */
-  async releaseForClaim (id: string, options: { keepIdentity?: { provider: string, subject: string }, password: boolean }, db: Db = this.db): Promise<ReleasedAttachments> {
+  async releaseForClaim (
+    id: string,
+    options: { keepIdentity?: { provider: string, subject: string }, password: boolean },
+    db: Db = this.db
+  ): Promise<ReleasedAttachments> {
     return await atomically(db, async (trx) => {
       const user = await trx.selectFrom('users').select(['totp_enabled_at', 'mfa_email_enabled_at', 'mfa_sms_enabled_at', 'password_hash']).where('id', '=', id).executeTakeFirst()
       let identities = trx.deleteFrom('user_identities').where('user_id', '=', id)
@@ -294,7 +305,12 @@ export class UsersRepository {
   }
 
   /** Turns a second factor sent by message on (an instant) or off (null). */
-  async setMessageFactor (id: string, factor: MessageFactor, enabledAt: string | null, db: Db = this.db): Promise<void> {
+  async setMessageFactor (
+    id: string,
+    factor: MessageFactor,
+    enabledAt: string | null,
+    db: Db = this.db
+  ): Promise<void> {
     await db.updateTable('users').set(factor === 'email' ? { mfa_email_enabled_at: enabledAt } : { mfa_sms_enabled_at: enabledAt })
       .where('id', '=', id).execute()
     this.invalidate(id)

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net'
 import type { Page } from 'playwright-core'
 import t from 'tap'
-import { launchChromium } from '../chromium.js'
-import { build } from '../helper.js'
+import { launchChromium } from '../helpers/chromium.js'
+import { build } from '../helpers/app.js'
 
 /**
  * Everything a page tried that a new user would see go wrong: console errors, CSP violations,

@@ -2,9 +2,12 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
-import { type TestContext, backends, build, uniqueEmail } from '../helper.js'
-import { launchChromium } from '../chromium.js'
-import { OpenIdTestProvider } from '../openid-provider.js'
+import { uniqueEmail } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends } from '../helpers/database.js'
+import { launchChromium } from '../helpers/chromium.js'
+import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
 
 async function listen (server: Server, t: TestContext): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

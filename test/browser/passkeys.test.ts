@@ -4,8 +4,10 @@ import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
 import t from 'tap'
-import { launchChromium } from '../chromium.js'
-import { backends, build, createAccount } from '../helper.js'
+import { launchChromium } from '../helpers/chromium.js'
+import { createAccount } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 const PAGE = readFileSync(join(import.meta.dirname, 'passkey-page.html'))
 // The browser library as an application would load it: its UMD build, from node_modules.
@@ -50,14 +52,20 @@ for (const backend of backends()) {
     t.equal(credentials.length, 1)
     t.equal(credentials[0]?.isResidentCredential, true, 'a discoverable credential')
 
-    const signedOut = await page.evaluate(async ([api, token]) => await (window as any).passkeys.signOut(api, token), [api, account.token])
+    const signedOut = await page.evaluate(
+      async ([api, token]) => await (window as any).passkeys.signOut(api, token),
+      [api, account.token]
+    )
     t.equal(signedOut.status, 204)
     t.equal((await page.evaluate(async ([api, token]) => await (window as any).passkeys.me(api, token), [api, account.token])).status, 401, 'the old token is revoked')
 
     const signedIn = await page.evaluate(async (api) => await (window as any).passkeys.signIn(api), api)
     t.equal(signedIn.status, 200, 'signed in', { body: signedIn.body })
     t.match(signedIn.body, { data: { token_type: 'Bearer', access_token: String } })
-    const me = await page.evaluate(async ([api, token]) => await (window as any).passkeys.me(api, token), [api, signedIn.body.data.access_token])
+    const me = await page.evaluate(
+      async ([api, token]) => await (window as any).passkeys.me(api, token),
+      [api, signedIn.body.data.access_token]
+    )
     t.equal(me.status, 200)
     t.match(me.body, { data: { id: account.id, email: account.email } })
 

@@ -4,7 +4,9 @@ import t from 'tap'
 import { CursorCodec } from '../../src/collection/cursor.js'
 import { COUNT_LIMIT, type CollectionRequest, queryFingerprint } from '../../src/collection/query.js'
 import { createRepositories } from '../../src/store/repositories.js'
-import { backends, build, createAccount, queryPlan, TEST_SECRET } from '../helper.js'
+import { createAccount } from '../helpers/accounts.js'
+import { build, TEST_SECRET } from '../helpers/app.js'
+import { backends, queryPlan } from '../helpers/database.js'
 
 /**
  * Collection pages are compiled once per shape and later pages only bind values: a page
@@ -65,7 +67,8 @@ for (const backend of backends()) {
       t.same(await names('zola" ü'), ['Émile "Zola" Ünal'], 'quotes are characters, not query syntax')
       t.same(await names('abcde'), [], 'the trigrams of the text in another order are no match')
       for (const search of ['ÉMILE', 'émile', 'mile', '"zola"', 'zola" ü', 'ÜNAL', 'é', 'ü', '00%', 'OB', 'abcde', 'bcd', 'aaa', 'cab', '%_o', ':\\pa', 'STRASSE', 'aße', 'd b',
-        // PostgreSQL's lower() folds İ to i; SQLite's, as replaced (database.ts), to i and a combining dot, as the pattern is.
+        // PostgreSQL's lower() folds İ to i; SQLite's, as replaced (database.ts), to i and a combining dot, as the
+        // pattern is.
         ...(backend.url === null ? ['İST', 'i̇st', 'ist'] : [])]) {
         const all = (await users.list(firstPage())).items.map((user) => user.name)
         t.same(await names(search), all.filter((name) => name.toLowerCase().includes(search.toLowerCase())), search)
@@ -136,7 +139,13 @@ for (const backend of backends()) {
       ['newest first', { sort: [{ field: 'created_at', descending: true }, { field: 'id', descending: true }] }]
     ]
     const searched: Array<[string, Partial<CollectionRequest>]> = [['search', { search: 'émile' }], ['short search', { search: 'ém' }]]
-    const collections: Array<{ name: string, table: string, searches?: boolean, filters?: Array<Record<string, string>>, list: (request: CollectionRequest) => Promise<unknown> }> = [
+    const collections: Array<{
+      name: string
+      table: string
+      searches?: boolean
+      filters?: Array<Record<string, string>>
+      list: (request: CollectionRequest) => Promise<unknown>
+    }> = [
       { name: 'users', table: 'users', searches: true, list: async (request) => await repositories.users.list(request) },
       { name: 'posts (moderator)', table: 'posts', searches: true, filters: [{}, { status: 'draft' }], list: async (request) => await repositories.posts.list(request, { viewerId: author.id, seesAll: true }) },
       { name: 'posts (anonymous)', table: 'posts', searches: true, filters: [{}, { status: 'published' }], list: async (request) => await repositories.posts.list(request, { viewerId: null, seesAll: false }) },
@@ -178,7 +187,10 @@ for (const backend of backends()) {
     const { posts, users } = app.repositories
     const alice = await createAccount(app, { name: 'Alice' })
     for (const status of ['draft', 'published', 'published', 'archived'] as const) await posts.create(alice.id, { title: `t ${status}`, body: 'b', status })
-    const count = async (visibility: { viewerId: string | null, seesAll: boolean }, filters: Record<string, string> = {}) => {
+    const count = async (
+      visibility: { viewerId: string | null, seesAll: boolean },
+      filters: Record<string, string> = {}
+    ) => {
       const page = await posts.list({ ...firstPage(), filters }, visibility)
       return page.kind === 'offset' ? [page.total, page.totalExact] : []
     }

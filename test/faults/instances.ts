@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { freePort } from '../../bench/free-port.js'
-import type { TestContext } from '../helper.js'
+import type { TestContext } from '../helpers/context.js'
 
 /*
  * Private PostgreSQL and Redis servers for fault injection, on free ports of 127.0.0.1: the
@@ -30,10 +30,16 @@ async function asPostgres (program: string, args: string[]): Promise<void> {
 
 export interface PrivatePostgres {
   url: string
-  /** `immediate` crashes the server (no checkpoint, connections cut); `fast` ends every session and shuts down cleanly. */
+  /**
+   * `immediate` crashes the server (no checkpoint, connections cut); `fast` ends every session and shuts down
+   * cleanly.
+   */
   stop: (mode: 'immediate' | 'fast') => Promise<void>
   start: () => Promise<void>
-  /** Stops every server process where it stands (SIGSTOP): connections stay open and nothing answers, as on a hung host. */
+  /**
+   * Stops every server process where it stands (SIGSTOP): connections stay open and nothing answers, as on a hung
+   * host.
+   */
   freeze: () => void
   /** Lets them go on (SIGCONT); a test that freezes thaws at its own teardown too, before its clients end. */
   thaw: () => void

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { TEST_PASSWORD, uniqueEmail } from '../helper.js'
+import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
 
 /** A request and what became of it. */
 export interface Answer {
@@ -175,7 +175,10 @@ export function registrations (base: string, workers: number): Stream {
 }
 
 /** The ids of the registrations acknowledged (201) among `exchanges`, and those of them the users table holds. */
-export async function acknowledgedRegistrations (client: pg.ClientBase, exchanges: Exchange[]): Promise<{ acknowledged: string[], stored: Set<string> }> {
+export async function acknowledgedRegistrations (
+  client: pg.ClientBase,
+  exchanges: Exchange[]
+): Promise<{ acknowledged: string[], stored: Set<string> }> {
   const acknowledged = exchanges.filter((e) => e.stream === 'register' && e.status === 201).map((e) => String(e.body.data.id))
   const { rows } = await client.query<{ id: string }>('select id from users where id = any($1)', [acknowledged])
   return { acknowledged, stored: new Set(rows.map((row) => row.id)) }

@@ -2,8 +2,10 @@ import { sql } from 'kysely'
 import t from 'tap'
 import { openDatabase } from '../../src/store/database.js'
 import { isStorageUnavailable } from '../../src/store/errors.js'
-import { type TestContext, uniqueEmail, within } from '../helper.js'
-import { startService } from '../service.js'
+import { uniqueEmail } from '../helpers/accounts.js'
+import { within } from '../helpers/clock.js'
+import type { TestContext } from '../helpers/context.js'
+import { startService } from '../helpers/process.js'
 import { startPostgres } from './instances.js'
 import { acknowledgedRegistrations, byStatus, type Exchange, json, Load, readinessAnswer, registrations, send, signUp, userCreatedAudits, waitFor } from './load.js'
 
@@ -75,7 +77,8 @@ t.test('PostgreSQL stopped under a load of registrations and reads: 503 while do
       const slowest = Math.max(...outage.map((e) => e.answeredAt - e.sentAt))
 
       await load.until('registrations and reads succeed again', RECOVERY_WITHIN_MS, succeeding(upAt, 1, 1))
-      const firstSuccess = (stream: string) => load.between(upAt).find((e) => e.stream === stream && ok(e))?.answeredAt ?? Infinity
+      const firstSuccess = (stream: string) =>
+        load.between(upAt).find((e) => e.stream === stream && ok(e))?.answeredAt ?? Infinity
       const recoveryMs = Math.max(firstSuccess('register'), firstSuccess('read')) - upAt
       const ready = await readinessAnswer(base, 200, RECOVERY_WITHIN_MS)
       t.equal(ready.body.checks.database, 'ok', '/health/ready: the database is back')

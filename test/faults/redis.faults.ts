@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { claimsOf, uniqueEmail } from '../helper.js'
-import { type ServiceProcess, startService } from '../service.js'
+import { claimsOf, uniqueEmail } from '../helpers/accounts.js'
+import { type ServiceProcess, startService } from '../helpers/process.js'
 import { startPostgres, startRedis } from './instances.js'
 import { byStatus, type Exchange, json, Load, readinessAnswer, registrations, send, signUp, waitFor } from './load.js'
 

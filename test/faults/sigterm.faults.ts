@@ -1,6 +1,6 @@
 import t from 'tap'
-import { uniqueEmail } from '../helper.js'
-import { startService } from '../service.js'
+import { uniqueEmail } from '../helpers/accounts.js'
+import { startService } from '../helpers/process.js'
 import { startPostgres } from './instances.js'
 import { acknowledgedRegistrations, byStatus, type Exchange, json, Load, LOAD_ID_HEADER, registrations, signUp, userCreatedAudits } from './load.js'
 

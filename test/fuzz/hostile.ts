@@ -49,8 +49,9 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>
 function wrongType (schema: JsonSchema): fc.Arbitrary<unknown> {
   const types = new Set(Array.isArray(schema.type) ? schema.type : [schema.type])
   if (types.has('number')) types.add('integer')
-  return fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null),
-    fc.constant([]), fc.constant({}), fc.array(fc.string({ maxLength: 4 }), { minLength: 1, maxLength: 2 }))
+  return fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(), fc.constant(null), fc.constant([]), fc.constant({}),
+    fc.array(fc.string({ maxLength: 4 }), { minLength: 1, maxLength: 2 }))
     .filter((value) => !types.has(jsonType(value)))
 }
 
@@ -94,9 +95,11 @@ export function mutatedObject (schema: JsonSchema, options: SchemaArbitraryOptio
       .map(([value, missing]) => Object.fromEntries(Object.entries(value).filter(([key]) => key !== missing))))
   }
   if (properties.length > 0) {
-    const replaced = fc.oneof(...properties.map(([name, property]) => fc.tuple(fc.constant(name), replacementFor(property, options))))
+    const replaced = fc.oneof(...properties.map(([name, property]) =>
+      fc.tuple(fc.constant(name), replacementFor(property, options))))
     mutations.push(fc.tuple(asObject, replaced)
-      .map(([value, [name, replacement]]) => Object.fromEntries([...Object.entries(value).filter(([key]) => key !== name), [name, replacement]])))
+      .map(([value, [name, replacement]]) =>
+        Object.fromEntries([...Object.entries(value).filter(([key]) => key !== name), [name, replacement]])))
   }
   return fc.oneof(...mutations)
 }

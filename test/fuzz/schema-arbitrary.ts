@@ -42,7 +42,10 @@ const INT32 = 2 ** 31
 export const anyCodePoint = fc.integer({ min: 0, max: 0x10FFFF }).map((code) => String.fromCodePoint(code))
 
 /** One code point: mostly printable ASCII, sometimes anything. */
-const textUnit = fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 0x20, max: 0x7E }).map((code) => String.fromCharCode(code)) }, { weight: 1, arbitrary: anyCodePoint })
+const textUnit = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 0x20, max: 0x7E }).map((code) => String.fromCharCode(code)) },
+  { weight: 1, arbitrary: anyCodePoint }
+)
 
 function assertSupported (schema: JsonSchema): void {
   const unknown = Object.keys(schema).filter((keyword) => !KNOWN.has(keyword))
@@ -80,7 +83,8 @@ function objectValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.A
   })
   const optional = properties.map(([name]) => name).filter((name) => !required.has(name))
   return fc.tuple(fc.record(Object.fromEntries(properties)), fc.subarray(optional))
-    .map(([values, chosen]) => Object.fromEntries(Object.entries(values).filter(([name]) => required.has(name) || chosen.includes(name))))
+    .map(([values, chosen]) =>
+      Object.fromEntries(Object.entries(values).filter(([name]) => required.has(name) || chosen.includes(name))))
 }
 
 /** Values the schema accepts (as far as formats and hints are right), shrinking toward simple ones. */
@@ -90,7 +94,9 @@ export function validValue (schema: JsonSchema, options: SchemaArbitraryOptions)
   if (schema.enum !== undefined) return fc.constantFrom(...schema.enum)
   const branches = schema.anyOf ?? schema.oneOf
   if (branches !== undefined) return fc.oneof(...branches.map((branch) => validValue(branch, options)))
-  if (Array.isArray(schema.type)) return fc.oneof(...schema.type.map((type) => validValue({ ...schema, type }, options)))
+  if (Array.isArray(schema.type)) {
+    return fc.oneof(...schema.type.map((type) => validValue({ ...schema, type }, options)))
+  }
   switch (schema.type) {
     case 'string': return stringValue(schema, options)
     case 'integer': return fc.integer({ min: schema.minimum ?? -INT32, max: schema.maximum ?? INT32 })
@@ -126,7 +132,9 @@ export function boundaryValues (schema: JsonSchema): unknown[] {
     values.push('', ' ', '0', '-1', '1.5', 'true', 'null')
   }
   if (types.includes('integer') || types.includes('number')) {
-    for (const limit of [schema.minimum, schema.maximum].filter((limit) => limit !== undefined)) values.push(limit - 1, limit, limit + 1, String(limit))
+    for (const limit of [schema.minimum, schema.maximum].filter((limit) => limit !== undefined)) {
+      values.push(limit - 1, limit, limit + 1, String(limit))
+    }
     values.push(0, -1, 1.5, -0.5, INT32, 2 ** 53 + 2, -(2 ** 53), 1e308, -1e308, '1', '1e3', '1e400', 'Infinity', '-Infinity')
   }
   for (const option of schema.enum ?? []) {

@@ -1,6 +1,8 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
-import { type Account, auditRow, backends, build, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { auditRow, backends, freshDatabaseUrl } from '../helpers/database.js'
 
 async function auditLog (app: FastifyInstance, admin: Account, query = 'limit=100') {
   const response = await app.inject(withToken(admin.token, { method: 'GET', url: `/api/v1/audit-logs?${query}` }))

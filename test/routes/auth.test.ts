@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { TokenService } from '../../src/security/tokens.js'
-import { TEST_SECRET, backends, build, claimsOf, createAccount, withToken } from '../helper.js'
+import { claimsOf, createAccount, withToken } from '../helpers/accounts.js'
+import { TEST_SECRET, build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {

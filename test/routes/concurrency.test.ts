@@ -1,10 +1,14 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, backends, build, claimsOf, createAccount, freshDatabaseUrl, TEST_PASSWORD, uniqueEmail, withToken, within } from '../helper.js'
+import { type Account, claimsOf, createAccount, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { within } from '../helpers/clock.js'
+import { backends, freshDatabaseUrl } from '../helpers/database.js'
 
 /** Sends every request at once, alternating between the instances, as a load balancer would. */
 async function together (apps: FastifyInstance[], requests: InjectOptions[]): Promise<LightMyRequestResponse[]> {
-  return await Promise.all(requests.map(async (options, index) => await (apps[index % apps.length] as FastifyInstance).inject(options)))
+  return await Promise.all(requests.map(async (options, index) =>
+    await (apps[index % apps.length] as FastifyInstance).inject(options)))
 }
 
 function statuses (responses: LightMyRequestResponse[]): number[] {
@@ -15,7 +19,10 @@ function errorCode (response: LightMyRequestResponse): string | undefined {
   return response.statusCode >= 400 ? response.json().error.code : undefined
 }
 
-async function signIn (app: FastifyInstance, account: Account): Promise<{ access_token: string, refresh_token: string }> {
+async function signIn (
+  app: FastifyInstance,
+  account: Account
+): Promise<{ access_token: string, refresh_token: string }> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
   if (response.statusCode !== 200) throw new Error(response.body)
   return response.json().data
@@ -28,7 +35,12 @@ const refresh = (token: string): InjectOptions => ({ method: 'POST', url: '/api/
  * runs: the way to land a concurrent change at one exact point inside a request. Later
  * calls are untouched.
  */
-function aroundNextCall<T extends object, K extends keyof T> (t: Test, object: T, method: K, around: (call: () => Promise<unknown>) => Promise<unknown>): void {
+function aroundNextCall<T extends object, K extends keyof T> (
+  t: Test,
+  object: T,
+  method: K,
+  around: (call: () => Promise<unknown>) => Promise<unknown>
+): void {
   const original = object[method] as (...args: unknown[]) => Promise<unknown>
   const restore = () => { object[method] = original as T[K] }
   object[method] = (async (...args: unknown[]) => {
@@ -59,7 +71,11 @@ function gatherCalls<T extends object, K extends keyof T> (t: Test, objects: T[]
 }
 
 /** What is left in the store that belongs to the user, table by table. */
-async function leftovers (app: FastifyInstance, userId: string, postIds: string[] = []): Promise<Record<string, number>> {
+async function leftovers (
+  app: FastifyInstance,
+  userId: string,
+  postIds: string[] = []
+): Promise<Record<string, number>> {
   const { db } = app.database
   const byUser = ['user_roles', 'sessions', 'refresh_tokens', 'sign_in_failures', 'lockouts', 'trusted_devices', 'mfa_backup_codes', 'user_identities'] as const
   const counts: Record<string, number> = {}
@@ -74,7 +90,17 @@ async function leftovers (app: FastifyInstance, userId: string, postIds: string[
 }
 
 const NOTHING_LEFT = {
-  user_roles: 0, sessions: 0, refresh_tokens: 0, sign_in_failures: 0, lockouts: 0, trusted_devices: 0, mfa_backup_codes: 0, user_identities: 0, users: 0, posts: 0, comments: 0
+  user_roles: 0,
+  sessions: 0,
+  refresh_tokens: 0,
+  sign_in_failures: 0,
+  lockouts: 0,
+  trusted_devices: 0,
+  mfa_backup_codes: 0,
+  user_identities: 0,
+  users: 0,
+  posts: 0,
+  comments: 0
 }
 
 async function roleRows (app: FastifyInstance, userId: string): Promise<string[]> {
@@ -146,8 +172,11 @@ for (const backend of backends()) {
         const { sessionId, tokens, session } = await family(app, issued.access_token)
         t.same(session, { revoked_at: null, revoked_reason: null }, `round ${round}: the session lives on`)
         t.equal(tokens.length, 2, `round ${round}: the presented token and one successor`)
-        t.ok(tokens[0]?.spent_at !== null && tokens[1]?.spent_at === null && tokens.every((token) => token.revoked_at === null),
-          `round ${round}: the presented token spent, its successor live`)
+        t.ok(
+          tokens[0]?.spent_at !== null && tokens[1]?.spent_at === null &&
+            tokens.every((token) => token.revoked_at === null),
+          `round ${round}: the presented token spent, its successor live`
+        )
         const listed = await apps[1].inject(withToken(issued.access_token, { method: 'GET', url: '/api/v1/auth/sessions?limit=100' }))
         t.equal(listed.json().data.filter((entry: { id: string }) => entry.id === sessionId).length, 1, `round ${round}: listed once`)
         t.equal((await instance.inject(refresh(issued.refresh_token))).statusCode, 200, `round ${round}: the new refresh token works`)
@@ -159,7 +188,10 @@ for (const backend of backends()) {
       const redisUrl = process.env.TEST_REDIS_URL
       const instances = redisUrl === undefined || redisUrl === ''
         ? apps
-        : [await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } }), await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } })]
+        : [
+            await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } }),
+            await build(t, { databaseUrl, env: { REDIS_URL: redisUrl } })
+          ]
       const account = await createAccount(app)
       const pair = await signIn(app, account)
       const rotated = await apps[0].inject(refresh(pair.refresh_token))
@@ -176,7 +208,11 @@ for (const backend of backends()) {
      * A first refresh of `token` that stops just before its rotation until a second refresh has
      * arrived and read the token unspent; the second then tries to spend it after the first has.
      */
-    async function raceOnRotate (t: Test, instance: FastifyInstance, token: string): Promise<[LightMyRequestResponse, LightMyRequestResponse]> {
+    async function raceOnRotate (
+      t: Test,
+      instance: FastifyInstance,
+      token: string
+    ): Promise<[LightMyRequestResponse, LightMyRequestResponse]> {
       const { sessions, auditLogs } = instance.repositories
       let second: Promise<LightMyRequestResponse> | undefined
       let firstRotation: Promise<unknown> | undefined
@@ -301,7 +337,8 @@ for (const backend of backends()) {
         t.same(statuses(responses), Array(6).fill(200), `round ${round}: every sign-in answered`)
         const live = await app.database.db.selectFrom('sessions').select('id').where('user_id', '=', account.id).where('revoked_at', 'is', null).execute()
         t.equal(live.length, 3, `round ${round}: the oldest sessions ended, three live`)
-        const working = await Promise.all(responses.map(async (response) => (await apps[1].inject(refresh(response.json().data.refresh_token))).statusCode))
+        const working = await Promise.all(responses.map(async (response) =>
+          (await apps[1].inject(refresh(response.json().data.refresh_token))).statusCode))
         t.equal(working.filter((status) => status === 200).length, 3, `round ${round}: the three live sessions' refresh tokens work, the ended ones' do not`)
       }
     })
@@ -370,7 +407,8 @@ for (const backend of backends()) {
       t.equal((await apps[1].inject(withToken(neighbour.token, { method: 'GET', url: `/api/v1/posts/${neighbours.id}` }))).statusCode, 200, 'that post stays')
 
       const audit = await app.inject(withToken(admin.token, { method: 'GET', url: '/api/v1/audit-logs?event=user.deleted&limit=100' }))
-      const entries = (audit.json().data as Array<{ target_id: string, details: { existed: boolean } }>).filter((entry) => entry.target_id === victim.id)
+      const entries = (audit.json().data as Array<{ target_id: string, details: { existed: boolean } }>)
+        .filter((entry) => entry.target_id === victim.id)
       t.equal(entries.length, 6, 'each delete is audited')
       t.equal(entries.filter((entry) => entry.details.existed).length, 1, 'exactly one of them removed the user')
     })
@@ -394,7 +432,8 @@ for (const backend of backends()) {
         t.ok(outcomes.includes(errorCode(response) ?? response.statusCode), `${options.method as string} ${options.url as string}: ${response.statusCode} ${errorCode(response) ?? ''}`)
       })
       t.same(await leftovers(app, victim.id), NOTHING_LEFT, 'nothing of the user is left')
-      for (const response of responses.filter((candidate) => candidate.statusCode === 200 && candidate.json().data.refresh_token !== undefined)) {
+      for (const response of responses.filter((candidate) =>
+        candidate.statusCode === 200 && candidate.json().data.refresh_token !== undefined)) {
         t.equal(errorCode(await apps[1].inject(refresh(response.json().data.refresh_token))), 'INVALID_TOKEN', 'a session opened in the race is gone')
       }
     })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { build } from '../helpers/app.js'
 
 t.test('CORS_ORIGINS: listed origins are allowed, others get no allow header', async (t) => {
   const app = await build(t, { env: { CORS_ORIGINS: 'https://app.example.com,https://admin.example.com' } })

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, backends, build, createAccount, TEST_PASSWORD, withToken } from '../helper.js'
+import { type Account, createAccount, TEST_PASSWORD, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 /*
  * A cursor is signed with its collection's scope (src/collection/query.ts): the collection, and

@@ -1,7 +1,8 @@
 import t from 'tap'
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../src/validation.js'
-import { backends, withToken } from '../helper.js'
-import { buildLogged } from '../log-capture.js'
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../src/http/validation.js'
+import { withToken } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { buildLogged } from '../helpers/log-capture.js'
 
 const LEVELS = 5000
 const arrays = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`

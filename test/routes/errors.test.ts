@@ -1,7 +1,9 @@
 import { STATUS_CODES } from 'node:http'
 import { type AddressInfo, connect } from 'node:net'
 import t from 'tap'
-import { SECURITY_HEADERS, backends, build, createAccount, withToken } from '../helper.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import { SECURITY_HEADERS, build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 t.test('unknown routes answer the 404 envelope', async (t) => {
   const app = await build(t)

@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { SECURITY_HEADERS, build, createAccount, withToken } from '../helper.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import { SECURITY_HEADERS, build } from '../helpers/app.js'
 
 function assertHeaders (t: Test, response: LightMyRequestResponse, label: string) {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) t.equal(response.headers[name], value, `${label}: ${name}`)

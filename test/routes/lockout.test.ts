@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount } from '../helper.js'
+import { type Account, createAccount } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 function signIn (app: FastifyInstance, account: Account, password: string, remoteAddress = '127.0.0.1') {
   return app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress, payload: { email: account.email, password } })

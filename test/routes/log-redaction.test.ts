@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
-import { backends, uniqueEmail } from '../helper.js'
-import { buildLogged } from '../log-capture.js'
-import { providerFor } from '../oauth-provider.js'
+import { uniqueEmail } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { buildLogged } from '../helpers/log-capture.js'
+import { providerFor } from '../helpers/servers/oauth-provider.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/api/v1/auth/oauth/github/callback'
 const APP = 'http://127.0.0.1:5173/signed-in'

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import t from 'tap'
-import { build, createAccount } from '../helper.js'
+import { createAccount } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
 
 t.test('a sign-in storm beyond the hashing queue is shed with 503, never queued without bound', async (t) => {
   const app = await build(t)

@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, TEST_PASSWORD, type TestContext, uniqueEmail, withToken } from '../helper.js'
-import { MailServer, SmsWebhook, tokenIn } from '../mail-server.js'
+import { TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends } from '../helpers/database.js'
+import { MailServer, SmsWebhook, tokenIn } from '../helpers/servers/mail-server.js'
 
 const codeIn = (text: string) => {
   const code = /\b(\d{6})\b/.exec(text)?.[1]

@@ -3,13 +3,16 @@ import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
 import { PNG } from 'pngjs'
 import t from 'tap'
-import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 // jsqr is CommonJS with an ESM-style default in its typings.
 const jsQR = createRequire(import.meta.url)('jsqr') as typeof import('jsqr').default
 
 /** A code for the step `offset` steps from now: the enabling code is spent, so later sign-ins use the next step. */
-const totp = (secret: string, offset = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
+const totp = (secret: string, offset = 0) =>
+  generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
 
 async function enrol (app: FastifyInstance, account: Account) {
   const setup = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))

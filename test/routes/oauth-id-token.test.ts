@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type TestContext, backends, build, stateCookie, uniqueEmail, withToken } from '../helper.js'
-import { TestProvider, type ProviderMode } from '../oauth-provider.js'
-import { spawnService } from '../service.js'
+import { stateCookie, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends } from '../helpers/database.js'
+import { TestProvider, type ProviderMode } from '../helpers/servers/oauth-provider.js'
+import { spawnService } from '../helpers/process.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/api/v1/auth/oauth/idp/callback'
 

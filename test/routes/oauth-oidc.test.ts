@@ -2,9 +2,12 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { generateSync } from 'otplib'
-import { mailServer } from '../mail-server.js'
-import { type TestContext, backends, build, createAccount, freshDatabaseUrl, redisReady, stateCookie, stepUpWithEmailCode, uniqueEmail, withToken } from '../helper.js'
-import { OpenIdTestProvider } from '../openid-provider.js'
+import { mailServer } from '../helpers/servers/mail-server.js'
+import { createAccount, stateCookie, stepUpWithEmailCode, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build, redisReady } from '../helpers/app.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends, freshDatabaseUrl } from '../helpers/database.js'
+import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
 
 const NAME = 'corp'
 const REDIRECT = `http://127.0.0.1:3000/api/v1/auth/oauth/${NAME}/callback`
@@ -27,7 +30,12 @@ async function openIdProvider (t: TestContext) {
 /** The state cookie /authorize set, as the browser sends it back. */
 
 /** The whole flow: /authorize, the provider's login page as `login`, then the callback in the same browser. */
-async function signIn (app: FastifyInstance, provider: OpenIdTestProvider, login: string | null, options: { query?: string, extra?: (back: URL) => void } = {}) {
+async function signIn (
+  app: FastifyInstance,
+  provider: OpenIdTestProvider,
+  login: string | null,
+  options: { query?: string, extra?: (back: URL) => void } = {}
+) {
   const authorize = await app.inject({ method: 'GET', url: `/api/v1/auth/oauth/${NAME}/authorize${options.query ?? ''}` })
   if (authorize.statusCode !== 302) throw new Error(authorize.body)
   const back = await provider.signIn(String(authorize.headers.location), login)

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build } from '../helper.js'
-import { providerFor } from '../oauth-provider.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
+import { providerFor } from '../helpers/servers/oauth-provider.js'
 
 const ENTRY = 'https://spa.example/cb'
 const CHALLENGE = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')

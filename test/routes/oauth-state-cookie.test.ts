@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, stateCookie, uniqueEmail } from '../helper.js'
-import { providerFor, type TestProvider } from '../oauth-provider.js'
+import { stateCookie, uniqueEmail } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
+import { providerFor, type TestProvider } from '../helpers/servers/oauth-provider.js'
 
 const REDIRECT = 'https://api.example/api/v1/auth/oauth/google/callback'
 const PROXY = '10.0.0.1'

@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { generateSync } from 'otplib'
-import { type TestContext, backends, build, createAccount, redisReady, stateCookie, uniqueEmail, withToken } from '../helper.js'
+import { createAccount, stateCookie, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build, redisReady } from '../helpers/app.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends } from '../helpers/database.js'
 import { MAX_PROVIDER_ANSWER_BYTES } from '../../src/oauth/client.js'
-import { providerFor as providerAt, type TestProvider } from '../oauth-provider.js'
+import { providerFor as providerAt, type TestProvider } from '../helpers/servers/oauth-provider.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/callback'
 
@@ -90,7 +93,8 @@ for (const backend of backends()) {
       const { provider, env } = await providerFor(t, 'google')
       const app = await build(t, { postgresUrl: backend.url, env })
       const account = await createAccount(app)
-      // Claimed, its address unverified again as after a change of address (an unclaimed account is claimed instead: test/routes/account-assurance.test.ts).
+      // Claimed, its address unverified again as after a change of address (an unclaimed account is claimed instead:
+      // test/routes/account-assurance.test.ts).
       await app.database.db.updateTable('users').set({ email_verified: 0 }).where('id', '=', account.id).execute()
       const localUnverified = await signIn(app, provider, 'google', { sub: 'g-1', email: account.email, email_verified: true, name: 'X' })
       t.equal(localUnverified.callback.statusCode, 409, 'the local account\'s address is not verified: someone else may have typed it in')

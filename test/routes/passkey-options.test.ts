@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
-import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
+import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
+import { SoftwareAuthenticator } from '../helpers/webauthn-authenticator.js'
 
 const BASE = '/api/v1/auth/passkeys'
 
@@ -15,7 +17,9 @@ async function addPasskey (app: FastifyInstance, token: string, authenticator: S
 async function optionsFor (app: FastifyInstance, email?: string) {
   const answer = await app.inject({ method: 'POST', url: `${BASE}/authentication/options`, payload: email === undefined ? {} : { email } })
   if (answer.statusCode !== 200) throw new Error(answer.body)
-  return answer.json() as { data: { challenge_id: string, options: { challenge: string, allowCredentials?: Array<{ id: string }> } } }
+  return answer.json() as {
+    data: { challenge_id: string, options: { challenge: string, allowCredentials?: Array<{ id: string }> } }
+  }
 }
 
 /** The answer without what is random in it. */

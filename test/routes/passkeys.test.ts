@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { mailServer } from '../mail-server.js'
-import { type Account, backends, build, createAccount, freshDatabaseUrl, redisReady, stepUpWithEmailCode, uniqueEmail, withToken } from '../helper.js'
-import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
+import { mailServer } from '../helpers/servers/mail-server.js'
+import { type Account, createAccount, stepUpWithEmailCode, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build, redisReady } from '../helpers/app.js'
+import { backends, freshDatabaseUrl } from '../helpers/database.js'
+import { SoftwareAuthenticator } from '../helpers/webauthn-authenticator.js'
 
 const BASE = '/api/v1/auth/passkeys'
 
@@ -17,7 +19,10 @@ async function addPasskey (app: FastifyInstance, token: string, authenticator: S
 async function authenticationOptions (app: FastifyInstance, email?: string) {
   const answer = await app.inject({ method: 'POST', url: `${BASE}/authentication/options`, payload: email === undefined ? {} : { email } })
   if (answer.statusCode !== 200) throw new Error(answer.body)
-  return answer.json().data as { challenge_id: string, options: { challenge: string, allowCredentials?: Array<{ id: string }> } }
+  return answer.json().data as {
+    challenge_id: string
+    options: { challenge: string, allowCredentials?: Array<{ id: string }> }
+  }
 }
 
 function authenticate (app: FastifyInstance, payload: unknown) {
@@ -62,7 +67,10 @@ for (const backend of backends()) {
       t.equal((await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/logout' }))).statusCode, 204)
       const { challenge_id: challengeId, options: requestOptions } = await authenticationOptions(app)
       t.same(requestOptions.allowCredentials, [])
-      const signedIn = await authenticate(app, { challenge_id: challengeId, response: authenticator.assert(requestOptions) })
+      const signedIn = await authenticate(app, {
+        challenge_id: challengeId,
+        response: authenticator.assert(requestOptions)
+      })
       t.equal(signedIn.statusCode, 200)
       t.match(signedIn.json(), { data: { token_type: 'Bearer', access_token: String, refresh_token: String } })
       const me = await app.inject(withToken(signedIn.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))
@@ -88,7 +96,10 @@ for (const backend of backends()) {
       t.equal(replay.statusCode, 401)
       t.same(replay.json(), INVALID_CREDENTIALS)
 
-      const refused = async (what: string, make: (options: { challenge: string, allowCredentials?: Array<{ id: string }> }) => unknown) => {
+      const refused = async (
+        what: string,
+        make: (options: { challenge: string, allowCredentials?: Array<{ id: string }> }) => unknown
+      ) => {
         const { challenge_id: challengeId, options } = await authenticationOptions(app, alice.email)
         const answer = await authenticate(app, { challenge_id: challengeId, response: make(options) })
         t.equal(answer.statusCode, 401, what)
@@ -192,10 +203,16 @@ for (const backend of backends()) {
       const password = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: admin.email, password: admin.password } })
       t.match(password.json(), { data: { mfa_required: true, methods: ['passkey'] } })
       const { challenge_id: challengeId, options } = await authenticationOptions(app, admin.email)
-      const withoutVerification = await authenticate(app, { challenge_id: challengeId, response: authenticator.assert(options, { userVerified: false }) })
+      const withoutVerification = await authenticate(app, {
+        challenge_id: challengeId,
+        response: authenticator.assert(options, { userVerified: false })
+      })
       t.match(withoutVerification.json(), { data: { mfa_required: true, methods: ['passkey'] } }, 'without user verification the passkey is one factor')
       const again = await authenticationOptions(app, admin.email)
-      const signedIn = await authenticate(app, { challenge_id: again.challenge_id, response: authenticator.assert(again.options) })
+      const signedIn = await authenticate(app, {
+        challenge_id: again.challenge_id,
+        response: authenticator.assert(again.options)
+      })
       t.equal(signedIn.statusCode, 200)
       t.equal((await app.inject(withToken(signedIn.json().data.access_token, { method: 'GET', url: '/api/v1/users' }))).statusCode, 200)
     })

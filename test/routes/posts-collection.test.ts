@@ -1,6 +1,8 @@
 import { sql } from 'kysely'
 import t from 'tap'
-import { backends, build, createAccount, withToken } from '../helper.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 function as (app: FastifyInstance, caller: Account | null, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: Record<string, unknown>) {
   const options = { method, url, ...(payload !== undefined && { payload }) }

@@ -1,6 +1,8 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 /**
  * Changing another account's roles or trusted devices needs every permission that account
@@ -10,7 +12,8 @@ function call (app: FastifyInstance, caller: Account, method: InjectOptions['met
   return app.inject(withToken(caller.token, { method, url: `/api/v1/users/${url}`, ...(payload !== undefined && { payload }) }))
 }
 
-const rolesOf = async (app: FastifyInstance, account: Account) => [...(await app.repositories.users.findPrincipal(account.id))?.roles ?? []].sort()
+const rolesOf = async (app: FastifyInstance, account: Account) =>
+  [...(await app.repositories.users.findPrincipal(account.id))?.roles ?? []].sort()
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {

@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, createAccount, redisReady, withToken } from '../helper.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import { build, redisReady } from '../helpers/app.js'
 
 const limits = { RATE_LIMIT_MAX: '3', RATE_LIMIT_AUTH_MAX: '2', RATE_LIMIT_ADMIN_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' }
 /** A fresh documentation-range address per call, so counters never carry over (Redis included). */

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
-import { backends, build, TEST_PASSWORD, uniqueEmail, withToken } from '../helper.js'
-import { MailServer, mailServer, SMTP_USER, tokenIn } from '../mail-server.js'
+import { TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
+import { MailServer, mailServer, SMTP_USER, tokenIn } from '../helpers/servers/mail-server.js'
 
 const APP_URL = 'https://app.example.test'
 const NEW_PASSWORD = 'a-brand-new-passphrase'
@@ -112,7 +114,9 @@ for (const backend of backends()) {
       // An account each, so that every known address is under its hourly limit and gets a token.
       const accounts: Array<Awaited<ReturnType<typeof register>>> = []
       // In eights: the password hashing queue answers 503 beyond its length.
-      while (accounts.length < 200) accounts.push(...await Promise.all(Array.from({ length: 8 }, async () => await register(app))))
+      while (accounts.length < 200) {
+        accounts.push(...await Promise.all(Array.from({ length: 8 }, async () => await register(app))))
+      }
       const times = { known: [] as number[], unknown: [] as number[] }
       for (let n = 0; n < 400; n++) {
         const kind = n % 2 === 0 ? 'known' : 'unknown'

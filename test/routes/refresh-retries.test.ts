@@ -2,7 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { SecretBox } from '../../src/security/secret-box.js'
 import { generateKeyPair } from '../../src/security/signing-keys.js'
-import { backends, build, createAccount, freshDatabaseUrl, msUntil, TEST_PASSWORD, TEST_SECRET, within, withToken } from '../helper.js'
+import { createAccount, TEST_PASSWORD, withToken } from '../helpers/accounts.js'
+import { build, TEST_SECRET } from '../helpers/app.js'
+import { msUntil, within } from '../helpers/clock.js'
+import { backends, freshDatabaseUrl } from '../helpers/database.js'
 
 /*
  * Refresh retries (docs/api.md, "Sessions"): a spent refresh token presented again within
@@ -76,7 +79,9 @@ for (const backend of backends()) {
         await refresh(app, other.refresh_token)
         t.equal((await kept(app, account.id)).length, 1)
         // Erased within another window once its own has passed; given more on a busy machine.
-        const erased = async () => { while ((await kept(app, account.id)).length > 0) await new Promise((resolve) => setTimeout(resolve, 100)) }
+        const erased = async () => {
+          while ((await kept(app, account.id)).length > 0) await new Promise((resolve) => setTimeout(resolve, 100))
+        }
         await t.resolves(within('the kept pair erased', 5000, erased()))
       })
 

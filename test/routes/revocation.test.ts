@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { recentRevocations } from '../../src/store/revocations.js'
-import { backends, build, createAccount, freshDatabaseUrl, msUntil, queryPlan, withToken } from '../helper.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { msUntil } from '../helpers/clock.js'
+import { backends, freshDatabaseUrl, queryPlan } from '../helpers/database.js'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 function roleCall (app: FastifyInstance, caller: Account, method: 'GET' | 'PUT' | 'DELETE', userId: string, role?: string) {
   return app.inject(withToken(caller.token, { method, url: `/api/v1/users/${userId}/roles${role === undefined ? '' : `/${role}`}` }))

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { liveSessionsOldestFirst, stepUpOf } from '../../src/store/sessions.js'
-import { type Account, backends, build, claimsOf, createAccount, queryPlan, withToken } from '../helper.js'
+import { type Account, claimsOf, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends, queryPlan } from '../helpers/database.js'
 
 async function login (app: FastifyInstance, account: Account, device?: { id: string, name?: string }) {
   const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password, device } })

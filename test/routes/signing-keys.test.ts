@@ -2,9 +2,11 @@ import { createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import t from 'tap'
-import { buildOpenApiDocument } from '../../src/documentation.js'
+import { buildOpenApiDocument } from '../../src/cli/openapi-document.js'
 import { type AsymmetricAlgorithm, generateKeyPair, type JwtAlgorithm, secretKey } from '../../src/security/signing-keys.js'
-import { TEST_SECRET, build, claimsOf, createAccount, sqliteFile, withToken } from '../helper.js'
+import { claimsOf, createAccount, withToken } from '../helpers/accounts.js'
+import { TEST_SECRET, build } from '../helpers/app.js'
+import { sqliteFile } from '../helpers/database.js'
 
 type Signer = (input: string) => Buffer
 
@@ -42,7 +44,9 @@ for (const algorithm of ALGORITHMS) {
     const pair = algorithm === 'HS256' ? null : generateKeyPair(algorithm)
     const signingKey = pair?.privateKey ?? TEST_SECRET
     const issuer = 'https://auth.example.com'
-    const app = await build(t, { env: { JWT_ALGORITHM: algorithm, ...(pair !== null && { JWT_PRIVATE_KEY: pair.privateKey }), JWT_ISSUER: issuer } })
+    const app = await build(t, {
+      env: { JWT_ALGORITHM: algorithm, ...(pair !== null && { JWT_PRIVATE_KEY: pair.privateKey }), JWT_ISSUER: issuer }
+    })
     const { kid } = app.config.jwt.current
     const account = await createAccount(app)
     const header = headerOf(account.token)
@@ -60,7 +64,11 @@ for (const algorithm of ALGORITHMS) {
       t.equal(keys.length, 1)
       t.match(keys[0], { kid, alg: algorithm, use: 'sig' })
       t.notOk('d' in keys[0], 'no private member')
-      const { payload, protectedHeader } = await jwtVerify(account.token, createLocalJWKSet(jwks.json()), { issuer, algorithms: [algorithm] })
+      const { payload, protectedHeader } = await jwtVerify(
+        account.token,
+        createLocalJWKSet(jwks.json()),
+        { issuer, algorithms: [algorithm] }
+      )
       t.equal(payload.sub, account.id, 'a JWKS verifier accepts the token')
       t.equal(protectedHeader.kid, kid)
     }
@@ -203,13 +211,24 @@ for (const algorithm of ['ES256', 'RS256'] as const) {
     const a = generateKeyPair(algorithm)
     const b = generateKeyPair(algorithm)
     const issuer = 'https://auth.example.com'
-    const before = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey, JWT_ISSUER: issuer } })
+    const before = await build(t, {
+      databaseUrl: url,
+      env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: a.privateKey, JWT_ISSUER: issuer }
+    })
     const account = await createAccount(before)
     const kidA = before.config.jwt.current.kid
     t.equal(headerOf(account.token).kid, kidA)
     await before.close()
 
-    const after = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_PREVIOUS_KEYS: a.publicKey, JWT_ISSUER: issuer } })
+    const after = await build(t, {
+      databaseUrl: url,
+      env: {
+        JWT_ALGORITHM: algorithm,
+        JWT_PRIVATE_KEY: b.privateKey,
+        JWT_PREVIOUS_KEYS: a.publicKey,
+        JWT_ISSUER: issuer
+      }
+    })
     const kidB = after.config.jwt.current.kid
     t.not(kidB, kidA)
     t.equal((await me(after, account.token)).statusCode, 200, 'A\'s token is accepted while A is a previous key')
@@ -219,7 +238,10 @@ for (const algorithm of ['ES256', 'RS256'] as const) {
     t.equal(protectedHeader.kid, kidA, 'and a JWKS verifier accepts it by A\'s kid')
     await after.close()
 
-    const later = await build(t, { databaseUrl: url, env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_ISSUER: issuer } })
+    const later = await build(t, {
+      databaseUrl: url,
+      env: { JWT_ALGORITHM: algorithm, JWT_PRIVATE_KEY: b.privateKey, JWT_ISSUER: issuer }
+    })
     const refused = await me(later, account.token)
     t.equal(refused.statusCode, 401)
     t.equal(refused.json().error.code, 'INVALID_TOKEN', 'refused once A is dropped')
@@ -251,7 +273,13 @@ t.test('discovery keeps listing HS256 while a former secret is accepted, and eac
 })
 
 t.test('both endpoints are in the OpenAPI document with their response schemas, and public', async (t) => {
-  const document = await buildOpenApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }>, security?: unknown }>>, components: { schemas: Record<string, unknown> } }
+  const document = await buildOpenApiDocument() as {
+    paths: Record<string, Record<string, {
+      responses: Record<string, { content: Record<string, { schema: unknown }> }>
+      security?: unknown
+    }>>
+    components: { schemas: Record<string, unknown> }
+  }
   const jwks = document.paths['/.well-known/jwks.json']?.get
   const discovery = document.paths['/.well-known/openid-configuration']?.get
   t.same(jwks?.responses['200']?.content['application/json']?.schema, { $ref: '#/components/schemas/Jwks' })

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { TokenService } from '../../src/security/tokens.js'
-import { type Account, TEST_SECRET, backends, build, claimsOf, createAccount, freshDatabaseUrl, withToken } from '../helper.js'
+import { type Account, claimsOf, createAccount, withToken } from '../helpers/accounts.js'
+import { TEST_SECRET, build } from '../helpers/app.js'
+import { backends, freshDatabaseUrl } from '../helpers/database.js'
 
 type Refusal = 'MISSING_TOKEN' | 'INVALID_TOKEN' | 'TOKEN_EXPIRED'
 
@@ -66,7 +68,10 @@ function withHeader (token: string, header: Record<string, unknown>): string {
   return `${segment(header)}.${payload ?? ''}.${signature ?? ''}`
 }
 
-async function signIn (app: FastifyInstance, account: Account): Promise<{ access_token: string, refresh_token: string }> {
+async function signIn (
+  app: FastifyInstance,
+  account: Account
+): Promise<{ access_token: string, refresh_token: string }> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
   if (response.statusCode !== 200) throw new Error(response.body)
   return response.json().data

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 /** Inserts users straight through the repository (no hashing), in name order a, b, c, …. */
 async function seed (app: FastifyInstance, names: string[]): Promise<string[]> {

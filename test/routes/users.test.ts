@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, uniqueEmail, withToken } from '../helper.js'
+import { type Account, createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 const PUBLIC_KEYS = ['created_at', 'email', 'email_verified', 'id', 'name']
 
@@ -116,7 +118,8 @@ for (const backend of backends()) {
       const self = await createAccount(app)
       const other = await createAccount(app)
       const admin = await createAccount(app, { roles: ['admin'] })
-      const patch = (caller: Account, id: string, payload: Record<string, unknown>) => patchUser(app, caller, id, payload)
+      const patch = (caller: Account, id: string, payload: Record<string, unknown>) =>
+        patchUser(app, caller, id, payload)
 
       const renamed = await patch(self, self.id, { name: 'New Name' })
       t.equal(renamed.statusCode, 200)
@@ -151,7 +154,8 @@ for (const backend of backends()) {
       const app = await build(t, { postgresUrl: backend.url })
       const self = await createAccount(app)
       const admin = await createAccount(app, { roles: ['admin'] })
-      const change = (caller: Account, id: string, payload: Record<string, unknown>) => patchUser(app, caller, id, payload)
+      const change = (caller: Account, id: string, payload: Record<string, unknown>) =>
+        patchUser(app, caller, id, payload)
 
       const missing = await change(self, self.id, { password: 'brand-new-pass' })
       t.equal(missing.statusCode, 400)

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { type Account, backends, build, createAccount, withToken } from '../helper.js'
+import { type Account, createAccount, withToken } from '../helpers/accounts.js'
+import { build } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
 
 function accessCheck (app: FastifyInstance, caller: Account, payload: Record<string, unknown>) {
   return app.inject(withToken(caller.token, { method: 'POST', url: '/api/v1/security/access-check', payload }))

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto'
 import t from 'tap'
 import { TokenService, TokenVerificationError, hashToken } from '../../src/security/tokens.js'
-import { claimsOf } from '../helper.js'
+import { claimsOf } from '../helpers/accounts.js'
 
 const secret = 'a-test-secret-of-at-least-32-chars!!'
 const service = new TokenService({ secret })

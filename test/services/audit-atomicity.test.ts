@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import t from 'tap'
-import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
-import { buildServices, contextFrom, owner, registered, type ServiceFixture } from './helper.js'
+import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { actingAs, buildServices, contextFrom, owner, registered, type ServiceFixture } from '../helpers/services.js'
 
 /**
  * From here on every `operation` on `table` fails with `message`, as a full disk or a lost
@@ -35,7 +36,7 @@ for (const backend of backends()) {
       await breakAuditWrites(fixture)
       const context = contextFrom('192.0.2.7', admin)
 
-      await t.rejects(services.roles.assign(context, admin, user.id, 'moderator'), /audit storage refused/)
+      await t.rejects(services.roles.assign(actingAs(admin, context), user.id, 'moderator'), /audit storage refused/)
       t.same((await repositories.users.findPrincipal(user.id))?.roles, ['user'], 'the role was not granted')
 
       const email = uniqueEmail('unrecorded')
@@ -45,7 +46,7 @@ for (const backend of backends()) {
       await t.rejects(services.signIn.withPassword(contextFrom('192.0.2.8'), { email: user.email, password: TEST_PASSWORD }), /audit storage refused/)
       t.same(await repositories.sessions.unrevokedIds(user.id), [], 'no session was opened')
 
-      await t.rejects(services.accounts.remove(context, admin, user.id, {}), /audit storage refused/)
+      await t.rejects(services.accounts.remove(actingAs(admin, context), user.id, {}), /audit storage refused/)
       t.not(await repositories.users.findById(user.id), undefined, 'the account was not deleted')
     })
 
@@ -61,13 +62,13 @@ for (const backend of backends()) {
       await t.rejects(services.accounts.register(context, { email, name: 'Unsent', password: TEST_PASSWORD }), /outbox storage refused/)
       t.equal(await repositories.users.findByEmail(email), undefined, 'no account without its verification message')
 
-      await t.rejects(services.accounts.update(context, user, user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /outbox storage refused/)
+      await t.rejects(services.accounts.update(actingAs(user, context), user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /outbox storage refused/)
       await t.resolves(services.signIn.withPassword(contextFrom('192.0.2.11'), { email: user.email, password: TEST_PASSWORD }), 'no new password without its notice')
 
-      await t.rejects(services.accounts.update(context, user, user.id, { email: uniqueEmail('moved') }), /outbox storage refused/)
+      await t.rejects(services.accounts.update(actingAs(user, context), user.id, { email: uniqueEmail('moved') }), /outbox storage refused/)
       t.match(await repositories.users.findById(user.id), { email: user.email, email_verified: true }, 'no new address without its notice and verification')
 
-      await t.rejects(services.mfaSettings.enableMessageFactor(context, user, 'email', {}), /outbox storage refused/)
+      await t.rejects(services.mfaSettings.enableMessageFactor(actingAs(user, context), 'email', {}), /outbox storage refused/)
       t.same((await repositories.users.findPrincipal(user.id))?.messageFactors, [], 'no second factor turned on without its notice')
 
       t.same((await fixture.audited('user.updated')).concat(await fixture.audited('mfa.enabled')), [], 'and nothing recorded')
@@ -82,7 +83,7 @@ for (const backend of backends()) {
       const sessions = await repositories.sessions.unrevokedIds(user.id)
       t.equal(sessions.length, 1)
       await breakSessionEnds(fixture)
-      await t.rejects(services.accounts.update(contextFrom('192.0.2.12', user), user, user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /session storage refused/)
+      await t.rejects(services.accounts.update(contextFrom('192.0.2.12', user), user.id, { password: 'a-brand-new-passphrase', current_password: TEST_PASSWORD }), /session storage refused/)
       await t.resolves(services.signIn.withPassword(contextFrom('192.0.2.13'), { email: user.email, password: TEST_PASSWORD }), 'the old password still holds')
       t.same((await fixture.audited('user.updated')), [], 'and no change was recorded')
     })
@@ -91,7 +92,10 @@ for (const backend of backends()) {
       const fixture = await buildServices(t, backend.url)
       const user = await registered(fixture)
       const context = contextFrom('192.0.2.9')
-      const signedIn = await fixture.services.signIn.withPassword(context, { email: user.email, password: TEST_PASSWORD })
+      const signedIn = await fixture.services.signIn.withPassword(context, {
+        email: user.email,
+        password: TEST_PASSWORD
+      })
       if (!('refresh_token' in signedIn)) throw new Error('expected a token pair')
       const rotated = await fixture.services.signIn.refresh(context, signedIn.refresh_token)
       t.same(await fixture.services.signIn.refresh(context, signedIn.refresh_token), rotated, 'the retry gets the same pair')

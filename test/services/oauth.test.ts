@@ -1,32 +1,16 @@
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
-import { backends, TEST_PASSWORD, type TestContext, uniqueEmail } from '../helper.js'
-import { TestProvider } from '../oauth-provider.js'
-import { buildServices, contextFrom, registered, type ServiceFixture, steppedUpWithoutPassword } from './helper.js'
+import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
+import type { TestContext } from '../helpers/context.js'
+import { backends } from '../helpers/database.js'
+import {
+  actingAs, buildServices, contextFrom, googleTestProvider, providerSignIn, registered, steppedUpWithoutPassword
+} from '../helpers/services.js'
 
-const REDIRECT = 'http://127.0.0.1:3000/callback'
-
-/** Google on fixed endpoints, served by a test provider. */
-async function withProvider (t: TestContext, postgresUrl: string | null): Promise<{ fixture: ServiceFixture, provider: TestProvider }> {
-  const provider = await new TestProvider({ id: 'google-client', secret: 'google-secret', redirectUri: REDIRECT }).start()
-  t.teardown(async () => await provider.stop())
-  const fixture = await buildServices(t, postgresUrl, {
-    OAUTH_GOOGLE_CLIENT_ID: 'google-client',
-    OAUTH_GOOGLE_CLIENT_SECRET: 'google-secret',
-    OAUTH_GOOGLE_REDIRECT_URI: REDIRECT,
-    OAUTH_GOOGLE_AUTH_URL: `${provider.base}/authorize`,
-    OAUTH_GOOGLE_TOKEN_URL: `${provider.base}/token`,
-    OAUTH_GOOGLE_USERINFO_URL: `${provider.base}/userinfo`
-  })
-  return { fixture, provider }
-}
-
-/** A whole flow: authorize, the user approves `profile` at the provider, the callback finishes. */
-async function signIn ({ services }: ServiceFixture, provider: TestProvider, profile: Record<string, unknown>) {
-  const { url, state } = await services.oauth.authorize('google', {})
-  const code = provider.approve(new URL(url).searchParams.get('code_challenge') ?? '', profile)
-  const flow = await services.oauth.takeState('google', { state }, state)
-  return await services.oauth.finish(contextFrom('198.51.100.30'), flow, { code, state })
+/** Google on fixed endpoints, served by a test provider, and the services configured for it. */
+async function withProvider (t: TestContext, postgresUrl: string | null) {
+  const { provider, env } = await googleTestProvider(t)
+  return { fixture: await buildServices(t, postgresUrl, env), provider }
 }
 
 for (const backend of backends()) {
@@ -34,7 +18,7 @@ for (const backend of backends()) {
     t.test('an unknown subject and e-mail make a new account with role user, no password, linked; the subject then signs in to it', async (t) => {
       const { fixture, provider } = await withProvider(t, backend.url)
       const email = uniqueEmail('oauth')
-      const first = await signIn(fixture, provider, { sub: 'new-1', email, email_verified: true, name: 'Ada Provider' })
+      const first = await providerSignIn(fixture, provider, { sub: 'new-1', email, email_verified: true, name: 'Ada Provider' })
       t.match(first, { provider: 'google', created: true, linked: true })
       const user = await fixture.repositories.users.findByEmail(email)
       t.match(user, { id: first.userId, name: 'Ada Provider', email_verified: true, password_hash: null })
@@ -42,7 +26,7 @@ for (const backend of backends()) {
       t.same((await fixture.audited('user.created')).map((row) => [row.target_id, row.details]), [[first.userId, { provider: 'google' }]])
       t.same((await fixture.audited('identity.linked')).map((row) => row.target_id), [first.userId])
 
-      const again = await signIn(fixture, provider, { sub: 'new-1', email: uniqueEmail('changed'), email_verified: true })
+      const again = await providerSignIn(fixture, provider, { sub: 'new-1', email: uniqueEmail('changed'), email_verified: true })
       t.same(again, { userId: first.userId, provider: 'google', created: false, linked: false }, 'the linked subject wins over a changed e-mail')
     })
 
@@ -50,11 +34,11 @@ for (const backend of backends()) {
       const { fixture, provider } = await withProvider(t, backend.url)
       const account = await registered(fixture)
       await fixture.repositories.users.markEmailVerified(account.id, account.email)
-      await t.rejects(signIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified at the provider')
+      await t.rejects(providerSignIn(fixture, provider, { sub: 'link-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'not verified at the provider')
       t.equal(await fixture.repositories.identities.userOf('google', 'link-1'), undefined, 'nothing linked')
       t.same(await fixture.audited('identity.linked'), [])
 
-      const linked = await signIn(fixture, provider, { sub: 'link-1', email: account.email.toUpperCase(), email_verified: true })
+      const linked = await providerSignIn(fixture, provider, { sub: 'link-1', email: account.email.toUpperCase(), email_verified: true })
       t.same(linked, { userId: account.id, provider: 'google', created: false, linked: true })
       t.match(await fixture.audited('identity.linked'), [{ actor_id: account.id, target_id: account.id, details: { provider: 'google' } }])
       t.same((await fixture.audited('user.created')).length, 1, 'only the registration created a user')
@@ -66,9 +50,9 @@ for (const backend of backends()) {
       const account = await registered(fixture)
       await repositories.identities.link('github', 'attacker-1', account.id, account.email)
       const stolen = await services.signIn.withPassword(contextFrom('203.0.113.50'), { email: account.email, password: TEST_PASSWORD })
-      const claimed = await signIn(fixture, provider, { sub: 'owner-1', email: account.email, email_verified: true })
+      const claimed = await providerSignIn(fixture, provider, { sub: 'owner-1', email: account.email, email_verified: true })
       t.same(claimed, { userId: account.id, provider: 'google', created: false, linked: true })
-      t.same((await services.oauth.identities(account.id)).map((identity) => identity.provider), ['google'], 'only the proving identity is left')
+      t.same((await services.oauth.identities(actingAs(account))).map((identity) => identity.provider), ['google'], 'only the proving identity is left')
       t.equal(await repositories.users.findPasswordHash(account.id), null, 'the registrant\'s password is gone')
       t.equal((await repositories.users.findPrincipal(account.id))?.claimed, true)
       if (!stolen.mfa_required) await t.rejects(services.signIn.refresh(contextFrom('203.0.113.50'), stolen.refresh_token), Errors.INVALID_TOKEN, 'the registrant\'s session ended')
@@ -79,9 +63,9 @@ for (const backend of backends()) {
       const { fixture, provider } = await withProvider(t, backend.url)
       const { repositories } = fixture
       const account = await registered(fixture)
-      await t.rejects(signIn(fixture, provider, { sub: 'unverified-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'an unclaimed account is not taken')
+      await t.rejects(providerSignIn(fixture, provider, { sub: 'unverified-1', email: account.email, email_verified: false }), Errors.EMAIL_ALREADY_REGISTERED, 'an unclaimed account is not taken')
       t.equal(await repositories.identities.userOf('google', 'unverified-1'), undefined)
-      const created = await signIn(fixture, provider, { sub: 'unverified-2', email: uniqueEmail('unverified'), email_verified: false })
+      const created = await providerSignIn(fixture, provider, { sub: 'unverified-2', email: uniqueEmail('unverified'), email_verified: false })
       t.equal(created.created, true)
       t.match(await repositories.users.findPrincipal(created.userId), { claimed: false, emailVerified: false })
     })
@@ -99,13 +83,13 @@ for (const backend of backends()) {
 
     t.test('the only identity of an account without a password or passkey is not unlinked', async (t) => {
       const { fixture, provider } = await withProvider(t, backend.url)
-      const { userId } = await signIn(fixture, provider, { sub: 'only-1', email: uniqueEmail('only'), email_verified: true })
-      const [identity] = await fixture.services.oauth.identities(userId)
-      if (identity === undefined) throw new Error('expected an identity')
+      const { userId } = await providerSignIn(fixture, provider, { sub: 'only-1', email: uniqueEmail('only'), email_verified: true })
       const caller = await steppedUpWithoutPassword(fixture, userId)
-      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), caller, identity.id, {}), Errors.CONFLICT)
-      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), caller, '00000000-0000-7000-8000-000000000000', {}), Errors.NOT_FOUND)
-      t.equal((await fixture.services.oauth.identities(userId)).length, 1)
+      const [identity] = await fixture.services.oauth.identities(actingAs(caller))
+      if (identity === undefined) throw new Error('expected an identity')
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), identity.id, {}), Errors.CONFLICT)
+      await t.rejects(fixture.services.oauth.unlink(contextFrom('198.51.100.31', caller), '00000000-0000-7000-8000-000000000000', {}), Errors.NOT_FOUND)
+      t.equal((await fixture.services.oauth.identities(actingAs(caller))).length, 1)
       t.same(await fixture.audited('identity.unlinked'), [])
     })
   })

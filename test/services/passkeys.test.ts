@@ -1,18 +1,20 @@
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
 import type { Caller } from '../../src/services/context.js'
+import { StoreConflict } from '../../src/store/errors.js'
 import { singleUseStores } from '../../src/store/single-use.js'
-import { backends, TEST_PASSWORD, uniqueEmail } from '../helper.js'
-import { SoftwareAuthenticator } from '../webauthn-authenticator.js'
-import { buildServices, contextFrom, owner, unverifyAddress, type ServiceFixture, steppedUpWithoutPassword } from './helper.js'
+import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { SoftwareAuthenticator } from '../helpers/webauthn-authenticator.js'
+import { actingAs, buildServices, contextFrom, owner, steppedUpWithoutPassword, type ServiceFixture, unverifyAddress } from '../helpers/services.js'
 
 const here = contextFrom('198.51.100.20')
 
 /** Registers a passkey for `caller` on `authenticator` through the service. */
 async function addPasskey (fixture: ServiceFixture, caller: Caller, authenticator: SoftwareAuthenticator, options: { attestation?: 'none' | 'packed', name?: string } = {}) {
-  const creation = await fixture.services.passkeys.registrationOptions(caller)
+  const creation = await fixture.services.passkeys.registrationOptions(actingAs(caller))
   const response = authenticator.register(creation, { attestation: options.attestation })
-  return await fixture.services.passkeys.register(contextFrom('198.51.100.20', caller), caller, { response, ...(options.name !== undefined && { name: options.name }) })
+  return await fixture.services.passkeys.register(contextFrom('198.51.100.20', caller), { response, ...(options.name !== undefined && { name: options.name }) })
 }
 
 /** The reasons of the refused passkey sign-ins, sorted (entries of one millisecond have no order). */
@@ -27,9 +29,9 @@ for (const backend of backends()) {
       const { services } = fixture
       const account = await owner(fixture)
       const authenticator = new SoftwareAuthenticator()
-      const creation = await services.passkeys.registrationOptions(account)
+      const creation = await services.passkeys.registrationOptions(actingAs(account))
       t.match(creation, { rp: { id: 'localhost', name: 'Users API' }, user: { name: account.email, id: Buffer.from(account.id).toString('base64url') }, authenticatorSelection: { residentKey: 'required' } })
-      const passkey = await services.passkeys.register(contextFrom('198.51.100.20', account), account, { response: authenticator.register(creation), name: 'Laptop' })
+      const passkey = await services.passkeys.register(contextFrom('198.51.100.20', account), { response: authenticator.register(creation), name: 'Laptop' })
       t.match(passkey, { name: 'Laptop', last_used_at: null })
       t.match(await fixture.audited('passkey.added'), [{ target_id: account.id, details: { id: passkey.id, name: 'Laptop' } }])
       await fixture.delivered()
@@ -37,10 +39,13 @@ for (const backend of backends()) {
 
       const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(account.email)
       t.same(options.allowCredentials, [], 'no credential is listed: the passkey is discoverable')
-      const result = await services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options) })
+      const result = await services.signIn.withPasskey(here, {
+        challenge_id: challengeId,
+        response: authenticator.assert(options)
+      })
       t.ok('access_token' in result, 'a token pair, no second factor asked')
       t.match(await fixture.audited('auth.login'), [{ actor_id: account.id, details: { method: 'passkey' } }])
-      const listed = await services.passkeys.list(account, {})
+      const listed = await services.passkeys.list(actingAs(account), {})
       t.equal(listed.data.length, 1)
       t.type(listed.data[0]?.last_used_at, 'string', 'the sign-in is recorded on the passkey')
     })
@@ -52,7 +57,10 @@ for (const backend of backends()) {
       await addPasskey(fixture, account, authenticator, { attestation: 'packed' })
       const { challenge_id: challengeId, options } = await fixture.services.passkeys.authenticationOptions(undefined)
       t.same(options.allowCredentials, [], 'any discoverable passkey may answer')
-      const result = await fixture.services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options) })
+      const result = await fixture.services.signIn.withPasskey(here, {
+        challenge_id: challengeId,
+        response: authenticator.assert(options)
+      })
       t.ok('access_token' in result)
     })
 
@@ -63,19 +71,19 @@ for (const backend of backends()) {
       const other = await owner(fixture)
       const authenticator = new SoftwareAuthenticator()
       const register = async (caller: Caller, response: ReturnType<SoftwareAuthenticator['register']>) =>
-        await services.passkeys.register(contextFrom('198.51.100.20', caller), caller, { response })
+        await services.passkeys.register(contextFrom('198.51.100.20', caller), { response })
 
-      const creation = await services.passkeys.registrationOptions(account)
+      const creation = await services.passkeys.registrationOptions(actingAs(account))
       const response = authenticator.register(creation)
       await register(account, response)
       await t.rejects(register(account, authenticator.register(creation)), Errors.VALIDATION_FAILED, 'a challenge is good once')
-      await t.rejects(register(other, authenticator.register(await services.passkeys.registrationOptions(account))), Errors.VALIDATION_FAILED, 'another user\'s challenge')
-      await t.rejects(register(account, authenticator.register(await services.passkeys.registrationOptions(account), { origin: 'https://evil.example' })), Errors.VALIDATION_FAILED, 'wrong origin')
-      await t.rejects(register(account, authenticator.register(await services.passkeys.registrationOptions(account), { rpId: 'evil.example' })), Errors.VALIDATION_FAILED, 'wrong RP ID')
-      const broken = authenticator.register(await services.passkeys.registrationOptions(account), { attestation: 'packed' })
+      await t.rejects(register(other, authenticator.register(await services.passkeys.registrationOptions(actingAs(account)))), Errors.VALIDATION_FAILED, 'another user\'s challenge')
+      await t.rejects(register(account, authenticator.register(await services.passkeys.registrationOptions(actingAs(account)), { origin: 'https://evil.example' })), Errors.VALIDATION_FAILED, 'wrong origin')
+      await t.rejects(register(account, authenticator.register(await services.passkeys.registrationOptions(actingAs(account)), { rpId: 'evil.example' })), Errors.VALIDATION_FAILED, 'wrong RP ID')
+      const broken = authenticator.register(await services.passkeys.registrationOptions(actingAs(account)), { attestation: 'packed' })
       broken.response.attestationObject = broken.response.attestationObject.slice(0, -8)
       await t.rejects(register(account, broken), Errors.VALIDATION_FAILED, 'a truncated attestation')
-      t.equal((await services.passkeys.list(account, {})).data.length, 1, 'only the good registration stored a passkey')
+      t.equal((await services.passkeys.list(actingAs(account), {})).data.length, 1, 'only the good registration stored a passkey')
     })
 
     t.test('an assertion is refused (401) for a replayed challenge, a wrong origin or RP ID, a tampered signature, an unknown passkey', async (t) => {
@@ -118,7 +126,10 @@ for (const backend of backends()) {
       await addPasskey(fixture, account, authenticator)
       const signIn = async (counter: number) => {
         const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(account.email)
-        return await services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options, { counter }) })
+        return await services.signIn.withPasskey(here, {
+          challenge_id: challengeId,
+          response: authenticator.assert(options, { counter })
+        })
       }
       t.ok('access_token' in await signIn(5))
       await t.rejects(signIn(3), Errors.INVALID_CREDENTIALS, 'backwards')
@@ -136,7 +147,10 @@ for (const backend of backends()) {
       await addPasskey(fixture, bob, bobsAuthenticator)
       const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(alice.email)
       const response = bobsAuthenticator.assert({ ...options, allowCredentials: [] })
-      await t.rejects(services.signIn.withPasskey(here, { challenge_id: challengeId, response }), Errors.INVALID_CREDENTIALS)
+      await t.rejects(
+        services.signIn.withPasskey(here, { challenge_id: challengeId, response }),
+        Errors.INVALID_CREDENTIALS
+      )
       t.same(await refusals(fixture), ['passkey_of_another_account'])
       t.same(await fixture.audited('auth.login'), [], 'nobody signed in')
     })
@@ -149,7 +163,10 @@ for (const backend of backends()) {
       await addPasskey(fixture, account, authenticator)
       const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(uniqueEmail('nobody'))
       t.same(options.allowCredentials, [])
-      await t.rejects(services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options) }), Errors.INVALID_CREDENTIALS)
+      await t.rejects(
+        services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options) }),
+        Errors.INVALID_CREDENTIALS
+      )
       t.same(await refusals(fixture), ['passkey_of_another_account'])
       t.same(await fixture.audited('auth.login'), [], 'nobody signed in')
     })
@@ -162,7 +179,10 @@ for (const backend of backends()) {
       await addPasskey(fixture, account, authenticator)
       const signIn = async () => {
         const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(account.email)
-        return await services.signIn.withPasskey(here, { challenge_id: challengeId, response: authenticator.assert(options, { userVerified: false }) })
+        return await services.signIn.withPasskey(here, {
+          challenge_id: challengeId,
+          response: authenticator.assert(options, { userVerified: false })
+        })
       }
       t.ok('access_token' in await signIn(), 'no MFA on: the passkey alone signs in')
       await repositories.mfa.enable(account.id, 'sealed-secret', ['backup-code-hash'], new Date().toISOString())
@@ -193,7 +213,10 @@ for (const backend of backends()) {
       await unverifyAddress(fixture, account.id)
       const signIn = async (context = here) => {
         const { challenge_id: challengeId, options } = await services.passkeys.authenticationOptions(account.email)
-        return await services.signIn.withPasskey(context, { challenge_id: challengeId, response: authenticator.assert(options) })
+        return await services.signIn.withPasskey(context, {
+          challenge_id: challengeId,
+          response: authenticator.assert(options)
+        })
       }
       await t.rejects(signIn(), Errors.EMAIL_NOT_VERIFIED)
       await repositories.users.markEmailVerified(account.id, account.email)
@@ -213,17 +236,17 @@ for (const backend of backends()) {
       const first = await addPasskey(fixture, caller, new SoftwareAuthenticator(), { name: 'Phone' })
       const second = await addPasskey(fixture, caller, new SoftwareAuthenticator())
       t.equal(second.name, 'Passkey', 'a default name')
-      t.same((await services.passkeys.list(caller, {})).data.map((passkey) => passkey.name), ['Phone', 'Passkey'])
-      t.match(await services.passkeys.rename(context, caller, second.id, { name: 'Security key' }), { id: second.id, name: 'Security key' })
+      t.same((await services.passkeys.list(actingAs(caller), {})).data.map((passkey) => passkey.name), ['Phone', 'Passkey'])
+      t.match(await services.passkeys.rename(actingAs(caller, context), second.id, { name: 'Security key' }), { id: second.id, name: 'Security key' })
       const stranger = await owner(fixture)
-      await t.rejects(services.passkeys.rename(contextFrom('198.51.100.20', stranger), stranger, second.id, { name: 'Mine' }), Errors.NOT_FOUND, 'another user\'s passkey is not found')
-      await t.rejects(services.passkeys.remove(contextFrom('198.51.100.20', stranger), stranger, second.id, {}), Errors.NOT_FOUND)
+      await t.rejects(services.passkeys.rename(contextFrom('198.51.100.20', stranger), second.id, { name: 'Mine' }), Errors.NOT_FOUND, 'another user\'s passkey is not found')
+      await t.rejects(services.passkeys.remove(contextFrom('198.51.100.20', stranger), second.id, {}), Errors.NOT_FOUND)
 
-      await services.passkeys.remove(context, caller, first.id, {})
-      await t.rejects(services.passkeys.remove(context, caller, second.id, {}), Errors.CONFLICT, 'no password, no provider: the last passkey stays')
+      await services.passkeys.remove(actingAs(caller, context), first.id, {})
+      await t.rejects(services.passkeys.remove(actingAs(caller, context), second.id, {}), Errors.CONFLICT, 'no password, no provider: the last passkey stays')
       await repositories.identities.link('github', 'subject-1', caller.id, null)
-      await services.passkeys.remove(context, caller, second.id, {})
-      t.same((await services.passkeys.list(caller, {})).data, [], 'with a linked provider it may go')
+      await services.passkeys.remove(actingAs(caller, context), second.id, {})
+      t.same((await services.passkeys.list(actingAs(caller), {})).data, [], 'with a linked provider it may go')
       const removals = await fixture.audited('passkey.removed')
       t.same(removals.map((row) => row.details.id).sort(), [first.id, second.id].sort())
       t.ok(removals.every((row) => row.target_id === caller.id))
@@ -231,15 +254,16 @@ for (const backend of backends()) {
 
       const withPassword = await owner(fixture)
       const only = await addPasskey(fixture, withPassword, new SoftwareAuthenticator())
-      await services.passkeys.remove(contextFrom('198.51.100.20', withPassword), withPassword, only.id, {})
-      t.same((await services.passkeys.list(withPassword, {})).data, [], 'an account with a password may remove its only passkey')
+      await services.passkeys.remove(contextFrom('198.51.100.20', withPassword), only.id, {})
+      t.same((await services.passkeys.list(actingAs(withPassword), {})).data, [], 'an account with a password may remove its only passkey')
     })
 
     t.test('the same credential cannot be registered twice', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const account = await owner(fixture)
       await fixture.repositories.passkeys.add(account.id, { credentialId: 'AAAA', publicKey: 'AAAA', counter: 0, transports: [], name: 'x' })
-      await t.rejects(fixture.repositories.passkeys.add(account.id, { credentialId: 'AAAA', publicKey: 'AAAA', counter: 0, transports: [], name: 'y' }), Errors.CONFLICT)
+      await t.rejects(fixture.repositories.passkeys.add(account.id, { credentialId: 'AAAA', publicKey: 'AAAA', counter: 0, transports: [], name: 'y' }),
+        new StoreConflict('passkey_registered'), 'the store says why; the service answers CONFLICT')
     })
 
     t.test('a challenge in the database is single use and expires', async (t) => {

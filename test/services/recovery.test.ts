@@ -2,8 +2,9 @@ import t from 'tap'
 import { Errors } from '../../src/errors.js'
 import { VERIFICATION_TTL_MS } from '../../src/services/email-verification.js'
 import { RESET_TTL_MS } from '../../src/services/password-reset.js'
-import { backends, TEST_PASSWORD } from '../helper.js'
-import { buildServices, contextFrom, registered, tokenSent } from './helper.js'
+import { TEST_PASSWORD } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { buildServices, contextFrom, registered, tokenSent } from '../helpers/services.js'
 
 const SECOND = 1000
 

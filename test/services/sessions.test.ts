@@ -1,12 +1,13 @@
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
 import { CursorCodec } from '../../src/collection/cursor.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { SecretBox } from '../../src/security/secret-box.js'
 import { TokenService } from '../../src/security/tokens.js'
 import { SessionService } from '../../src/services/sessions.js'
-import { backends, TEST_SECRET } from '../helper.js'
-import { buildServices, contextFrom, type ServiceFixture, registered } from './helper.js'
+import { TEST_SECRET } from '../helpers/app.js'
+import { backends } from '../helpers/database.js'
+import { buildServices, contextFrom, type ServiceFixture, registered } from '../helpers/services.js'
 
 /** A session service over the fixture's store whose clock the test sets. */
 function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {

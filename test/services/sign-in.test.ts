@@ -1,11 +1,13 @@
 import { generateSync } from 'otplib'
 import t from 'tap'
 import { Errors } from '../../src/errors.js'
-import { MESSAGE_CODE_TTL_MS } from '../../src/services/message-codes.js'
-import { backends, TEST_PASSWORD } from '../helper.js'
-import { buildServices, contextFrom, owner, registered } from './helper.js'
+import { MESSAGE_CODE_TTL_MS } from '../../src/services/messaging/codes.js'
+import { TEST_PASSWORD } from '../helpers/accounts.js'
+import { backends } from '../helpers/database.js'
+import { actingAs, buildServices, contextFrom, owner, registered } from '../helpers/services.js'
 
-const totp = (secret: string, offset = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
+const totp = (secret: string, offset = 0) =>
+  generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
 
 for (const backend of backends()) {
   t.test(`sign-in service (${backend.name})`, async (t) => {
@@ -48,8 +50,8 @@ for (const backend of backends()) {
       const { services } = fixture
       const account = await owner(fixture)
       const context = contextFrom('198.51.100.10', account)
-      const { secret } = await services.mfaSettings.setup(account)
-      const [backupCode = ''] = await services.mfaSettings.enable(context, account, { code: totp(secret) })
+      const { secret } = await services.mfaSettings.setup(actingAs(account))
+      const [backupCode = ''] = await services.mfaSettings.enable(actingAs(account, context), { code: totp(secret) })
       await fixture.delivered()
       t.match(fixture.sent.filter((message) => message.subject.includes('Two-factor')), [{ to: account.email, subject: 'Two-factor authentication was enabled on your account' }], 'a notice goes out')
 
@@ -70,8 +72,8 @@ for (const backend of backends()) {
       const account = await owner(fixture)
       await repositories.users.markEmailVerified(account.id, account.email)
       const context = contextFrom('198.51.100.12', account)
-      const { secret } = await services.mfaSettings.setup(account)
-      await services.mfaSettings.enable(context, account, { code: totp(secret) })
+      const { secret } = await services.mfaSettings.setup(actingAs(account))
+      await services.mfaSettings.enable(actingAs(account, context), { code: totp(secret) })
       const challenge = await services.signIn.withPassword(contextFrom('198.51.100.12'), { email: account.email, password: TEST_PASSWORD })
       if (!challenge.mfa_required) throw new Error('expected a challenge')
       await repositories.users.update(account.id, { email: `moved-${account.email}` })
@@ -85,7 +87,7 @@ for (const backend of backends()) {
       const { services, repositories, clock } = fixture
       const account = await owner(fixture)
       await repositories.users.markEmailVerified(account.id, account.email)
-      await services.mfaSettings.enableMessageFactor(contextFrom('198.51.100.13', account), account, 'email', {})
+      await services.mfaSettings.enableMessageFactor(contextFrom('198.51.100.13', account), 'email', {})
       const challenge = await services.signIn.withPassword(contextFrom('198.51.100.13'), { email: account.email, password: TEST_PASSWORD })
       if (!challenge.mfa_required) throw new Error('expected a challenge')
       await services.signIn.sendChallengeCode(contextFrom('198.51.100.13'), { mfa_token: challenge.mfa_token, method: 'email' })
@@ -104,7 +106,10 @@ for (const backend of backends()) {
       const fixture = await buildServices(t, backend.url)
       const account = await registered(fixture)
       const context = contextFrom('198.51.100.11')
-      const first = await fixture.services.signIn.withPassword(context, { email: account.email, password: TEST_PASSWORD })
+      const first = await fixture.services.signIn.withPassword(context, {
+        email: account.email,
+        password: TEST_PASSWORD
+      })
       if (!('refresh_token' in first)) throw new Error('expected a pair')
       const second = await fixture.services.signIn.refresh(context, first.refresh_token)
       t.same(await fixture.services.signIn.refresh(context, first.refresh_token), second, 'before that, a retry gets the same pair')

@@ -27,7 +27,9 @@ const userByEmail = db.prepare('SELECT id, password_hash FROM users WHERE email 
 const page = db.prepare('SELECT id, email, email_verified, name, created_at FROM users ORDER BY created_at, id LIMIT ? OFFSET ?')
 const count = db.prepare('SELECT count(*) AS total FROM users')
 
-const shape = (row) => ({ id: row.id, email: row.email, email_verified: row.email_verified === 1, name: row.name, created_at: row.created_at })
+const shape = (row) => ({
+  id: row.id, email: row.email, email_verified: row.email_verified === 1, name: row.name, created_at: row.created_at
+})
 const fail = (response, status, code, message) => response.status(status).json({ error: { code, message } })
 
 function authenticate (request, response, next) {

@@ -1,9 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../../schemas/audit.js'
-import { AuditRetention } from '../../services/audit-retention.js'
-import { type AuditEntry, AuditTrail } from '../../services/audit-trail.js'
-import type { RequestContext } from '../../services/context.js'
+import { AuditRetention } from '../../services/audit/retention.js'
+import { type AuditFields, AuditTrail } from '../../services/audit/trail.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,19 +16,16 @@ declare module 'fastify' {
      * batch: only for events that may be written late (a rate-limit refusal). Services write
      * theirs before answering (AuditTrail.recordIn).
      */
-    audit: (event: AuditEvent, entry: AuditEntry) => void
-    /** What a service is told of this request: its address, user agent and caller. */
-    readonly serviceContext: RequestContext
+    audit: (event: AuditEvent, entry: AuditFields) => void
   }
 }
 
-const HOUR = 60 * 60 * 1000
-const DAY = 24 * HOUR
+const DAY = 24 * 60 * 60 * 1000
 
 /**
  * The audit table (docs/api.md, "Audit log"): the trail services write through (batched
- * entries flushed on close, before the database closes), and the retention purge, run in the
- * background after start-up and hourly.
+ * entries flushed on close, before the database closes), and the retention purge. Both run as
+ * jobs of the background plugin (src/plugins/application/background.ts), which closes them.
  */
 export default fp(async (fastify) => {
   const repository = fastify.repositories.auditLogs
@@ -47,30 +43,11 @@ export default fp(async (fastify) => {
     }
   })
   fastify.decorate('auditTrail', trail)
-  fastify.decorateRequest('serviceContext', {
-    getter (this: FastifyRequest): RequestContext {
-      return { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
-    }
-  })
-  fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditEntry) {
+  fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditFields) {
     const context = this.serviceContext
     trail.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
   })
 
   const retention = new AuditRetention({ auditLogs: repository, retentionMs: fastify.config.auditRetentionDays * DAY })
   fastify.decorate('auditRetention', retention)
-  const purge = () => {
-    retention.purge().then((removed) => {
-      if (removed > 0) fastify.log.info({ removed }, 'audit entries past retention purged')
-    }, (error: unknown) => { fastify.log.warn({ err: error }, 'audit purge failed; tried again within the hour') })
-  }
-  // Start-up does not wait for it: a backlog takes as long as it takes, in small batches.
-  fastify.addHook('onReady', async () => { purge() })
-  const purgeTimer = setInterval(purge, HOUR).unref()
-
-  fastify.addHook('onClose', async () => {
-    clearInterval(purgeTimer)
-    await retention.stop()
-    await trail.close()
-  })
 }, { name: 'audit', dependencies: ['repositories', 'authentication'] })

@@ -1,10 +1,7 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Permission } from '../../../schemas/rbac.js'
 import { Errors, tokenFailure } from '../../errors.js'
-import { authorize as authorizeCaller } from '../../services/authorization.js'
-import type { Caller } from '../../services/context.js'
-import { canonicalUuid } from '../../store/ids.js'
+import type { Caller, RequestContext } from '../../services/context.js'
 import type { UserPrincipal } from '../../store/users.js'
 
 declare module '@fastify/jwt' {
@@ -21,21 +18,14 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: Caller | null
+    /** What a service is told of this request: its address, user agent and caller. */
+    readonly serviceContext: RequestContext
   }
   interface FastifyInstance {
     /** onRequest hook: bearer authentication (docs/api.md, "Bearer authentication"). */
     authenticate: AuthenticationHook
     /** onRequest hook for public routes that show more to a caller: authenticates when a token is sent. */
     authenticateIfPresent: AuthenticationHook
-    /** onRequest hook (after `authenticate`): the permission check (docs/api.md, "Roles and permissions"). */
-    requirePermission: (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) => AuthenticationHook
-    /**
-     * onRequest hook for `/:id` routes: the user `id` itself needs `selfPermission` (as the
-     * owner), anyone else `otherPermission`.
-     */
-    requireSelfOr: (otherPermission: Permission, selfPermission?: Permission) => AuthenticationHook
-    /** Throws `Authentication required` or `Permission denied. Requires: <permission>`. */
-    authorize: (request: FastifyRequest, permission: Permission, ownerId?: string) => Caller
   }
 }
 
@@ -48,18 +38,15 @@ export type AuthenticationHook = (request: FastifyRequest, reply: unknown, done:
 
 const BEARER = 'Bearer '
 
-/**
- * The `id` path parameter as validation will spell it: guards run onRequest, before the
- * validation that makes ids canonical (src/validation.ts), and compare it with the caller's.
- */
-function idParam (request: FastifyRequest): string {
-  return canonicalUuid((request.params as { id: string }).id)
-}
-
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
   const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
   fastify.decorateRequest('user', null)
+  fastify.decorateRequest('serviceContext', {
+    getter (this: FastifyRequest): RequestContext {
+      return { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
+    }
+  })
 
   /** The bearer token's claims: verified, unexpired and not revoked. */
   function verifiedClaims (request: FastifyRequest) {
@@ -76,7 +63,11 @@ export default fp(async (fastify) => {
   }
 
   /** Sets `request.user`, or gives the error that refuses the request. */
-  function admit (request: FastifyRequest, claims: ReturnType<typeof verifiedClaims>, principal: UserPrincipal | undefined): Error | undefined {
+  function admit (
+    request: FastifyRequest,
+    claims: ReturnType<typeof verifiedClaims>,
+    principal: UserPrincipal | undefined
+  ): Error | undefined {
     // A deleted user's tokens stop working with the account.
     if (principal === undefined) return new Errors.INVALID_TOKEN()
     // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
@@ -115,34 +106,4 @@ export default fp(async (fastify) => {
     if (request.headers.authorization !== undefined) authenticate(request, reply, done)
     else done()
   })
-
-  function authorize (request: FastifyRequest, permission: Permission, ownerId?: string): Caller {
-    return authorizeCaller(request.user, permission, ownerId)
-  }
-  fastify.decorate('authorize', authorize)
-
-  /** A guard from a check that throws. */
-  const guard = (name: string, check: (request: FastifyRequest) => void): AuthenticationHook => {
-    const hook: AuthenticationHook = (request, _reply, done) => {
-      try {
-        check(request)
-      } catch (error) {
-        done(error as Error)
-        return
-      }
-      done()
-    }
-    // Named, so route listings (printRoutes with hooks) say what guards a route.
-    return Object.defineProperty(hook, 'name', { value: name })
-  }
-
-  fastify.decorate('requirePermission', (permission: Permission, ownerOf?: (request: FastifyRequest) => string | undefined) =>
-    guard('requirePermission', (request) => authorize(request, permission, ownerOf?.(request))))
-
-  fastify.decorate('requireSelfOr', (otherPermission: Permission, selfPermission: Permission = 'read') =>
-    guard('requireSelfOr', (request) => {
-      const id = idParam(request)
-      if (request.user?.id === id) authorize(request, selfPermission, id)
-      else authorize(request, otherPermission)
-    }))
-}, { name: 'authentication', dependencies: ['security', 'repositories', 'revocation'] })
+}, { name: 'authentication', dependencies: ['credentials', 'repositories', 'revocation'] })

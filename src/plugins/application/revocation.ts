@@ -8,8 +8,23 @@ declare module 'fastify' {
       /** A memory lookup: no round trip on the request path. */
       isRevoked: (jti: string) => boolean
       revoke: (jti: string, expiresAt: Date) => Promise<void>
+      /** The list's upkeep, run as jobs of the background plugin (src/plugins/application/background.ts). */
+      upkeep: RevocationUpkeep
     }
   }
+}
+
+export interface RevocationUpkeep {
+  /** Re-reads the database this often (ms), so an instance learns of another's revocation within a second. */
+  readonly syncMs: number
+  /** Adds what was revoked since the last read, other instances' included; rejects if the database cannot be read. */
+  sync: () => Promise<void>
+  readonly pruneMs: number
+  /** Drops expired entries from memory. */
+  prune: () => void
+  readonly purgeMs: number
+  /** Deletes expired rows; rejects on failure. */
+  purge: () => Promise<void>
 }
 
 const CHANNEL = 'users-api:revocations'
@@ -33,33 +48,18 @@ export default fp(async (fastify) => {
   const repository = fastify.repositories.revocations
   const list = new RevocationList()
   let syncedFrom = new Date(0).toISOString()
-  let failing = false
 
   async function sync (): Promise<void> {
     const now = Date.now()
     for (const row of await repository.since(syncedFrom)) list.add(row.jti, Date.parse(row.expires_at), now)
     syncedFrom = new Date(now - OVERLAP_MS).toISOString()
   }
-  const poll = () => {
-    sync().then(() => {
-      if (failing) fastify.log.info('revocation sync recovered')
-      failing = false
-    }, (error: unknown) => {
-      if (!failing) fastify.log.warn({ err: error }, 'revocation sync failed; retrying')
-      failing = true
-    })
-  }
-  const purge = async () => {
-    await repository.purgeExpired(new Date().toISOString())
-      .catch((error: unknown) => { fastify.log.warn({ err: error }, 'revocation purge failed') })
-  }
+  const purge = async () => { await repository.purgeExpired(new Date().toISOString()) }
   // The first sync reads every row not yet purged, expired ones included: purged first. A
   // failed purge only leaves more to read (expired rows are skipped), so it does not stop start-up.
-  await purge()
+  // Start-up completes with the list loaded; the periodic sync, prune and purge follow from `ready`.
+  await purge().catch((error: unknown) => { fastify.log.warn({ err: error }, 'revocation purge failed') })
   await sync()
-  const pollTimer = setInterval(poll, POLL_MS).unref()
-  const pruneTimer = setInterval(() => { list.prune(Date.now()) }, PRUNE_MS).unref()
-  const purgeTimer = setInterval(() => { void purge() }, PURGE_MS).unref()
 
   const { redis } = fastify
   const subscriber = redis?.duplicate() ?? null
@@ -84,13 +84,18 @@ export default fp(async (fastify) => {
       await repository.add(jti, expiresAt.toISOString(), new Date().toISOString())
       list.add(jti, expiresAt.getTime())
       await redis?.publish(CHANNEL, JSON.stringify({ jti, exp: expiresAt.getTime() })).catch(() => {})
+    },
+    upkeep: {
+      syncMs: POLL_MS,
+      sync,
+      pruneMs: PRUNE_MS,
+      prune: () => { list.prune(Date.now()) },
+      purgeMs: PURGE_MS,
+      purge
     }
   })
 
   fastify.addHook('onClose', async () => {
-    clearInterval(pollTimer)
-    clearInterval(pruneTimer)
-    clearInterval(purgeTimer)
     subscriber?.disconnect()
   })
 }, { name: 'revocation', dependencies: ['repositories', 'redis'] })

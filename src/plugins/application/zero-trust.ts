@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { redactUrl } from '../../security/redaction.js'
-import { prependPreHandler } from '../../route-options.js'
+import { prependPreHandler } from '../../http/route-options.js'
 
 /**
  * Zero trust for admin operations, by ZERO_TRUST_MODE: `monitor` records each evaluation in

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { type Database, openDatabase } from '../../store/database.js'
-import { migrateToLatest } from '../../store/migrations.js'
+import { migrateToLatest } from '../../store/migrations/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -7,7 +7,7 @@ import { EXAMPLE_PASSWORD } from '../../../schemas/common.js'
 import { components } from '../../../schemas/components.js'
 import { PASSWORD_LENGTH } from '../../../schemas/user.js'
 import { publishedPasswordSchema } from '../../security/password-policy.js'
-import { withoutCanonicalMarks } from '../../validation.js'
+import { withoutCanonicalMarks } from '../../http/validation.js'
 import { documentationCsp } from './security-headers.js'
 
 const require = createRequire(import.meta.url)
@@ -144,7 +144,9 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
 
-  await fastify.register(swaggerUi, { routePrefix: DOCUMENTATION_PATH, staticCSP: documentationCsp({ workers: false }), uiConfig: { deepLinking: true } })
+  await fastify.register(swaggerUi, {
+    routePrefix: DOCUMENTATION_PATH, staticCSP: documentationCsp({ workers: false }), uiConfig: { deepLinking: true }
+  })
 
   fastify.get('/api/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
   fastify.get('/api/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>

@@ -93,7 +93,9 @@ export function answerFrameworkError (error: FastifyError, _request: FastifyRequ
   void reply.code(status).headers({ ...SECURITY_HEADERS, ...headers }).send(envelope)
 }
 
-/** A request the HTTP parser refused, as one of the service's errors (docs/api.md, "Requests refused before routing"). */
+/**
+ * A request the HTTP parser refused, as one of the service's errors (docs/api.md, "Requests refused before routing").
+ */
 function clientErrorReply (error: Error & { code?: string }): ErrorReply {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
@@ -151,7 +153,9 @@ class AllowedMethods {
       pattern: new RegExp(`^${url.split(/(:\w+|\*)/).map((part) => part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('')}$`),
       methods: [...methods]
     }))
-    return [...new Set(this.#matchers.filter((matcher) => matcher.pattern.test(path)).flatMap((matcher) => matcher.methods))]
+    return [...new Set(this.#matchers
+      .filter((matcher) => matcher.pattern.test(path))
+      .flatMap((matcher) => matcher.methods))]
   }
 }
 
@@ -175,7 +179,9 @@ export default fp<ErrorHandlerOptions>(async (fastify, { callerDeleted = async (
   }
 
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const { status, envelope, headers } = toErrorReply(isForeignKeyViolation(error) ? await vanishedReference(request) : error)
+    const { status, envelope, headers } = toErrorReply(
+      isForeignKeyViolation(error) ? await vanishedReference(request) : error
+    )
     // A full hashing pool is load shed as designed (docs/operations.md, "Overload"), not a fault:
     // one warning per refusal, without a stack.
     if (error instanceof CapacityExceededError) request.log.warn('password hashing at capacity: request refused with 503')

@@ -2,7 +2,7 @@ import type { preHandlerHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ValidationIssue } from '../../../schemas/errors.js'
 import { validationFailed } from '../../errors.js'
-import { prependPreHandler } from '../../route-options.js'
+import { prependPreHandler } from '../../http/route-options.js'
 
 /** JSON pointers to the strings under `value` that contain U+0000. */
 function nulCharacters (value: unknown, path: string, found: ValidationIssue[]): ValidationIssue[] {

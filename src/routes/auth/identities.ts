@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdentityListResponseSchema } from '../../../schemas/auth.js'
-import { BEARER, described, IdParamsSchema } from '../../../schemas/common.js'
+import { described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 
@@ -9,29 +9,27 @@ const identities: FastifyPluginAsyncTypebox = async (fastify) => {
   const { oauth } = fastify.services
 
   fastify.get('', {
-    onRequest: [fastify.authenticate],
+    config: { access: 'bearer' },
     schema: {
       operationId: 'auth.identities.list',
       tags: ['auth'],
       summary: 'The caller\'s linked provider identities',
-      security: BEARER,
       response: { 200: described(IdentityListResponseSchema, 'The caller\'s linked identities, oldest first'), ...errorResponses({}, 401) }
     }
-  }, async (request) => ({ data: await oauth.identities(fastify.authorize(request, 'read').id) }))
+  }, async (request) => ({ data: await oauth.identities(request.serviceContext) }))
 
   fastify.delete('/:id', {
-    onRequest: [fastify.authenticate],
+    config: { access: 'bearer' },
     schema: {
       operationId: 'auth.identities.delete',
       tags: ['auth'],
       summary: 'Unlink one of the caller\'s identities (refused when it is the account\'s last way to sign in); a sensitive change: needs a proof',
-      security: BEARER,
       params: IdParamsSchema,
       body: ProofBodySchema,
       response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
     }
   }, async (request, reply) => {
-    await oauth.unlink(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body ?? {})
+    await oauth.unlink(request.serviceContext, request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

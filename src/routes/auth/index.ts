@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LoginBodySchema, LogoutBodySchema, RefreshBodySchema, SESSION_FIELDS, SessionCollectionSchema, TokenPairResponseSchema } from '../../../schemas/auth.js'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, described, IdParamsSchema, PUBLIC } from '../../../schemas/common.js'
+import { described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
@@ -23,79 +23,73 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(recovery)
 
   fastify.post('/login', {
+    config: { access: 'public' },
     schema: {
       tags: ['auth'],
       operationId: 'auth.login',
       summary: 'Sign in with e-mail and password (answers an MFA challenge when the account has MFA on)',
-      security: PUBLIC,
       body: LoginBodySchema,
       response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request) => ({ data: await signIn.withPassword(request.serviceContext, request.body) }))
 
   fastify.post('/refresh', {
+    config: { access: 'public' },
     schema: {
       tags: ['auth'],
       operationId: 'auth.refresh',
       summary: 'Exchange a refresh token for a new pair (the presented token is spent; a retry within REFRESH_RETRY_WINDOW_S gets the same pair)',
-      security: PUBLIC,
       body: RefreshBodySchema,
       response: { 200: described(TokenPairResponseSchema, 'A new token pair'), ...errorResponses({ body: true }, 401) }
     }
   }, async (request) => ({ data: await signIn.refresh(request.serviceContext, request.body.refresh_token) }))
 
   fastify.post('/logout', {
-    onRequest: [fastify.authenticate],
-    config: { allowWithoutMfa: true },
+    config: { access: 'bearer', allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
       operationId: 'auth.logout',
       summary: 'Revoke the access token and end its session',
-      security: BEARER,
       body: LogoutBodySchema,
       response: { 204: { type: 'null', description: 'Signed out' }, ...errorResponses({ body: true }, 401) }
     }
   }, async (request, reply) => {
-    await signIn.signOut(request.serviceContext, fastify.authorize(request, 'read'), request.body?.refresh_token)
+    await signIn.signOut(request.serviceContext, request.body?.refresh_token)
     return await reply.code(204).send()
   })
 
   fastify.get('/me', {
-    onRequest: [fastify.authenticate],
-    config: { allowWithoutMfa: true },
+    config: { access: 'bearer', allowWithoutMfa: true },
     schema: {
       tags: ['auth'],
       operationId: 'auth.me',
       summary: 'The signed-in user with roles, permissions and MFA state',
-      security: BEARER,
       response: { 200: described(MeResponseSchema, 'The caller'), ...errorResponses({}, 401) }
     }
-  }, async (request) => ({ data: await accounts.describe(fastify.authorize(request, 'read')) }))
+  }, async (request) => ({ data: await accounts.describe(request.serviceContext) }))
 
   fastify.get('/sessions', {
-    onRequest: [fastify.authenticate],
+    config: { access: 'bearer' },
     schema: {
       tags: ['auth'],
       operationId: 'auth.sessions.list',
       summary: 'The caller\'s live sessions',
-      security: BEARER,
       querystring: CollectionQuerySchema(SESSION_FIELDS),
       response: { 200: described(SessionCollectionSchema, 'A page of the caller\'s live sessions'), ...errorResponses({}, 401) }
     }
-  }, async (request) => await sessions.list(fastify.authorize(request, 'read').id, request.query))
+  }, async (request) => await sessions.list(request.serviceContext, request.query))
 
   fastify.delete('/sessions/:id', {
-    onRequest: [fastify.authenticate],
+    config: { access: 'bearer' },
     schema: {
       tags: ['auth'],
       operationId: 'auth.sessions.delete',
       summary: 'End one of the caller\'s sessions: its refresh tokens stop working',
-      security: BEARER,
       params: IdParamsSchema,
       response: { 204: { type: 'null', description: 'Ended' }, ...errorResponses({ body: true }, 401, 404) }
     }
   }, async (request, reply) => {
-    await sessions.end(fastify.authorize(request, 'read').id, request.params.id)
+    await sessions.end(request.serviceContext, request.params.id)
     return await reply.code(204).send()
   })
 }

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema, OAuthExchangeBodySchema, OAuthParamsSchema } from '../../../schemas/auth.js'
-import { described, PUBLIC } from '../../../schemas/common.js'
+import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { STATE_TTL_MS } from '../../services/oauth.js'
@@ -30,11 +30,11 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(fastifyCookie)
 
   fastify.get('/:provider/authorize', {
+    config: { access: 'public' },
     schema: {
       tags: ['oauth'],
       operationId: 'auth.oauth.authorize',
       summary: 'Redirect to the provider with state, a PKCE challenge and (OpenID providers) a nonce; browser applications add redirect_to and their own PKCE challenge',
-      security: PUBLIC,
       params: OAuthParamsSchema,
       querystring: OAuthAuthorizeQuerySchema,
       response: {
@@ -56,11 +56,11 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/:provider/callback', {
+    config: { access: 'public' },
     schema: {
       tags: ['oauth'],
       operationId: 'auth.oauth.callback',
       summary: 'Finish the provider sign-in: a token pair or an MFA challenge, or, for a browser application, a redirect back to it with a one-time code',
-      security: PUBLIC,
       params: OAuthParamsSchema,
       querystring: OAuthCallbackQuerySchema,
       response: {
@@ -75,16 +75,18 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const cookie = stateCookie(request)
     reply.clearCookie(cookie.name, cookie.options)
-    const outcome = await signIn.withProvider(request.serviceContext, request.params.provider, request.query, request.cookies[cookie.name])
+    const outcome = await signIn.withProvider(
+      request.serviceContext, request.params.provider, request.query, request.cookies[cookie.name]
+    )
     return 'redirect' in outcome ? await reply.redirect(outcome.redirect, 302) : { data: outcome.result }
   })
 
   fastify.post('/exchange', {
+    config: { access: 'public' },
     schema: {
       operationId: 'auth.oauth.exchange',
       tags: ['oauth'],
       summary: 'Exchange a browser application\'s one-time code and PKCE verifier for a token pair or an MFA challenge',
-      security: PUBLIC,
       body: OAuthExchangeBodySchema,
       response: { 200: described(SignInResultResponseSchema, 'Signed in: a token pair, or an MFA challenge when the account has MFA on (`mfa_required`)'), ...errorResponses({ body: true }, 403, 423) }
     }

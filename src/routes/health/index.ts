@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { sql } from 'kysely'
-import { described, PUBLIC } from '../../../schemas/common.js'
+import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { HealthSchema, ReadinessSchema } from '../../../schemas/health.js'
 import { Errors } from '../../errors.js'
@@ -8,23 +8,21 @@ import { Errors } from '../../errors.js'
 /** Liveness and readiness, not versioned, never rate limited (docs/api.md, "Health and documentation"). */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
-    config: { rateLimit: false },
+    config: { access: 'public', rateLimit: false },
     schema: {
       tags: ['health'],
       operationId: 'health.live',
       summary: 'Liveness probe',
-      security: PUBLIC,
       response: { 200: described(HealthSchema, 'The process runs'), ...errorResponses({ rateLimited: false }) }
     }
   }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', {
-    config: { rateLimit: false },
+    config: { access: 'public', rateLimit: false },
     schema: {
       tags: ['health'],
       operationId: 'health.ready',
       summary: 'Readiness: the database and, when configured, Redis answer',
-      security: PUBLIC,
       response: { 200: described(ReadinessSchema, 'The database and, when configured, Redis answer'), ...errorResponses({ rateLimited: false }) }
     }
   }, async () => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
-import { BEARER, described, IdParamsSchema, LOCATION, PUBLIC } from '../../../schemas/common.js'
+import { described, IdParamsSchema, LOCATION } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 import { USER_FIELDS, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
@@ -15,27 +15,23 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(devices)
   await fastify.register(userPosts)
 
-  /** Oneself needs `write` (an owner's right), anyone else `manage_users`. */
-  const selfOrManageUsers = fastify.requireSelfOr('manage_users', 'write')
-
   fastify.get('', {
-    onRequest: [fastify.authenticate, fastify.requirePermission('read')],
+    config: { access: { permission: 'read' } },
     schema: {
       tags: ['users'],
       operationId: 'users.list',
       summary: 'List users',
-      security: BEARER,
       querystring: CollectionQuerySchema(USER_FIELDS),
       response: { 200: described(UserCollectionSchema, 'A page of users'), ...errorResponses({}, 401, 403) }
     }
   }, async (request) => await accounts.list(request.query))
 
   fastify.post('', {
+    config: { access: 'public' },
     schema: {
       tags: ['users'],
       operationId: 'users.create',
       summary: 'Register a user (role `user`)',
-      security: PUBLIC,
       body: UserCreateBodySchema,
       response: { 201: described(UserResponseSchema, 'Registered: the user', LOCATION), ...errorResponses({ body: true }, 409) }
     }
@@ -45,12 +41,11 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/:id', {
-    onRequest: [fastify.authenticate, fastify.requireSelfOr('read')],
+    config: { access: { permission: 'read', self: 'read' } },
     schema: {
       tags: ['users'],
       operationId: 'users.get',
       summary: 'Get a user',
-      security: BEARER,
       params: IdParamsSchema,
       response: { 200: described(UserResponseSchema, 'The user'), ...errorResponses({}, 401, 403, 404) }
     }
@@ -64,34 +59,33 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     fastify.route({
       method,
       url: '/:id',
-      onRequest: [fastify.authenticate, selfOrManageUsers],
+      config: { access: { permission: 'manage_users', self: 'write' } },
       schema: {
         tags: ['users'],
         operationId,
         summary,
-        security: BEARER,
         params: IdParamsSchema,
         body,
         response: { 200: described(UserResponseSchema, 'The updated user (a new password, e-mail or phone is a sensitive change: it needs a proof, REAUTHENTICATION_REQUIRED otherwise)'), ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
       },
-      handler: async (request) => ({ data: await accounts.update(request.serviceContext, fastify.authorize(request, 'read'), request.params.id, request.body) })
+      handler: async (request) => ({
+        data: await accounts.update(request.serviceContext, request.params.id, request.body)
+      })
     })
   }
 
   fastify.delete('/:id', {
-    onRequest: [fastify.authenticate, fastify.requirePermission('manage_users')],
-    config: { adminOperation: true },
+    config: { access: { permission: 'manage_users' }, adminOperation: true },
     schema: {
       tags: ['users'],
       operationId: 'users.delete',
       summary: 'Delete a user (idempotent: a missing user also answers 204); deleting one\'s own account is a sensitive change: needs a proof',
-      security: BEARER,
       params: IdParamsSchema,
       body: ProofBodySchema,
       response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ body: true }, 401, 403, 423) }
     }
   }, async (request, reply) => {
-    await accounts.remove(request.serviceContext, fastify.authorize(request, 'manage_users'), request.params.id, request.body ?? {})
+    await accounts.remove(request.serviceContext, request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

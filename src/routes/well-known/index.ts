@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { described, PUBLIC } from '../../../schemas/common.js'
+import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
-import { isHttpBase } from '../../config.js'
+import { isHttpBase } from '../../config/index.js'
 import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
 
 /**
@@ -34,11 +34,11 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   const discoveryCaching = configuredBase === null ? 'no-store' : PUBLIC_CACHING
 
   fastify.get('/jwks.json', {
+    config: { access: 'public' },
     schema: {
       tags: ['keys'],
       operationId: 'keys.jwks',
       summary: 'Public keys that verify access tokens (JWK Set)',
-      security: PUBLIC,
       response: { 200: described(JwksSchema, 'The JWK Set', CACHING), ...errorResponses({}) }
     }
   }, async (_request, reply) => {
@@ -47,11 +47,11 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/openid-configuration', {
+    config: { access: 'public' },
     schema: {
       tags: ['keys'],
       operationId: 'keys.discovery',
       summary: 'Discovery: issuer, JWKS address, token endpoints, algorithms',
-      security: PUBLIC,
       response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', DISCOVERY_CACHING), ...errorResponses({}) }
     }
   }, async (request, reply) => {

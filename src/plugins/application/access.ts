@@ -1,0 +1,86 @@
+import type { FastifyRequest, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import { BEARER, OPTIONAL_BEARER, PUBLIC } from '../../../schemas/common.js'
+import type { Permission } from '../../../schemas/rbac.js'
+import { authorize } from '../../services/authorization.js'
+import { canonicalUuid } from '../../store/ids.js'
+import type { AuthenticationHook } from './authentication.js'
+
+/**
+ * Who may call a route, declared once in its options (`config: { access }`); the guards and
+ * the route's `security` in the OpenAPI document both come from it (docs/architecture.md, "Access").
+ * - `public`: no token is read;
+ * - `optional`: a token, when sent, must be good; the route shows more to a caller;
+ * - `bearer`: any signed-in caller; what may be done to a target is the service's rule;
+ * - `{ permission }`: a caller holding the permission;
+ * - `{ permission, self }`: for `/:id` routes, the user `id` itself needs `self` (an owner's
+ *   right), anyone else `permission`.
+ */
+export type RouteAccess =
+  | 'public'
+  | 'optional'
+  | 'bearer'
+  | { permission: Permission, self?: Permission }
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route: every route of the API declares it. */
+    access?: RouteAccess
+  }
+}
+
+/** The `id` path parameter as validation will spell it: guards run before validation makes ids canonical. */
+function idParam (request: FastifyRequest): string {
+  return canonicalUuid((request.params as { id: string }).id)
+}
+
+/** A callback-style guard from a check that throws, named so route listings say what guards a route. */
+function guard (name: string, check: (request: FastifyRequest) => void): AuthenticationHook {
+  const hook: AuthenticationHook = (request, _reply, done) => {
+    try {
+      check(request)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    done()
+  }
+  return Object.defineProperty(hook, 'name', { value: name })
+}
+
+/**
+ * Reads each route's declared access: adds its guards before the route's own onRequest hooks
+ * and writes its `security`. A route without a declaration stops start-up. Registered after the
+ * documentation pages (public, added by their plugins) and before the API's routes.
+ */
+export default fp(async (fastify) => {
+  const { authenticate, authenticateIfPresent } = fastify
+
+  function guardsOf (access: RouteAccess): AuthenticationHook[] {
+    if (access === 'public') return []
+    if (access === 'optional') return [authenticateIfPresent]
+    if (access === 'bearer') return [authenticate]
+    const { permission, self } = access
+    if (self === undefined) {
+      return [authenticate, guard('requirePermission', (request) => { authorize(request.user, permission) })]
+    }
+    return [authenticate, guard('requireSelfOr', (request) => {
+      const id = idParam(request)
+      if (request.user?.id === id) authorize(request.user, self, id)
+      else authorize(request.user, permission)
+    })]
+  }
+
+  fastify.addHook('onRoute', (route: RouteOptions) => {
+    const access = route.config?.access
+    if (access === undefined) {
+      throw new Error(`${String(route.method)} ${route.url} declares no access: set config.access (docs/architecture.md, "Access")`)
+    }
+    const own = route.onRequest === undefined
+      ? []
+      : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
+    const guards = guardsOf(access)
+    if (guards.length > 0) route.onRequest = [...guards, ...own]
+    route.schema = { ...route.schema, security: access === 'public' ? PUBLIC : access === 'optional' ? OPTIONAL_BEARER : BEARER }
+  })
+}, { name: 'access', dependencies: ['authentication'] })

@@ -1,0 +1,223 @@
+import { EventEmitter } from 'node:events'
+import fp from 'fastify-plugin'
+
+/** A job of the table below: what it does, how often, and how several instances share it. */
+export interface BackgroundJob {
+  readonly name: string
+  /** The time between two runs (ms); null for a start-up job, run once after `ready`. */
+  readonly everyMs: number | null
+  /** Also runs at `ready`, not only after its first interval. */
+  readonly atReady: boolean
+  readonly does: string
+  /** How the work is shared when several instances run (cluster workers or hosts). */
+  readonly shared: string
+}
+
+/** A job and how it goes. */
+export interface JobState extends BackgroundJob {
+  /** Started (after `ready`) and not yet stopped (at close). */
+  active: boolean
+  /** Runs begun, and failures among those settled. */
+  runs: number
+  failures: number
+  /** Its last run failed. */
+  failing: boolean
+}
+
+export interface BackgroundJobs {
+  readonly jobs: readonly JobState[]
+  /** Emits 'run' (name, error or null) each time a run settles. */
+  readonly events: EventEmitter
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every periodic (and start-up) job of the instance, with its state. */
+    backgroundJobs: BackgroundJobs
+  }
+}
+
+interface JobDefinition extends BackgroundJob {
+  run: () => Promise<unknown>
+  /** Logged (warn, with `err`) when a run fails; absent when the work logs its own failures. */
+  failed?: string
+  /** Logged (info) when a run succeeds after failures: then only the first of them is logged. */
+  recovered?: string
+  /** False for the audit writer's own job: its failure is not written to the audit log it could not write. */
+  audited?: boolean
+  /** At close, after the timers stop: what must still be done (ends or waits for the run in progress). */
+  stop?: () => Promise<void>
+}
+
+const HOUR = 60 * 60 * 1000
+/** Every instance delivers what is due this often (and at once after storing a message). */
+const OUTBOX_POLL_MS = 2000
+
+/**
+ * One home for background work: every job in one table, started once the app is ready and
+ * stopped in one onClose hook, before the database closes (later plugins close first). A
+ * failed run is logged and, once per spell of failures, recorded in the audit log as
+ * `job.failed`; it never ends the process.
+ */
+export default fp(async (fastify) => {
+  const { services, auditTrail, auditRetention, config, log } = fastify
+  const upkeep = fastify.revocations.upkeep
+  const retryWindowMs = config.session.refreshRetryWindowS * 1000
+
+  // Closed in this order: what may still write audit entries before the audit trail's last flush.
+  const table: JobDefinition[] = [
+    {
+      name: 'oauth-discovery',
+      everyMs: null,
+      atReady: true,
+      does: 'reads each OAuth issuer\'s discovery document; a provider whose document cannot be read is logged, ' +
+        'and its routes answer 502 until a later read succeeds (docs/operations.md, "Providers by issuer")',
+      shared: 'per instance: each keeps the documents it read in memory',
+      run: async () => {
+        for (const { provider, reason } of await services.oauth.discoverAll()) {
+          log.warn({ provider, reason }, 'OAuth provider unavailable: its discovery document could not be read')
+        }
+      },
+      failed: 'OAuth discovery failed'
+    },
+    {
+      name: 'revocation-sync',
+      everyMs: upkeep.syncMs,
+      atReady: false,
+      does: 'adds the revocations stored since the last read, other instances\' included, to the list in memory',
+      shared: 'per instance by nature: each keeps its own list in memory',
+      run: upkeep.sync,
+      failed: 'revocation sync failed; retrying',
+      recovered: 'revocation sync recovered'
+    },
+    {
+      name: 'revocation-prune',
+      everyMs: upkeep.pruneMs,
+      atReady: false,
+      does: 'drops expired revocations from the list in memory',
+      shared: 'per instance by nature: each prunes its own list',
+      run: async () => { upkeep.prune() },
+      failed: 'revocation prune failed'
+    },
+    {
+      name: 'revocation-purge',
+      everyMs: upkeep.purgeMs,
+      atReady: false,
+      does: 'deletes the revocation rows whose token has expired',
+      shared: 'every instance may run it: the delete is idempotent',
+      run: upkeep.purge,
+      failed: 'revocation purge failed'
+    },
+    // Without a retry window (REFRESH_RETRY_WINDOW_S=0) no pair is kept for retries.
+    ...(retryWindowMs === 0
+      ? []
+      : [{
+          name: 'refresh-retry-erase',
+          everyMs: retryWindowMs,
+          atReady: false,
+          does: 'erases the token pairs kept for refresh retries, within one more window once their own has passed',
+          shared: 'every instance may run it: erasing is idempotent',
+          run: async () => { await services.sessions.eraseLapsedRetries() },
+          failed: 'erasing refresh retries failed'
+        }]),
+    {
+      name: 'outbox-drain',
+      everyMs: OUTBOX_POLL_MS,
+      atReady: true,
+      does: 'delivers the messages due (also at once after one is stored), retrying failures with backoff',
+      shared: 'every instance drains: each message is claimed on its row, so none is sent twice',
+      // The outbox logs its own failures (a round started by a stored message too).
+      run: async () => { await services.outbox.round() },
+      // Delivery under way finishes; what is not delivered yet stays for the next instance to start.
+      stop: async () => { await services.outbox.stop() }
+    },
+    {
+      name: 'audit-retention-purge',
+      everyMs: HOUR,
+      atReady: true,
+      does: 'deletes audit entries past AUDIT_RETENTION_DAYS, in small paced batches',
+      shared: 'every instance may run it: the deletes are idempotent and batched',
+      run: async () => {
+        // Start-up does not wait for it: a backlog takes as long as it takes, in small batches.
+        const removed = await auditRetention.purge()
+        if (removed > 0) log.info({ removed }, 'audit entries past retention purged')
+      },
+      failed: 'audit purge failed; tried again within the hour',
+      stop: async () => { await auditRetention.stop() }
+    },
+    {
+      name: 'audit-flush',
+      everyMs: auditTrail.flushIntervalMs,
+      atReady: false,
+      does: 'writes the audit entries queued for a batch (rate-limit refusals, job failures)',
+      shared: 'per instance: each flushes its own queue',
+      run: async () => { await auditTrail.flush() },
+      failed: 'audit flush failed',
+      audited: false,
+      // Last: writes everything still queued, the entries of the jobs stopped before included.
+      stop: async () => { await auditTrail.close() }
+    }
+  ]
+
+  const events = new EventEmitter()
+  const entries = table.map((job) => {
+    const { name, everyMs, atReady, does, shared } = job
+    const state: JobState = {
+      name, everyMs, atReady, does, shared, active: false, runs: 0, failures: 0, failing: false
+    }
+    return { job, state, inFlight: new Set<Promise<void>>() }
+  })
+  type Entry = typeof entries[number]
+  fastify.decorate('backgroundJobs', { jobs: entries.map((entry) => entry.state), events })
+
+  const timers: NodeJS.Timeout[] = []
+  let auditClosed = false
+
+  function settled ({ job, state }: Entry, error: unknown): void {
+    const wasFailing = state.failing
+    state.failing = error !== null
+    if (error === null) {
+      if (wasFailing && job.recovered !== undefined) log.info({ job: job.name }, job.recovered)
+    } else {
+      state.failures++
+      if (job.failed !== undefined && (job.recovered === undefined || !wasFailing)) {
+        log.warn({ err: error, job: job.name }, job.failed)
+      }
+      // Once per spell of failures, and never into an audit trail already closed.
+      if (!wasFailing && job.audited !== false && !auditClosed) {
+        auditTrail.record({ event: 'job.failed', outcome: 'failure', details: { job: job.name } })
+      }
+    }
+    events.emit('run', job.name, error)
+  }
+
+  function run (entry: Entry): void {
+    entry.state.runs++
+    const running: Promise<void> = Promise.resolve().then(entry.job.run).then(
+      () => { settled(entry, null) },
+      (error: unknown) => { settled(entry, error ?? new Error('job failed')) }
+    ).catch((error: unknown) => { log.error({ err: error, job: entry.job.name }, 'background job not settled') })
+      .finally(() => { entry.inFlight.delete(running) })
+    entry.inFlight.add(running)
+  }
+
+  fastify.addHook('onReady', async () => {
+    for (const entry of entries) {
+      const { everyMs, atReady } = entry.job
+      entry.state.active = true
+      if (everyMs !== null) timers.push(setInterval(() => { run(entry) }, everyMs).unref())
+      if (atReady || everyMs === null) run(entry)
+    }
+  })
+
+  // Every timer first, then each job in the table's order: its last work, then its runs in flight.
+  fastify.addHook('onClose', async () => {
+    for (const timer of timers) clearInterval(timer)
+    for (const entry of entries) {
+      await entry.job.stop?.()
+      await Promise.all(entry.inFlight)
+      entry.state.active = false
+      if (entry.job.name === 'audit-flush') auditClosed = true
+    }
+  })
+}, { name: 'background', dependencies: ['revocation', 'audit', 'services'] })

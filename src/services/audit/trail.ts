@@ -1,0 +1,153 @@
+import type { AuditEvent } from '../../../schemas/audit.js'
+import { redact } from '../../security/redaction.js'
+import { uuidv7 } from '../../store/ids.js'
+import type { AuditLogsTable, Db } from '../../store/types.js'
+import type { RequestContext } from '../context.js'
+
+export interface AuditRecord {
+  event: AuditEvent
+  outcome: 'success' | 'failure'
+  actorId?: string | null
+  targetId?: string | null
+  ip?: string | null
+  userAgent?: string | null
+  details?: Record<string, unknown>
+}
+
+/** What a service says of an event; the request context adds where it came from. */
+export type AuditFields = Omit<AuditRecord, 'event' | 'ip' | 'userAgent'>
+
+/** An entry recording a change, with its event. */
+export type AuditChange = AuditFields & { event: AuditEvent }
+
+/**
+ * Makes a change with the entries that record it in one transaction (AuditTrail.recorded):
+ * `change` runs its statements on the transaction it is given; the entries are stored unless
+ * `recordedIf` says, from its result, that nothing changed.
+ */
+export type Recorded = <T>(change: (trx: Db) => Promise<T>, recordedIf?: (result: T) => boolean) => Promise<T>
+
+function toRow (entry: AuditRecord): AuditLogsTable {
+  return {
+    id: uuidv7(),
+    event: entry.event,
+    actor_id: entry.actorId ?? null,
+    target_id: entry.targetId ?? null,
+    ip: entry.ip ?? null,
+    user_agent: entry.userAgent?.slice(0, 512) ?? null,
+    outcome: entry.outcome,
+    details: JSON.stringify(redact(entry.details ?? {})),
+    created_at: new Date().toISOString()
+  }
+}
+
+/** The entry's row, from the context's address and user agent; its caller is the actor unless the entry names one. */
+function rowIn (context: RequestContext, event: AuditEvent, entry: AuditFields): AuditLogsTable {
+  return toRow({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
+}
+
+export interface AuditTrailOptions {
+  write: (rows: AuditLogsTable[]) => Promise<void>
+  /** Runs `change` and writes the rows that record it in one transaction. */
+  writeWith: <T>(change: (trx: Db) => Promise<T>, rowsOf: (result: T) => AuditLogsTable[]) => Promise<T>
+  onError: (error: unknown, pending: number) => void
+  /** Flush at least this often: the interval of the background plugin's flush job. */
+  flushIntervalMs?: number
+  /** Flush at once when this many are waiting. */
+  batchSize?: number
+  /** Beyond this many waiting (storage down for long), the oldest are dropped and reported. */
+  maxPending?: number
+}
+
+/**
+ * The audit table's writer. A change a service makes is stored with its entries in one
+ * transaction (`recordChange`), and an event that changes nothing (a refused sign-in) is
+ * written at once (`recordIn`): the caller awaits either before answering, so an acknowledged
+ * action has its entry, after a crash too, and every instance lists it. Only what may be batched (`record`: a
+ * rate-limit refusal, at most one per client, tier and window) is queued and written off the request path; a failed
+ * batch keeps its rows for the next try, and `close()` writes everything still waiting.
+ */
+export class AuditTrail {
+  readonly #pending: AuditLogsTable[] = []
+  readonly #options: Required<AuditTrailOptions>
+  #flushing: Promise<void> | null = null
+  #followUp: Promise<void> | null = null
+
+  constructor (options: AuditTrailOptions) {
+    this.#options = { flushIntervalMs: 250, batchSize: 200, maxPending: 50_000, ...options }
+  }
+
+  /** How often to flush what is queued: the interval of the background plugin's flush job. */
+  get flushIntervalMs (): number {
+    return this.#options.flushIntervalMs
+  }
+
+  /** Queues an entry for the next batch: only for events that may be written late. */
+  record (entry: AuditRecord): void {
+    this.#pending.push(toRow(entry))
+    const overflow = this.#pending.length - this.#options.maxPending
+    if (overflow > 0) {
+      this.#pending.splice(0, overflow)
+      this.#options.onError(new Error(`audit backlog full: ${overflow} oldest entries dropped`), this.#pending.length)
+    }
+    if (this.#pending.length >= this.#options.batchSize) void this.flush()
+  }
+
+  /**
+   * Writes `event` with the context's address and user agent (the actor is its caller unless
+   * the entry names one); resolves once it is stored.
+   */
+  async recordIn (context: RequestContext, event: AuditEvent, entry: AuditFields): Promise<void> {
+    await this.#options.write([rowIn(context, event, entry)])
+  }
+
+  /**
+   * Makes a change and stores the entries that record it in one transaction (docs/api.md,
+   * "Audit log"): `change` runs its statements on the transaction it is given, and
+   * `entriesOf` says, from its result, what happened.
+   */
+  async recordChange<T> (
+    context: RequestContext,
+    change: (trx: Db) => Promise<T>,
+    entriesOf: (result: T) => AuditChange[]
+  ): Promise<T> {
+    return await this.#options.writeWith(change, (result) =>
+      entriesOf(result).map(({ event, ...entry }) => rowIn(context, event, entry)))
+  }
+
+  /** A change made through the result is stored with `entries`, for a service that makes it on another's behalf. */
+  recorded (context: RequestContext, entries: AuditChange[]): Recorded {
+    return async (change, recordedIf = () => true) =>
+      await this.recordChange(context, change, (result) => recordedIf(result) ? entries : [])
+  }
+
+  /**
+   * Writes everything recorded before the call. A write in flight holds only what was waiting
+   * when it began, so callers during it share one follow-up write of the rest: at most one
+   * write runs and one waits, however many requests record meanwhile (or storage is down).
+   */
+  async flush (): Promise<void> {
+    if (this.#flushing === null) return await this.#writePending()
+    this.#followUp ??= this.#flushing.then(async () => {
+      this.#followUp = null
+      await this.#writePending()
+    })
+    await this.#followUp
+  }
+
+  async #writePending (): Promise<void> {
+    if (this.#pending.length === 0) return
+    const batch = this.#pending.splice(0, this.#pending.length)
+    this.#flushing = this.#options.write(batch).catch((error: unknown) => {
+      this.#pending.unshift(...batch)
+      this.#options.onError(error, this.#pending.length)
+    }).finally(() => { this.#flushing = null })
+    await this.#flushing
+  }
+
+  /** Writes everything still waiting (one retry if a write fails), once the flush job has stopped. */
+  async close (): Promise<void> {
+    await this.flush()
+    await this.flush()
+  }
+}

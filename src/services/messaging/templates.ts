@@ -1,0 +1,80 @@
+import type { OutgoingMessage } from '../../store/outbox.js'
+
+/** What a security notice tells the account holder happened. */
+export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
+  'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted'
+
+const NOTICES: Record<NoticeKind, string> = {
+  password_changed: 'The password of your account was changed',
+  password_reset: 'The password of your account was reset',
+  email_changed: 'The e-mail address of your account was changed',
+  phone_changed: 'The phone number of your account was changed',
+  mfa_enabled: 'Two-factor authentication was enabled on your account',
+  mfa_disabled: 'Two-factor authentication was disabled on your account',
+  backup_codes_replaced: 'New backup codes were made for your account; the old ones no longer work',
+  passkey_added: 'A passkey was added to your account',
+  passkey_removed: 'A passkey was removed from your account',
+  passkey_renamed: 'A passkey of your account was renamed',
+  identity_unlinked: 'A sign-in provider was unlinked from your account',
+  account_claimed: 'Your e-mail address was confirmed for your account',
+  account_deleted: 'Your account was deleted'
+}
+
+function escapeHtml (text: string): string {
+  return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`)
+}
+
+function page (paragraphs: string[]): string {
+  return `<!doctype html><html><body>${paragraphs.map((paragraph) => `<p>${paragraph}</p>`).join('')}</body></html>`
+}
+
+/**
+ * Every message the service sends, in one place: plain text and HTML bodies, with links to
+ * the application (APP_URL) when set, and the bare token always (for clients without pages).
+ */
+export class MessageTemplates {
+  constructor (private readonly options: { appUrl: string | null, productName: string }) {}
+
+  emailVerification (to: string, token: string, validHours: number): OutgoingMessage {
+    return this.#withToken(to, `Verify your e-mail address for ${this.options.productName}`, 'verify-email', token,
+      `Confirm that this address is yours. The link is good for ${validHours} hours.`)
+  }
+
+  passwordReset (to: string, token: string, validMinutes: number): OutgoingMessage {
+    return this.#withToken(to, `Reset your ${this.options.productName} password`, 'reset-password', token,
+      `Someone asked to reset the password of the account with this address. If it was you, choose a new password within ${validMinutes} minutes; if not, ignore this message.`)
+  }
+
+  /** A security notice; `detail` says more of what happened (what a claim removed). */
+  notice (to: string, kind: NoticeKind, detail?: string): OutgoingMessage {
+    const what = NOTICES[kind]
+    const advice = 'If this was not you, reset your password and contact your administrator.'
+    const paragraphs = [`${what}.`, ...(detail === undefined ? [] : [detail]), advice]
+    return { channel: 'email', recipient: to, subject: what, text: `${paragraphs.join('\n\n')}\n`, html: page(paragraphs.map(escapeHtml)) }
+  }
+
+  signInCode (channel: 'email' | 'sms', to: string, code: string, validMinutes: number): OutgoingMessage {
+    return this.#code(channel, to, code, validMinutes, 'sign-in code', '')
+  }
+
+  /** A code that confirms a change to how the account signs in (a step-up). */
+  confirmationCode (channel: 'email' | 'sms', to: string, code: string, validMinutes: number): OutgoingMessage {
+    return this.#code(channel, to, code, validMinutes, 'confirmation code', ' It confirms a change to how your account signs in; if you did not ask for it, reset your password.')
+  }
+
+  #code (channel: 'email' | 'sms', to: string, code: string, validMinutes: number, what: string, warning: string): OutgoingMessage {
+    const text = `Your ${this.options.productName} ${what} is ${code}. It is good for ${validMinutes} minutes, once.${warning}`
+    return { channel, recipient: to, subject: `Your ${this.options.productName} ${what}`, text, html: channel === 'email' ? page([escapeHtml(text)]) : null }
+  }
+
+  #withToken (to: string, subject: string, path: string, token: string, intro: string): OutgoingMessage {
+    const link = this.options.appUrl === null ? null : `${this.options.appUrl}/${path}?token=${token}`
+    const text = [intro, ...(link === null ? [] : ['', link]), '', `Token: ${token}`, ''].join('\n')
+    const html = page([
+      escapeHtml(intro),
+      ...(link === null ? [] : [`<a href="${escapeHtml(link)}">${escapeHtml(link)}</a>`]),
+      `Token: <code>${escapeHtml(token)}</code>`
+    ])
+    return { channel: 'email', recipient: to, subject, text, html }
+  }
+}

@@ -1,0 +1,46 @@
+import nodemailer from 'nodemailer'
+import type { MailMessage, Mailer } from '../ports.js'
+
+/** Time allowed to reach the mail server (its name resolved and every address tried). */
+const CONNECTION_TIMEOUT_MS = 10_000
+/** Time allowed for the server's greeting, and for a STARTTLS upgrade, once connected. */
+const GREETING_TIMEOUT_MS = 10_000
+/** Time the server may stay silent once the conversation has begun. */
+const SOCKET_TIMEOUT_MS = 30_000
+/**
+ * The whole of one send, however the server behaves: a server that answers slowly but always
+ * within the socket timeout could otherwise hold a send for ever. The connection is closed
+ * then, before the message is complete, so the server drops it; the outbox claims a message
+ * for longer than this (docs/api.md, "Messages").
+ */
+export const SMTP_SEND_TIMEOUT_MS = CONNECTION_TIMEOUT_MS + GREETING_TIMEOUT_MS + SOCKET_TIMEOUT_MS
+
+/**
+ * Mail over SMTP_URL with nodemailer: `smtp://` upgrades with STARTTLS whenever the server
+ * offers it, `smtps://` is TLS from the start; certificates are verified unless the URL says
+ * otherwise (`?tls.rejectUnauthorized=false`, for a relay with a private certificate).
+ */
+export class SmtpMailer implements Mailer {
+  readonly timeoutMs = SMTP_SEND_TIMEOUT_MS
+  readonly #transport
+
+  constructor (url: string, from: string) {
+    this.#transport = nodemailer.createTransport({
+      url,
+      connectionTimeout: CONNECTION_TIMEOUT_MS,
+      dnsTimeout: CONNECTION_TIMEOUT_MS,
+      greetingTimeout: GREETING_TIMEOUT_MS,
+      socketTimeout: SOCKET_TIMEOUT_MS
+    }, { from })
+  }
+
+  async send ({ to, subject, text, html }: MailMessage): Promise<void> {
+    await this.#transport.sendMail({
+      to, subject, text, ...(html !== null && { html }), signal: AbortSignal.timeout(SMTP_SEND_TIMEOUT_MS)
+    })
+  }
+
+  async close (): Promise<void> {
+    this.#transport.close()
+  }
+}

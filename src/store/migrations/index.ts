@@ -1,0 +1,55 @@
+/*
+ * Migrations are append-only: a released migration is never edited (databases record it by
+ * name and never run it again); a change is a new file, appended to MIGRATIONS below.
+ */
+import { type Kysely, type Migration, Migrator, sql } from 'kysely'
+import type { Dialect } from '../types.js'
+import * as m0001 from './0001-users-roles-refresh-tokens.js'
+import * as m0002 from './0002-sessions-revocations-sign-in-failures.js'
+import * as m0003 from './0003-audit-logs-trusted-devices.js'
+import * as m0004 from './0004-mfa.js'
+import * as m0005 from './0005-oauth.js'
+import * as m0006 from './0006-posts-comments.js'
+import * as m0007 from './0007-sign-in-failures-cleared.js'
+import * as m0008 from './0008-sessions-live-index.js'
+import * as m0009 from './0009-email-recovery-message-factors.js'
+import * as m0010 from './0010-collections-at-scale.js'
+import * as m0011 from './0011-refresh-retries.js'
+import * as m0012 from './0012-oauth-browser-sign-in.js'
+import * as m0013 from './0013-passkeys.js'
+import * as m0014 from './0014-account-assurance.js'
+
+interface MigrationFile {
+  /** Recorded in kysely_migration: renaming one would run it again. */
+  name: string
+  up: (db: Kysely<any>, dialect: Dialect) => Promise<void>
+}
+
+/** In order; listed rather than read from the folder, so the build and tsx find the same ones. */
+const MIGRATIONS: readonly MigrationFile[] = [
+  m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008, m0009, m0010, m0011, m0012, m0013, m0014
+]
+
+/** The one set of migrations for both databases. */
+function migrations (dialect: Dialect): Record<string, Migration> {
+  return Object.fromEntries(MIGRATIONS.map((migration) => [migration.name, {
+    async up (db: Kysely<any>) { await migration.up(db, dialect) }
+  }]))
+}
+
+/** Brings the schema to the latest version; throws with the failing migration's error. */
+export async function migrateToLatest (db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+  // Kysely looks for its bookkeeping tables in every schema; name the one in use, so a
+  // database holding several copies of the service's tables (one per schema) works.
+  const schema = dialect === 'postgres'
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+    : undefined
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations(dialect) },
+    ...(schema !== undefined && { migrationTableSchema: schema })
+  })
+  const { error, results = [] } = await migrator.migrateToLatest()
+  if (error !== undefined) throw error instanceof Error ? error : new Error(String(error))
+  return results.filter((result) => result.status === 'Success').map((result) => result.migrationName)
+}

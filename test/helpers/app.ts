@@ -1,0 +1,66 @@
+/** The app for `app.inject`: built as the server builds it, with the test configuration. */
+import type { FastifyInstance } from 'fastify'
+import { loadConfig } from '../../src/config/index.js'
+import { createInstance } from '../../src/http/instance.js'
+import type { TestContext } from './context.js'
+import { freshDatabaseUrl } from './database.js'
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters'
+
+/**
+ * The security headers, exactly, on every response, errors, 404s, 429s and preflights included (docs/api.md,
+ * "Security headers").
+ */
+export const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'x-xss-protection': '1; mode=block',
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+  'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:",
+  // Added to the set: tokens and personal data must not be cached.
+  'cache-control': 'no-store'
+}
+
+export interface BuildOptions {
+  /** PostgreSQL URL to isolate a schema in, or null for in-memory SQLite. */
+  postgresUrl?: string | null
+  /** Extra environment variables, as the service would read them. */
+  env?: Record<string, string>
+  /** Use this database URL as is (to share one database between two instances). */
+  databaseUrl?: string
+  /** Adds test-only routes before the app is ready. */
+  extend?: (app: FastifyInstance) => void
+}
+
+/** Builds the app as the server does, ready for `app.inject`, closed at teardown. */
+export async function build (t: TestContext, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl(t, options.postgresUrl ?? null)
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    JWT_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    CORS_ORIGINS: 'http://localhost:3000',
+    // Tests of other features sign in far more often than a client may; the rate-limit
+    // tests set their own limits.
+    RATE_LIMIT_MAX: '1000000',
+    RATE_LIMIT_AUTH_MAX: '1000000',
+    RATE_LIMIT_ADMIN_MAX: '1000000',
+    // Admin accounts in tests of other features are not enrolled in MFA; the MFA tests
+    // set the roles that must use it.
+    MFA_REQUIRED_ROLES: 'none',
+    ...options.env
+  })
+  const app = createInstance(config)
+  options.extend?.(app)
+  t.teardown(async () => await app.close())
+  await app.ready()
+  return app
+}
+
+/** Resolves once every app's Redis connection is ready (Redis calls do not queue while it connects). */
+export async function redisReady (...apps: FastifyInstance[]): Promise<void> {
+  for (const app of apps) {
+    const redis = app.redis
+    if (redis !== null && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve))
+  }
+}
