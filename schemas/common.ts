@@ -45,7 +45,10 @@ export function DataEnvelope<T extends TSchema> (item: T) {
   return component(`${name}Response`, Type.Object({ data: component(name, item) }))
 }
 
-/** OpenAPI security requirement of routes that take a bearer token (scheme in plugins/documentation.ts). */
+/**
+ * OpenAPI security requirement of routes that take a bearer token (the scheme is in
+ * src/plugins/infrastructure/documentation.ts).
+ */
 export const BEARER = [{ bearerAuth: [] }]
 /** Routes anyone may call: no credentials. */
 export const PUBLIC: Array<Record<string, string[]>> = []

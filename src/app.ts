@@ -13,7 +13,7 @@ import rateLimit from './plugins/infrastructure/rate-limit.js'
 import redis from './plugins/infrastructure/redis.js'
 import repositories from './plugins/application/repositories.js'
 import revocation from './plugins/application/revocation.js'
-import security from './plugins/application/credentials.js'
+import credentials from './plugins/application/credentials.js'
 import securityHeaders from './plugins/infrastructure/security-headers.js'
 import services from './plugins/application/services.js'
 import textInput from './plugins/infrastructure/text-input.js'
@@ -58,7 +58,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(cors)
   await fastify.register(database)
   await fastify.register(redis)
-  await fastify.register(security)
+  await fastify.register(credentials)
   await fastify.register(repositories)
   await fastify.register(revocation)
   await fastify.register(authentication)

@@ -1,7 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
-import { availableParallelism } from 'node:os'
 import pino from 'pino'
-import { sharedSigningVariables } from './config/index.js'
+import { sharedSigningVariables, workerCount } from './config/index.js'
 
 /**
  * `npm run start:cluster`: the service on several cores of one host, through Node's cluster
@@ -18,20 +17,20 @@ import { sharedSigningVariables } from './config/index.js'
  * once and hands to every worker in its environment, so each accepts the others' tokens.
  */
 
-function workerCount (): number {
-  const value = process.env.WORKERS
-  if (value === undefined || value === '') return availableParallelism()
-  if (!/^[1-9][0-9]{0,2}$/.test(value)) {
-    process.stderr.write(`WORKERS must be a positive integer (got "${value}")\n`)
+/** The number of workers, or the process ends naming the bad WORKERS value. */
+function workers (): number {
+  try {
+    return workerCount()
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`)
     process.exit(1)
   }
-  return Number(value)
 }
 
 if (cluster.isPrimary) {
   // The primary's own lines, in the workers' format; `role` tells them apart.
   const log = pino().child({ role: 'primary' })
-  const count = workerCount()
+  const count = workers()
   const signing = sharedSigningVariables()
   for (const warning of signing.warnings) log.warn(warning)
   const fork = () => cluster.fork(signing.variables)

@@ -24,6 +24,7 @@ export {
 } from './oauth-providers.js'
 export { ConfigError } from './problems.js'
 export { configuredAlgorithm, sharedSigningVariables } from './signing-keys.js'
+export { workerCount } from './workers.js'
 
 export interface Config {
   nodeEnv: string

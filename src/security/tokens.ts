@@ -236,6 +236,12 @@ export class TokenService {
   }
 }
 
+/**
+ * One-time tokens of one kind (a verification or a reset link) an account is sent at most per
+ * hour: nobody can flood an inbox through us.
+ */
+export const ONE_TIME_TOKENS_PER_HOUR = 3
+
 /** A one-time token: 32 random bytes, URL-safe; only its SHA-256 is stored, so the table holds nothing to replay. */
 export function newOneTimeToken (): { token: string, hash: string } {
   const token = randomBytes(32).toString('base64url')

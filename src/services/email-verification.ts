@@ -1,14 +1,13 @@
 import type { User } from '../../schemas/user.js'
 import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
-import { hashToken, newOneTimeToken } from '../security/tokens.js'
+import { hashToken, newOneTimeToken, ONE_TIME_TOKENS_PER_HOUR } from '../security/tokens.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import type { UsersRepository } from '../store/users.js'
 import type { Db } from '../store/types.js'
 import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit/trail.js'
 import { callerOf, type RequestContext } from './context.js'
-import { MESSAGES_PER_HOUR } from './messaging/outbox.js'
 import type { MessageTemplates } from './messaging/templates.js'
 
 const HOUR = 60 * 60 * 1000
@@ -90,6 +89,6 @@ export class EmailVerificationService {
     const { token, hash } = newOneTimeToken()
     return await tokens.issue({ tokenHash: hash, userId: user.id, purpose: 'email_verification', email: user.email, expiresAt: new Date(now + VERIFICATION_TTL_MS).toISOString() },
       templates.emailVerification(user.email, token, VERIFICATION_TTL_MS / HOUR), new Date(now).toISOString(),
-      { max: MESSAGES_PER_HOUR, since: new Date(now - HOUR).toISOString() }, db)
+      { max: ONE_TIME_TOKENS_PER_HOUR, since: new Date(now - HOUR).toISOString() }, db)
   }
 }

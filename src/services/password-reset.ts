@@ -1,7 +1,7 @@
 import type { ForgotPasswordBody, ResetPasswordBody } from '../../schemas/recovery.js'
 import type { PasswordPolicy } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
-import { hashToken } from '../security/tokens.js'
+import { hashToken, newOneTimeToken, ONE_TIME_TOKENS_PER_HOUR } from '../security/tokens.js'
 import { Errors } from '../errors.js'
 import type { OneTimeTokensRepository } from '../store/one-time-tokens.js'
 import { normalizeEmail, type UsersRepository } from '../store/users.js'
@@ -9,8 +9,6 @@ import { assertPasswordPolicy } from '../security/password-policy.js'
 import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit/trail.js'
 import type { RequestContext } from './context.js'
-import { newOneTimeToken } from '../security/tokens.js'
-import { MESSAGES_PER_HOUR } from './messaging/outbox.js'
 import type { MessageTemplates } from './messaging/templates.js'
 import type { Notices } from './messaging/notices.js'
 import type { SessionService } from './sessions.js'
@@ -61,7 +59,7 @@ export class PasswordResetService {
     const issued = await audit.recordChange(context, async (trx) => await tokens.issue(
       { tokenHash: hash, userId: user.id, purpose: 'password_reset', email: user.email, expiresAt: new Date(now + RESET_TTL_MS).toISOString() },
       templates.passwordReset(user.email, token, RESET_TTL_MS / MINUTE), new Date(now).toISOString(),
-      { max: MESSAGES_PER_HOUR, since }, trx),
+      { max: ONE_TIME_TOKENS_PER_HOUR, since }, trx),
     (stored): AuditChange[] => [stored
       ? { event: 'auth.password_reset_requested', outcome: 'success', targetId: user.id }
       : { event: 'auth.password_reset_requested', outcome: 'failure', targetId: user.id, details: { reason: 'too_many_requests' } }])

@@ -6,7 +6,7 @@ import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
-import type { IssuedAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
+import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
 import type { UsersRepository } from '../store/users.js'
 import type { Recorded } from './audit/trail.js'
@@ -228,7 +228,7 @@ export class SessionService {
   }
 
   /** Revokes access tokens of ended sessions until they expire. */
-  async #revokeAccessTokens (accessTokens: IssuedAccessToken[]): Promise<void> {
+  async #revokeAccessTokens (accessTokens: SessionAccessToken[]): Promise<void> {
     await Promise.all(accessTokens.map(async ({ jti, issuedAt }) => {
       await this.#deps.revokeAccessToken(jti, new Date(Date.parse(issuedAt) + ACCESS_TOKEN_TTL_S * 1000))
     }))

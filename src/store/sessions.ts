@@ -56,7 +56,7 @@ export interface LivenessCutoffs {
 }
 
 /** An access token issued with a refresh token of a session. */
-export interface IssuedAccessToken { jti: string, issuedAt: string }
+export interface SessionAccessToken { jti: string, issuedAt: string }
 
 /** What opening a session records (SessionsRepository.open). */
 export interface SessionOpening {
@@ -101,7 +101,7 @@ export class SessionsRepository {
    * opened. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
    * the caller to revoke; undefined when the account is gone.
    */
-  async open (opening: SessionOpening, db: Db = this.db): Promise<IssuedAccessToken[] | undefined> {
+  async open (opening: SessionOpening, db: Db = this.db): Promise<SessionAccessToken[] | undefined> {
     const { userId, device, now, cutoffs, maxConcurrent } = opening
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return undefined
@@ -223,7 +223,7 @@ export class SessionsRepository {
     now: string,
     accessIssuedAfter: string,
     db: Db = this.db
-  ): Promise<IssuedAccessToken[]> {
+  ): Promise<SessionAccessToken[]> {
     if (sessionIds.length === 0) return []
     return await atomically(db, async (trx) => await revokeSessions(trx, sessionIds, reason, now, accessIssuedAfter))
   }
@@ -326,7 +326,7 @@ async function revokeSessions (
   reason: RevocationReason,
   now: string,
   accessIssuedAfter: string
-): Promise<IssuedAccessToken[]> {
+): Promise<SessionAccessToken[]> {
   if (sessionIds.length === 0) return []
   await trx.updateTable('sessions').set({ revoked_at: now, revoked_reason: reason, retry_jti: null, retry_pair: null, retry_until: null })
     .where('id', 'in', sessionIds).where('revoked_at', 'is', null).execute()

@@ -15,7 +15,8 @@ function sourcesUnder (folder: string): string[] {
   return found
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^'";]*?from\s+'([^']+)'/g
+/** `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`. */
+const IMPORT = /(?:(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^'";]*?from\s+|(?:^|\n)\s*import\s+|\bimport\(\s*)'([^']+)'/g
 
 /** Each file (relative to the repository) with what it imports: relative paths resolved, packages as named. */
 const imports = new Map<string, string[]>()

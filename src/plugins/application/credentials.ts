@@ -31,7 +31,7 @@ export default fp(async (fastify) => {
     sign: jwtSignOptions(keys),
     verify: jwtVerifyOptions(current, issuer),
     // The plugin gives requests a slot for a verified payload (request.jwtVerify, which the
-    // guards do not use: see TokenService); `request.user` is the caller (plugins/authentication.ts).
+    // guards do not use: see TokenService); `request.user` is the caller (src/plugins/application/authentication.ts).
     decoratorName: 'jwtPayload'
   })
   // A registration of @fastify/jwt verifies under one key with fixed options: previous keys get

@@ -100,7 +100,7 @@ export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} 
    * after a route's own onRequest hooks, so after authentication, and an unauthenticated flood
    * would never be counted; nor do they run for unknown routes. One root onRequest hook runs
    * on every request, unknown routes included, before any authentication; only CORS
-   * preflights are answered before it (plugins/cors.ts), as browsers send them unprompted.
+   * preflights are answered before it (src/plugins/infrastructure/cors.ts), as browsers send them unprompted.
    * Callback-style, so that an exempt route costs no promise.
    */
   fastify.addHook('onRequest', function rateLimit (request, reply, done) {

@@ -6,7 +6,7 @@ import { described } from '../../../schemas/common.js'
 /** The zero-trust access check (docs/api.md, "Zero-trust access check"). */
 const accessCheck: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/access-check', {
-    config: { access: 'bearer' },
+    config: { access: { permission: 'read' } },
     schema: {
       tags: ['security'],
       operationId: 'security.accessCheck',

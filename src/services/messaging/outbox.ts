@@ -78,9 +78,6 @@ async function withinLimit (limitMs: number, sending: Promise<void>): Promise<vo
   }
 }
 
-/** Messages of one kind an account is sent at most per hour: nobody can flood an inbox through us. */
-export const MESSAGES_PER_HOUR = 3
-
 /**
  * Delivers the outbox: what is due is claimed (so no other instance sends it meanwhile), sent
  * by its channel's sender, and removed; a failure is logged and tried again later with backoff.
