@@ -40,21 +40,16 @@ export function tokenFailure (error: unknown): Error {
 }
 
 /**
- * A store conflict as the error the client sees (docs/api.md, "Errors"); any other error
- * unchanged. Services pass what the store throws through it.
+ * For `.catch` on the store's writes: throws a store conflict as the error the client sees
+ * (docs/api.md, "Errors"), any other error unchanged.
  */
-export function serviceErrorOf (error: unknown): unknown {
-  if (!(error instanceof StoreConflict)) return error
-  switch (error.reason) {
-    case 'email_taken': return new Errors.EMAIL_ALREADY_REGISTERED()
-    case 'passkey_registered': return new Errors.CONFLICT('Passkey already registered')
-    case 'device_trusted': return new Errors.CONFLICT('Device already trusted')
-    case 'device_limit':
-      return new Errors.CONFLICT(`Device limit reached: at most ${error.limit} trusted devices per user`)
-  }
-}
-
-/** For `.catch`: throws what `serviceErrorOf` makes of the error. */
 export function rethrowServiceError (error: unknown): never {
-  throw serviceErrorOf(error)
+  if (!(error instanceof StoreConflict)) throw error
+  switch (error.reason) {
+    case 'email_taken': throw new Errors.EMAIL_ALREADY_REGISTERED()
+    case 'passkey_registered': throw new Errors.CONFLICT('Passkey already registered')
+    case 'device_trusted': throw new Errors.CONFLICT('Device already trusted')
+    case 'device_limit':
+      throw new Errors.CONFLICT(`Device limit reached: at most ${error.limit} trusted devices per user`)
+  }
 }

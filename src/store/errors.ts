@@ -37,7 +37,7 @@ export type ConflictReason = 'email_taken' | 'passkey_registered' | 'device_trus
 
 /**
  * A write refused by what is stored already; the services turn it into the error a client sees
- * (serviceErrorOf in src/errors.ts). `limit` is the number of devices a user may trust.
+ * (rethrowServiceError in src/errors.ts). `limit` is the number of devices a user may trust.
  */
 export class StoreConflict extends Error {
   constructor (readonly reason: ConflictReason, readonly limit?: number) {

@@ -110,7 +110,7 @@ export function actingAs (caller: Caller | null, context: RequestContext = conte
 }
 
 /** A caller as authentication establishes one from a token (by default one no session issued). */
-export function callerOf (principal: UserPrincipal, token?: string): Caller {
+export function callerOfPrincipal (principal: UserPrincipal, token?: string): Caller {
   const claims = token === undefined ? undefined : new TokenService({ secret: TEST_SECRET }).verify(token, 'access')
   return {
     id: principal.id,
@@ -130,7 +130,7 @@ export async function registered ({ services, repositories }: ServiceFixture, ro
   for (const role of roles) await repositories.users.addRole(user.id, role)
   const principal = await repositories.users.findPrincipal(user.id)
   if (principal === undefined) throw new Error('registered account not found')
-  return { ...callerOf(principal), email }
+  return { ...callerOfPrincipal(principal), email }
 }
 
 /**
@@ -148,7 +148,7 @@ export async function owner (
   const principal = await repositories.users.findPrincipal(account.id)
   if (principal === undefined) throw new Error('registered account not found')
   const pair = await services.sessions.start(principal, undefined, ['pwd'], audit.recorded(contextFrom('192.0.2.1'), []))
-  const caller = callerOf(principal, pair.access_token)
+  const caller = callerOfPrincipal(principal, pair.access_token)
   if (options.reauthenticated !== false) {
     await repositories.sessions.grantReauthentication(
       caller.id,
@@ -169,7 +169,7 @@ export async function steppedUpWithoutPassword (fixture: ServiceFixture, userId:
   if (principal === undefined) throw new Error('no such account')
   const context = contextFrom('192.0.2.2')
   const pair = await services.sessions.start(principal, undefined, ['fed'], fixture.audit.recorded(context, [{ event: 'auth.login', outcome: 'success', actorId: userId, targetId: userId }]))
-  const caller = callerOf(principal, pair.access_token)
+  const caller = callerOfPrincipal(principal, pair.access_token)
   const before = fixture.sent.length
   await services.reauthentication.sendCode(contextFrom('192.0.2.2', caller), 'email')
   await fixture.delivered()

@@ -5,7 +5,8 @@ import { REAUTHENTICATION_TTL_MS } from '../../src/services/reauthentication.js'
 import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
 import { backends } from '../helpers/database.js'
 import {
-  actingAs, buildServices, callerOf, contextFrom, googleTestProvider, owner, providerSignIn, type ServiceFixture,
+  actingAs, buildServices, callerOfPrincipal, contextFrom, googleTestProvider, owner, providerSignIn,
+  type ServiceFixture,
   tokenSent
 } from '../helpers/services.js'
 import { SoftwareAuthenticator } from '../helpers/webauthn-authenticator.js'
@@ -132,7 +133,7 @@ for (const backend of backends()) {
         // A session however it was had (under `required`, one from before the mode): the rule holds in the services.
         const principal = await principalOf(fixture, user.id)
         const pair = await services.sessions.start(principal, undefined, ['pwd'], audit.recorded(context, []))
-        const caller = callerOf(principal, pair.access_token)
+        const caller = callerOfPrincipal(principal, pair.access_token)
         await services.reauthentication.reauthenticate(contextFrom('203.0.113.12', caller), { password: TEST_PASSWORD })
         await t.rejects(services.mfaSettings.setup(actingAs(caller)), Errors.EMAIL_NOT_VERIFIED, `${mode}: TOTP set-up`)
         await t.rejects(services.mfaSettings.enable(actingAs(caller, context), { code: '000000' }), Errors.EMAIL_NOT_VERIFIED, `${mode}: TOTP`)
@@ -224,7 +225,7 @@ for (const backend of backends()) {
       await services.accounts.update(actingAs(account, context), account.id, { phone: '+15555550103' })
       const otherSession = await services.signIn.withPassword(contextFrom('192.0.2.41'), { email: account.email, password: TEST_PASSWORD })
       if (otherSession.mfa_required) throw new Error('no MFA expected')
-      const other = callerOf(await principalOf(fixture, account.id), otherSession.access_token)
+      const other = callerOfPrincipal(await principalOf(fixture, account.id), otherSession.access_token)
       await t.rejects(services.accounts.update(contextFrom('192.0.2.41', other), account.id, { phone: '+15555550104' }), Errors.REAUTHENTICATION_REQUIRED, 'another session did not step up')
       clock.aheadMs = REAUTHENTICATION_TTL_MS + 1000
       await t.rejects(services.accounts.update(actingAs(account, context), account.id, { phone: '+15555550105' }), Errors.REAUTHENTICATION_REQUIRED, 'the step-up is over')
@@ -240,7 +241,7 @@ for (const backend of backends()) {
       const signedIn = await services.signIn.withPassword(context, { email: account.email, password: TEST_PASSWORD })
       if (!signedIn.mfa_required) throw new Error('expected a challenge')
       const pair = await services.signIn.answerChallenge(context, { mfa_token: signedIn.mfa_token, code: backupCode })
-      const caller = callerOf(await principalOf(fixture, account.id), pair.access_token)
+      const caller = callerOfPrincipal(await principalOf(fixture, account.id), pair.access_token)
       t.same(caller.amr, ['pwd', 'otp', 'mfa'], 'the token says how the sign-in was proved')
       const refusal = await services.reauthentication.reauthenticate(contextFrom('192.0.2.42', caller), { password: TEST_PASSWORD }).catch((error: unknown) => error)
       t.match(refusal, { code: 'REAUTHENTICATION_REQUIRED', details: [{ proof: 'totp' }, { proof: 'backup_code' }] })
@@ -259,7 +260,7 @@ for (const backend of backends()) {
       const principal = await principalOf(fixture, account.id)
       t.match(principal, { hasPasskey: true, mfaEnabled: false, messageFactors: [] }, 'a passkey and no other factor')
       const pair = await services.sessions.start(principal, undefined, ['pwd'], audit.recorded(contextFrom('192.0.2.46'), []))
-      const session = contextFrom('192.0.2.46', callerOf(principal, pair.access_token))
+      const session = contextFrom('192.0.2.46', callerOfPrincipal(principal, pair.access_token))
 
       const refusal = await services.reauthentication.reauthenticate(session, { password: TEST_PASSWORD })
         .catch((error: unknown) => error)
