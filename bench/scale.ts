@@ -4,10 +4,10 @@ import { join } from 'node:path'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { loadConfig } from '../src/config/index.js'
-import { bulkSeed } from '../src/store/bulk-seed.js'
+import { bulkSeed, bulkSeedOrganizations } from '../src/store/bulk-seed.js'
 import { openDatabase } from '../src/store/database.js'
 import { migrateToLatest } from '../src/store/migrations/index.js'
-import type { DatabaseSchema } from '../src/store/types.js'
+import type { DatabaseSchema, Db } from '../src/store/types.js'
 import { json, median, ROOT, START_FLAGS, serviceEnv, start, stop } from './harness.js'
 
 /**
@@ -21,6 +21,9 @@ import { json, median, ROOT, START_FLAGS, serviceEnv, start, stop } from './harn
  * started again with the default retention, which leaves every entry past it: how long it
  * took to answer /health, and the same requests again while the purge of them all runs.
  * Whether the targets hold.
+ * At each size one organization holds as many members as there are users, at most 100,000
+ * (as many organizations, each other one with one owner), and one account belongs to 1,000 of
+ * them: its members and that account's organizations are read like the other collections.
  * BENCH_SCALE_SIZES (default 10000,1000000), BENCH_SCALE_DATABASES (sqlite,postgres),
  * BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test; a schema per size).
  */
@@ -29,6 +32,12 @@ const DATABASES = (process.env.BENCH_SCALE_DATABASES ?? 'sqlite,postgres').split
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REQUESTS = Number(process.env.BENCH_SCALE_REQUESTS ?? 30)
 const HEALTH_EVERY_MS = 5
+/** The members of the largest organization, and the organizations seeded, at a size. */
+const membersAt = (size: number) => Math.min(size, 100_000)
+/** How many organizations the member account belongs to. */
+const MEMBERSHIPS = 1000
+/** The largest organization (bulkSeedOrganizations): every member, its owner first. */
+const ORGANIZATION = '00000003-0000-7000-8000-000000000000'
 
 interface Timing { median: number, max: number }
 type Results = Map<string, Map<number, Timing>>
@@ -75,11 +84,13 @@ async function seed (databaseUrl: string, size: number): Promise<number> {
   try {
     await migrateToLatest(database.db, database.dialect)
     await bulkSeed(database.db, database.dialect, size)
+    await bulkSeedOrganizations(database.db, database.dialect, membersAt(size))
     // As autovacuum leaves a table some time after a bulk insert (PostgreSQL 13 and later vacuum
     // insert-only tables too): with its visibility map set, index-only scans (the counts) skip
     // the table. A freshly seeded one would send each of them to the table's pages.
     if (database.dialect === 'postgres') {
-      for (const table of ['users', 'posts', 'audit_logs']) await sql`vacuum (analyze) ${sql.table(table)}`.execute(database.db)
+      const tables = ['users', 'posts', 'audit_logs', 'organizations', 'organization_members']
+      for (const table of tables) await sql`vacuum (analyze) ${sql.table(table)}`.execute(database.db)
     }
     // The admin that reads everything: created here, signed in through the API.
     await database.db.insertInto('user_roles').values({ user_id: '00000000-0000-7000-8000-000000000000', role: 'admin', created_at: new Date().toISOString() }).execute()
@@ -114,7 +125,10 @@ async function measure (base: string, path: string, token: string | null): Promi
   return { median: median(times), max: Math.max(...times), health }
 }
 
-const REQUESTS_MEASURED: Array<{ path: string, anonymous?: boolean }> = [
+const MEMBERS = `/api/v1/organizations/${ORGANIZATION}/members`
+
+/** Each request, with the admin's token unless anonymous or as the member of 1,000 organizations. */
+const REQUESTS_MEASURED: Array<{ path: string, anonymous?: boolean, member?: boolean }> = [
   { path: '/api/v1/users?limit=20' },
   { path: '/api/v1/users?limit=20&page=500' },
   { path: '/api/v1/users?limit=20&cursor=' },
@@ -135,20 +149,37 @@ const REQUESTS_MEASURED: Array<{ path: string, anonymous?: boolean }> = [
   { path: '/api/v1/audit-logs?limit=20' },
   { path: '/api/v1/audit-logs?limit=20&event=auth.login' },
   { path: '/api/v1/audit-logs?limit=20&actor_id=00000000-0000-7000-8000-000000000007' },
-  { path: '/api/v1/audit-logs?limit=20&createdAfter=2025-01-01' }
+  { path: '/api/v1/audit-logs?limit=20&createdAfter=2025-01-01' },
+  { path: `${MEMBERS}?limit=20`, member: true },
+  { path: `${MEMBERS}?limit=20&page=500`, member: true },
+  { path: `${MEMBERS}?limit=20&cursor=`, member: true },
+  { path: `${MEMBERS}?limit=20&search=smith`, member: true },
+  { path: `${MEMBERS}?limit=20&search=zebrafish`, member: true },
+  { path: '/api/v1/organizations?limit=20', member: true },
+  { path: '/api/v1/organizations?limit=20&cursor=', member: true },
+  { path: '/api/v1/organizations?limit=20&search=zebrafish', member: true }
 ]
 
-/** Signs in as a fresh account given the admin role in the database; its access token. */
-async function adminToken (base: string, databaseUrl: string, size: number): Promise<string> {
-  const email = `admin-${size}@example.com`
+/**
+ * Signs in as a fresh account, registered once per size and set up in the database by
+ * `setUp` (the seeded users have no password, and none can be set through the API); its access token.
+ */
+async function accountToken (
+  base: string,
+  databaseUrl: string,
+  email: string,
+  setUp: (db: Db, id: string) => Promise<unknown>
+): Promise<string> {
   const password = 'bench-password-long-enough'
-  // The seeded admin has no password, and none can be set through the API: a fresh account is
-  // registered (once per size) and given the admin role in the database.
-  const registered = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, name: 'Admin', password }) })
+  const registered = await fetch(`${base}/api/v1/users`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, name: 'Bench', password })
+  })
   if (registered.status === 201) {
     const created = await registered.json() as { data: { id: string } }
     const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl, JWT_SECRET: 'bench-secret-bench-secret-bench-secret' }).database)
-    await database.db.insertInto('user_roles').values({ user_id: created.data.id, role: 'admin', created_at: new Date().toISOString() }).execute()
+    await setUp(database.db, created.data.id)
     await database.close()
   } else {
     await registered.arrayBuffer()
@@ -156,12 +187,31 @@ async function adminToken (base: string, databaseUrl: string, size: number): Pro
   return (await json(`${base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email, password }) })).data.access_token as string
 }
 
+interface Tokens { admin: string, member: string }
+
+/** The admin's token, and that of a member of MEMBERSHIPS organizations (ORGANIZATION among them). */
+async function tokens (base: string, databaseUrl: string, size: number): Promise<Tokens> {
+  const now = new Date().toISOString()
+  const admin = await accountToken(base, databaseUrl, `admin-${size}@example.com`, async (db, id) =>
+    await db.insertInto('user_roles').values({ user_id: id, role: 'admin', created_at: now }).execute())
+  // Every step-th organization, the first (the largest) included; all of them below MEMBERSHIPS.
+  const step = Math.max(1, Math.floor(membersAt(size) / MEMBERSHIPS))
+  const organizations = Array.from({ length: Math.min(MEMBERSHIPS, membersAt(size)) }, (_, index) =>
+    `00000003-0000-7000-8000-${String(index * step).padStart(12, '0')}`)
+  const member = await accountToken(base, databaseUrl, `member-${size}@example.com`, async (db, id) =>
+    await db.insertInto('organization_members').values(organizations.map((organization) =>
+      ({ organization_id: organization, user_id: id, role: 'member', created_at: now }))).execute())
+  return { admin, member }
+}
+
 /** Each request of REQUESTS_MEASURED timed into `results` at `size`; answers the longest /health meanwhile. */
-async function measureAll (base: string, token: string, size: number, results: Results): Promise<number> {
+async function measureAll (base: string, tokens: Tokens, size: number, results: Results): Promise<number> {
   let longest = 0
   for (const request of REQUESTS_MEASURED) {
-    const name = `${request.path}${request.anonymous === true ? ' (anonymous)' : ''}`
-    const timing = await measure(base, request.path, request.anonymous === true ? null : token)
+    const as = request.anonymous === true ? ' (anonymous)' : request.member === true ? ' (member)' : ''
+    const name = `${request.path}${as}`
+    const token = request.anonymous === true ? null : request.member === true ? tokens.member : tokens.admin
+    const timing = await measure(base, request.path, token)
     longest = Math.max(longest, timing.health)
     if (!results.has(name)) results.set(name, new Map())
     results.get(name)?.set(size, timing)
@@ -184,8 +234,8 @@ async function run (kind: string, size: number, dir: string, measured: Measured)
     // The steady state: a retention that keeps the seeded entries (dated 2025), so no purge runs.
     const steady = await start(server, { ...env, AUDIT_RETENTION_DAYS: '36500' }, join(dir, 'server.log'))
     try {
-      const token = await adminToken(steady.base, databaseUrl, size)
-      measured.health.set(size, await measureAll(steady.base, token, size, measured.steady))
+      const signedIn = await tokens(steady.base, databaseUrl, size)
+      measured.health.set(size, await measureAll(steady.base, signedIn, size, measured.steady))
     } finally {
       await stop(steady.child)
     }
@@ -196,8 +246,8 @@ async function run (kind: string, size: number, dir: string, measured: Measured)
     measured.startup = performance.now() - starting
     process.stdout.write(`  /health answered ${measured.startup.toFixed(0)} ms after a start with every audit entry past retention; while they are purged:\n`)
     try {
-      const token = await adminToken(purging.base, databaseUrl, size)
-      measured.purgingHealth = await measureAll(purging.base, token, size, measured.purging)
+      const signedIn = await tokens(purging.base, databaseUrl, size)
+      measured.purgingHealth = await measureAll(purging.base, signedIn, size, measured.purging)
     } finally {
       await stop(purging.child)
     }
@@ -247,7 +297,11 @@ function table (kind: string, measured: Measured): string {
 
 const dir = mkdtempSync(join(tmpdir(), 'users-api-scale-'))
 try {
-  const heading = `## ${new Date().toISOString().slice(0, 10)} — scale: ${SIZES.map((size) => size.toLocaleString('en')).join(', ')} users, posts and audit entries — ${REQUESTS} sequential requests each, /health polled every ${HEALTH_EVERY_MS} ms`
+  const sizes = (count: (size: number) => number) => SIZES.map((size) => count(size).toLocaleString('en')).join(', ')
+  const heading = `## ${new Date().toISOString().slice(0, 10)} — scale: ${sizes((size) => size)} users, posts and ` +
+    `audit entries; one organization of ${sizes(membersAt)} members, one account in ` +
+    `${MEMBERSHIPS.toLocaleString('en')} organizations — ${REQUESTS} sequential requests each, ` +
+    `/health polled every ${HEALTH_EVERY_MS} ms`
   appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), `\n${heading}\n\n`)
   // Each database's table as soon as it is measured: a later failure keeps it.
   for (const kind of DATABASES) {

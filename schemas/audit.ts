@@ -9,7 +9,9 @@ export const AUDIT_EVENTS = [
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
   'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent', 'mfa.backup_codes_replaced',
   'passkey.added', 'passkey.removed', 'passkey.renamed', 'identity.linked', 'identity.unlinked', 'account.claimed', 'auth.reauthenticated',
-  'job.failed'
+  'job.failed', 'organization.created', 'organization.updated', 'organization.deleted', 'organization.accessed_as_super_admin',
+  'membership.added', 'membership.role_changed', 'membership.removed', 'membership.left', 'invitation.created',
+  'invitation.revoked', 'auth.organization_selected'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

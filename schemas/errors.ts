@@ -41,6 +41,11 @@ export const ERROR_TABLE = {
       'in the request or through POST /api/v1/auth/reauthenticate',
     status: 403
   },
+  INVITATION_EMAIL_MISMATCH: {
+    code: 'INVITATION_EMAIL_MISMATCH',
+    message: 'This invitation was sent to another address: sign in with the account of the invited address',
+    status: 403
+  },
   ACCESS_DENIED: { code: 'ACCESS_DENIED', message: 'Access denied by zero-trust evaluation', status: 403 },
   NOT_FOUND: { code: 'NOT_FOUND', message: '%s not found', status: 404 },
   UNSUPPORTED_PROVIDER: { code: 'UNSUPPORTED_PROVIDER', message: 'Unsupported OAuth2 provider: %s', status: 404 },

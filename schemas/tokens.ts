@@ -26,7 +26,9 @@ export const AccessClaimsSchema = Type.Object({
   roles: Type.Array(Type.String(), { description: 'Roles at issuance; what the caller may do is read from the store' }),
   type: Type.Literal('access'),
   auth_time: Type.Optional(Type.Integer({ minimum: 0, maximum: LATEST_NUMERIC_DATE, description: 'When the sign-in that opened the session was proved; a refresh keeps it' })),
-  amr: Type.Optional(Type.Array(Type.String(), { description: 'How the sign-in was proved (RFC 8176 values: pwd, otp, sms, mfa, hwk, user, fed); a refresh keeps them' }))
+  amr: Type.Optional(Type.Array(Type.String(), { description: 'How the sign-in was proved (RFC 8176 values: pwd, otp, sms, mfa, hwk, user, fed); a refresh keeps them' })),
+  org_id: Type.Optional(Type.String({ description: 'The organization the session selected (POST /auth/organization), while the user is a member' })),
+  org_roles: Type.Optional(Type.Array(Type.String(), { description: 'The user\'s roles in that organization when the token was issued' }))
 })
 
 /** A refresh token's claims: one link of a session's token family. */

@@ -22,6 +22,8 @@ import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
 import postsRoutes from './routes/posts/index.js'
+import invitationRoutes from './routes/invitations/index.js'
+import organizationRoutes from './routes/organizations/index.js'
 import accessCheckRoutes from './routes/access-check/index.js'
 import usersRoutes from './routes/users/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
@@ -83,6 +85,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(authRoutes, { prefix: '/api/v1/auth' })
   await fastify.register(postsRoutes, { prefix: '/api/v1/posts' })
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
+  await fastify.register(organizationRoutes, { prefix: '/api/v1/organizations' })
+  await fastify.register(invitationRoutes, { prefix: '/api/v1/invitations' })
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
 }

@@ -30,7 +30,7 @@ const SERVICE_ERRORS = Object.values(Errors)
 /** True for errors raised from the table above (as opposed to library or programming errors). */
 export function isServiceError (
   error: unknown
-): error is Error & { code: string, statusCode: number, details?: ErrorDetail[] } {
+): error is Error & { code: string, statusCode: number, details?: ErrorDetail[], retryAfter?: number } {
   return SERVICE_ERRORS.some((ServiceError) => error instanceof ServiceError)
 }
 
@@ -49,6 +49,8 @@ export function rethrowServiceError (error: unknown): never {
     case 'email_taken': throw new Errors.EMAIL_ALREADY_REGISTERED()
     case 'passkey_registered': throw new Errors.CONFLICT('Passkey already registered')
     case 'device_trusted': throw new Errors.CONFLICT('Device already trusted')
+    case 'slug_taken': throw new Errors.CONFLICT('Slug already taken')
+    case 'already_member': throw new Errors.CONFLICT('Already a member of this organization')
     case 'device_limit':
       throw new Errors.CONFLICT(`Device limit reached: at most ${error.limit} trusted devices per user`)
   }

@@ -21,7 +21,9 @@ import { MessageTemplates } from './messaging/templates.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
 import { Notices } from './messaging/notices.js'
+import { InvitationService } from './invitations.js'
 import { OAuthService } from './oauth.js'
+import { OrganizationService } from './organizations.js'
 import { PasskeyService } from './passkeys.js'
 import { MessageOutbox } from './messaging/outbox.js'
 import { PasswordResetService } from './password-reset.js'
@@ -57,7 +59,15 @@ export function createServices (deps: ServiceDependencies) {
   const { config, repositories, cursors, passwords, tokens, audit } = deps
   const { users } = repositories
   const sessions = new SessionService({
-    tokens, sessions: repositories.sessions, users, revokeAccessToken: deps.revokeAccessToken, policy: config.session, cursors, retryBox: new SecretBox(signingSecret(config.jwt), 'refresh-retry')
+    tokens,
+    sessions: repositories.sessions,
+    users,
+    revokeAccessToken: deps.revokeAccessToken,
+    policy: config.session,
+    cursors,
+    retryBox: new SecretBox(signingSecret(config.jwt), 'refresh-retry'),
+    organizationRoleOf: async (organizationId, userId) =>
+      await repositories.organizations.roleOf(organizationId, userId)
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
   const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
@@ -179,6 +189,12 @@ export function createServices (deps: ServiceDependencies) {
       trustedNetworks: trustedNetworks(config.trustedNetworks),
       audit
     }),
-    auditLog: new AuditLogService({ auditLogs: repositories.auditLogs, cursors })
+    auditLog: new AuditLogService({ auditLogs: repositories.auditLogs, cursors }),
+    organizations: new OrganizationService({
+      organizations: repositories.organizations, users, sessions, notices, audit, cursors, now: deps.now
+    }),
+    invitations: new InvitationService({
+      organizations: repositories.organizations, users, templates, audit, cursors, deliver, now: deps.now
+    })
   }
 }

@@ -1,4 +1,5 @@
 import { type SignInDevice, SESSION_FIELDS, type TokenPair } from '../../schemas/auth.js'
+import type { OrganizationRole } from '../../schemas/organizations.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
@@ -21,6 +22,11 @@ export interface SessionServiceDependencies {
   cursors: CursorCodec
   /** Seals the pairs kept for refresh retries, under a key derived from the signing secret. */
   retryBox: SecretBox
+  /**
+   * The user's role in the organization (the membership check), read at every refresh of a
+   * session that selected one.
+   */
+  organizationRoleOf: (organizationId: string, userId: string) => Promise<OrganizationRole | undefined>
   now?: () => number
 }
 
@@ -36,6 +42,15 @@ function endedSessionError (token: PresentedRefreshToken): Error {
 function accessIssuedAfter (now: string): string {
   return new Date(Date.parse(now) - ACCESS_TOKEN_TTL_S * 1000).toISOString()
 }
+
+/** The organization a session's access tokens speak for, with the holder's role in it. */
+interface ActiveOrganization { id: string, role: OrganizationRole }
+
+/**
+ * What a refresh does with the session's organization: keep it (undefined), or select another
+ * (null: none), as POST /auth/organization does.
+ */
+export type OrganizationSelection = { organizationId: string | null } | undefined
 
 function tokenPair (accessToken: string, refreshToken: string): TokenPair {
   return {
@@ -112,7 +127,8 @@ export class SessionService {
    */
   async refresh (
     refreshToken: string,
-    recordedFor: (userId: string) => Recorded
+    recordedFor: (userId: string) => Recorded,
+    selection?: OrganizationSelection
   ): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
     const { tokens, sessions, users } = this.#deps
     let claims
@@ -136,7 +152,8 @@ export class SessionService {
     if (presented.spentAt === null) {
       const principal = await users.findPrincipal(presented.userId)
       if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      const pair = await this.#rotate(principal, presented, claims.device, now, recordedFor(principal.id))
+      const organization = await this.#organizationOf(principal.id, presented, selection)
+      const pair = await this.#rotate(principal, presented, claims.device, organization, now, recordedFor(principal.id))
       if (pair !== null) return { pair, userId: principal.id, retry: false }
       // Read unspent, yet not spent here: a concurrent refresh spent it, and its pair was
       // committed with the spend; or the session ended meanwhile (a logout is no reuse).
@@ -211,6 +228,43 @@ export class SessionService {
   }
 
   /**
+   * After a membership change in `trx` (a removal, a new role, the organization's deletion):
+   * the access tokens issued for the organization to `userId` (to anyone when undefined) carry
+   * the old membership. With `forget`, the sessions that speak for it forget it (the member is
+   * gone); otherwise their next refresh reads the new role. The answer revokes those tokens: to
+   * be called once that transaction committed.
+   */
+  async organizationChangedWithin (
+    organizationId: string,
+    userId: string | undefined,
+    { forget }: { forget: boolean },
+    trx: Db
+  ): Promise<() => Promise<void>> {
+    const { sessions } = this.#deps
+    const now = new Date(this.#now()).toISOString()
+    const accessTokens = await sessions.organizationAccessTokens(organizationId, userId, accessIssuedAfter(now), trx)
+    if (forget) await sessions.forgetOrganization(organizationId, userId, trx)
+    return async () => { await this.#revokeAccessTokens(accessTokens) }
+  }
+
+  /**
+   * The organization the rotated pair speaks for: the one selected, which the user must be a
+   * member of (404 otherwise, before the token is spent), or the session's, while the user
+   * still is one (a removed member's session forgets it).
+   */
+  async #organizationOf (
+    userId: string,
+    presented: PresentedRefreshToken,
+    selection: OrganizationSelection
+  ): Promise<ActiveOrganization | null> {
+    const organizationId = selection === undefined ? presented.sessionOrganizationId : selection.organizationId
+    if (organizationId === null) return null
+    const role = await this.#deps.organizationRoleOf(organizationId, userId)
+    if (role === undefined && selection !== undefined) throw new Errors.NOT_FOUND('Organization')
+    return role === undefined ? null : { id: organizationId, role }
+  }
+
+  /**
    * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
@@ -243,13 +297,15 @@ export class SessionService {
     user: { id: string, roles: string[] },
     device: Record<string, unknown>,
     { authTime, amr }: SignInProof,
-    issuedAtMs: number
+    issuedAtMs: number,
+    organization: ActiveOrganization | null = null
   ) {
     const { tokens } = this.#deps
     const signIn = { auth_time: Math.floor(Date.parse(authTime) / 1000), amr }
+    const membership = organization === null ? {} : { org_id: organization.id, org_roles: [organization.role] }
     return {
       access: tokens.issueAccessToken(
-        { sub: user.id, roles: [...user.roles], ...signIn }, ACCESS_TOKEN_TTL_S, issuedAtMs
+        { sub: user.id, roles: [...user.roles], ...signIn, ...membership }, ACCESS_TOKEN_TTL_S, issuedAtMs
       ),
       refresh: tokens.issueRefreshToken(user.id, device, issuedAtMs)
     }
@@ -264,13 +320,14 @@ export class SessionService {
     user: { id: string, roles: string[] },
     presented: PresentedRefreshToken,
     device: Record<string, unknown>,
+    organization: ActiveOrganization | null,
     now: string,
     recorded: Recorded
   ): Promise<TokenPair | null> {
     const { sessions, policy, retryBox } = this.#deps
     const nowMs = Date.parse(now)
     // A refresh keeps the sign-in's auth_time and amr: it proves nothing new of the user.
-    const { access, refresh } = this.#sign(user, device, presented.sessionAuthentication, nowMs)
+    const { access, refresh } = this.#sign(user, device, presented.sessionAuthentication, nowMs, organization)
     const pair = tokenPair(access.token, refresh.token)
     const retry = policy.refreshRetryWindowS === 0
       ? null
@@ -286,10 +343,17 @@ export class SessionService {
       accessJti: access.jti,
       device,
       now,
-      retry
+      retry,
+      organizationId: organization?.id ?? null
     }
     const outcome = await recorded(async (trx) => await sessions.rotate(rotation, trx), (result) => result === 'rotated')
-    return outcome === 'rotated' ? pair : null
+    if (outcome !== 'rotated') return null
+    // The role was read before the rotation: a membership change that committed since, having
+    // held the account's row as the rotation does, found no token of this pair to revoke.
+    if (organization !== null && await this.#deps.organizationRoleOf(organization.id, user.id) !== organization.role) {
+      await this.#deps.revokeAccessToken(access.jti, access.expiresAt)
+    }
+    return pair
   }
 
   /** The pair the token was rotated into, while kept for retries of it; null otherwise. */

@@ -15,7 +15,7 @@ import type { MessageTemplates } from './messaging/templates.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { OAuthService, OAuthSignIn } from './oauth.js'
 import type { PasskeyService } from './passkeys.js'
-import type { SessionService } from './sessions.js'
+import type { OrganizationSelection, SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
 export interface SignInDependencies {
@@ -190,12 +190,19 @@ export class SignInService {
     await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method } })
   }
 
-  /** A new pair for a refresh token, which is spent (or, for a retry, the pair it was spent for). */
-  async refresh (context: RequestContext, refreshToken: string): Promise<TokenPair> {
+  /**
+   * A new pair for a refresh token, which is spent (or, for a retry, the pair it was spent for).
+   * With a selection, the pair and the session's later ones speak for that organization (or none).
+   */
+  async refresh (context: RequestContext, refreshToken: string, selection?: OrganizationSelection): Promise<TokenPair> {
     const { sessions, audit } = this.deps
     try {
-      const { pair, userId, retry } = await sessions.refresh(refreshToken,
-        (userId) => audit.recorded(context, [{ event: 'auth.refresh', outcome: 'success', actorId: userId, targetId: userId }]))
+      const { pair, userId, retry } = await sessions.refresh(refreshToken, (userId) => audit.recorded(context, [
+        { event: 'auth.refresh', outcome: 'success', actorId: userId, targetId: userId },
+        ...(selection === undefined
+          ? []
+          : [{ event: 'auth.organization_selected', outcome: 'success', actorId: userId, targetId: userId, details: { organization_id: selection.organizationId } } as const])
+      ]), selection)
       // A retry changes nothing: it is recorded on its own.
       if (retry) await audit.recordIn(context, 'auth.refresh', { outcome: 'success', actorId: userId, targetId: userId, details: { retry: true } })
       return pair

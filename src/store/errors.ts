@@ -33,7 +33,7 @@ export function isStorageUnavailable (error: unknown): boolean {
 }
 
 /** What a refused write conflicted with. */
-export type ConflictReason = 'email_taken' | 'passkey_registered' | 'device_trusted' | 'device_limit'
+export type ConflictReason = 'email_taken' | 'passkey_registered' | 'device_trusted' | 'device_limit' | 'slug_taken' | 'already_member'
 
 /**
  * A write refused by what is stored already; the services turn it into the error a client sees

@@ -50,3 +50,8 @@ export function canonicalUuid (text: string): string {
   const bare = UUID.exec(text)?.[1]
   return bare === undefined ? text : bare.toLowerCase()
 }
+
+/** Whether the text is a UUID in a spelling requests may use (the `uuid` format). */
+export function isUuid (text: string): boolean {
+  return UUID.test(text)
+}

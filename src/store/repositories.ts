@@ -5,6 +5,7 @@ import { DevicesRepository } from './devices.js'
 import { IdentitiesRepository } from './identities.js'
 import { MfaRepository } from './mfa.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
+import { OrganizationsRepository } from './organizations.js'
 import { OutboxRepository } from './outbox.js'
 import type { PageStore } from './paginate.js'
 import { PasskeysRepository } from './passkeys.js'
@@ -34,6 +35,7 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     identities: new IdentitiesRepository(db),
     passkeys: new PasskeysRepository(db, pages, (userId) => users.invalidate(userId)),
     posts: new PostsRepository(db, pages),
-    comments: new CommentsRepository(db, pages)
+    comments: new CommentsRepository(db, pages),
+    organizations: new OrganizationsRepository(db, pages, outbox)
   }
 }

@@ -21,6 +21,8 @@ export interface PresentedRefreshToken {
   sessionRetry: KeptRotation | null
   /** How the session's sign-in was proved, for the access tokens its refreshes issue. */
   sessionAuthentication: SignInProof
+  /** The organization the session's tokens speak for, if one was selected. */
+  sessionOrganizationId: string | null
 }
 
 /** When a session's sign-in was proved, and how (RFC 8176 `amr` values): its access tokens' `auth_time` and `amr`. */
@@ -45,6 +47,8 @@ export interface Rotation {
   now: string
   /** The new pair sealed, kept on the session for retries; null when they are off. */
   retry: { pair: string, until: string } | null
+  /** The organization the new pair speaks for, kept on the session for its later refreshes. */
+  organizationId: string | null
 }
 
 /** The instants before which a session counts as ended (docs/api.md, "Sessions"). */
@@ -117,7 +121,8 @@ export class SessionsRepository {
         auth_time: opening.authentication.authTime,
         amr: JSON.stringify(opening.authentication.amr)
       }).execute()
-      await insertRefreshToken(trx, sessionId, userId, opening.refresh, opening.accessJti, device, now)
+      const first = { issued: opening.refresh, accessJti: opening.accessJti, organizationId: null }
+      await insertRefreshToken(trx, sessionId, userId, first, device, now)
       const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
         .map((row) => row.id).filter((id) => id !== sessionId)
       const excess = others.slice(0, Math.max(0, others.length + 1 - maxConcurrent))
@@ -141,13 +146,13 @@ export class SessionsRepository {
     const { sessionId, userId, now } = rotation
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return 'ended'
-      const touched = await trx.updateTable('sessions').set({ last_used_at: now })
+      const touched = await trx.updateTable('sessions').set({ last_used_at: now, organization_id: rotation.organizationId })
         .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
       if (touched.numUpdatedRows === 0n) return 'ended'
       const spent = await trx.updateTable('refresh_tokens').set({ spent_at: now })
         .where('jti', '=', rotation.spentJti).where('spent_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst()
       if (spent.numUpdatedRows === 0n) return 'lost'
-      await insertRefreshToken(trx, sessionId, userId, rotation.issued, rotation.accessJti, rotation.device, now)
+      await insertRefreshToken(trx, sessionId, userId, rotation, rotation.device, now)
       // Replaces the rotation kept before: the token it names has just had its successor spent.
       await trx.updateTable('sessions').set({
         retry_jti: rotation.retry === null ? null : rotation.spentJti,
@@ -165,7 +170,7 @@ export class SessionsRepository {
         'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
         'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
         'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until',
-        'sessions.auth_time', 'sessions.amr'
+        'sessions.auth_time', 'sessions.amr', 'sessions.organization_id'
       ])
       .where('refresh_tokens.token_hash', '=', tokenHash)
       .executeTakeFirst()
@@ -186,7 +191,8 @@ export class SessionsRepository {
       // Sessions opened before sign-ins were recorded count from their start, proof unknown.
       sessionAuthentication: {
         authTime: row.auth_time ?? row.created_at, amr: row.amr === null ? [] : JSON.parse(row.amr) as string[]
-      }
+      },
+      sessionOrganizationId: row.organization_id
     }
   }
 
@@ -249,6 +255,34 @@ export class SessionsRepository {
     return row?.session_id
   }
 
+  /**
+   * The access tokens issued for the organization after `accessIssuedAfter` (to `userId`, or to
+   * anyone when undefined): those that may still carry a membership that changed, for the
+   * caller to revoke.
+   */
+  async organizationAccessTokens (
+    organizationId: string,
+    userId: string | undefined,
+    accessIssuedAfter: string,
+    db: Db = this.db
+  ): Promise<SessionAccessToken[]> {
+    let query = db.selectFrom('refresh_tokens').select(['access_jti', 'created_at'])
+      .where('organization_id', '=', organizationId)
+    if (userId !== undefined) query = query.where('user_id', '=', userId)
+    const rows = await query.where('created_at', '>', accessIssuedAfter).where('access_jti', 'is not', null).execute()
+    return rows.map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
+  }
+
+  /**
+   * Makes the sessions of `userId` (of every member when undefined) that speak for the
+   * organization forget it: their next refresh issues tokens without it.
+   */
+  async forgetOrganization (organizationId: string, userId: string | undefined, db: Db = this.db): Promise<void> {
+    let query = db.updateTable('sessions').set({ organization_id: null }).where('organization_id', '=', organizationId)
+    if (userId !== undefined) query = query.where('user_id', '=', userId)
+    await query.execute()
+  }
+
   async isLive (userId: string, sessionId: string, cutoffs: LivenessCutoffs): Promise<boolean> {
     return await liveSessions(this.db, userId, cutoffs).select('id').where('id', '=', sessionId).executeTakeFirst() !== undefined
   }
@@ -297,8 +331,7 @@ async function insertRefreshToken (
   trx: Db,
   sessionId: string,
   userId: string,
-  issued: IssuedRefreshToken,
-  accessJti: string,
+  { issued, accessJti, organizationId }: Pick<Rotation, 'issued' | 'accessJti' | 'organizationId'>,
   device: Record<string, unknown>,
   now: string
 ): Promise<void> {
@@ -312,7 +345,8 @@ async function insertRefreshToken (
     expires_at: issued.expires_at.toISOString(),
     spent_at: null,
     revoked_at: null,
-    access_jti: accessJti
+    access_jti: accessJti,
+    organization_id: organizationId
   }).execute()
 }
 

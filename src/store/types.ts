@@ -1,4 +1,5 @@
 import type { Generated, Kysely } from 'kysely'
+import type { OrganizationRole } from '../../schemas/organizations.js'
 
 /** Timestamps are ISO 8601 UTC strings in both dialects (see database.ts). */
 export interface UsersTable {
@@ -89,6 +90,8 @@ export interface RefreshTokensTable {
   spent_at: string | null
   revoked_at: string | null
   access_jti: string | null
+  /** The organization that access token speaks for (its org_id), if any. */
+  organization_id: string | null
 }
 
 /** One sign-in: a refresh-token family with its device and activity. */
@@ -114,6 +117,8 @@ export interface SessionsTable {
   amr: string | null
   /** Until when a step-up lets the session make sensitive changes (docs/security.md, "Sensitive changes"). */
   reauthenticated_until: string | null
+  /** The organization the session's access tokens speak for (POST /auth/organization), while a member. */
+  organization_id: string | null
 }
 
 /** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */
@@ -240,6 +245,36 @@ export interface PasskeyChallengesTable {
   expires_at: string
 }
 
+export interface OrganizationsTable {
+  id: string
+  name: string
+  slug: string
+  created_at: string
+  updated_at: string
+}
+
+export interface OrganizationMembersTable {
+  organization_id: string
+  user_id: string
+  role: OrganizationRole
+  created_at: string
+}
+
+export interface OrganizationInvitationsTable {
+  id: string
+  organization_id: string
+  /** Normalized (lower case), as users' addresses are. */
+  email: string
+  role: OrganizationRole
+  /** SHA-256 of the token sent in the message. */
+  token_hash: string
+  invited_by: string | null
+  created_at: string
+  expires_at: string
+  /** When it was accepted or withdrawn; it still counts toward the hourly limit. */
+  closed_at: string | null
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -262,6 +297,9 @@ export interface DatabaseSchema {
   collection_counts: CollectionCountsTable
   passkeys: PasskeysTable
   passkey_challenges: PasskeyChallengesTable
+  organizations: OrganizationsTable
+  organization_members: OrganizationMembersTable
+  organization_invitations: OrganizationInvitationsTable
 }
 
 export type Db = Kysely<DatabaseSchema>

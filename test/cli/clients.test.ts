@@ -68,10 +68,11 @@ import type { components, paths } from './api.js'
 
 type ErrorCode = components['schemas']['Error']['error']['code']
 
-export async function run (baseUrl: string, email: string) {
+export async function run (baseUrl: string, email: string, verify: (id: string) => Promise<void>) {
   const api = createClient<paths>({ baseUrl })
   const created = await api.POST('/api/v1/users', { body: { email, name: 'Typed Client', password: 'typed-password' } })
   if (created.data === undefined) throw new Error('sign-up failed')
+  await verify(created.data.data.id)
   const login = await api.POST('/api/v1/auth/login', { body: { email, password: 'typed-password' } })
   const signedIn = login.data?.data
   if (signedIn === undefined || signedIn.mfa_required) throw new Error('no token pair')
@@ -82,12 +83,16 @@ export async function run (baseUrl: string, email: string) {
   const refreshed = await api.POST('/api/v1/auth/refresh', { body: { refresh_token: signedIn.refresh_token } })
   const missing = await api.GET('/api/v1/users/{id}', { params: { path: { id: '01890000-0000-7000-8000-000000000000' } }, headers })
   const code: ErrorCode | undefined = missing.error?.error.code
+  const organization = await api.POST('/api/v1/organizations', { body: { name: 'Typed Org', slug: 'typed-org' }, headers })
+  const organizations = await api.GET('/api/v1/organizations', { headers })
   return {
     location: created.response.headers.get('location'),
     emails: users.data?.data.map((user) => user.email),
     refreshed: refreshed.data?.data.token_type,
     total,
-    code
+    code,
+    organization: organization.data?.data,
+    organizations: organizations.data?.data.map(({ slug, role }) => ({ slug, role }))
   }
 }
 `
@@ -105,17 +110,22 @@ export async function run (baseUrl: string, email: string) {
     t.ok(typeErrors(join(generated, 'wrong.ts')).length > 0, `${name} does not compile`)
   }
 
-  const { baseUrl } = await listeningService(t)
-  const { run } = await import(join(generated, 'program.ts')) as { run: (baseUrl: string, email: string) => Promise<Json> }
-  const result = await run(baseUrl, `typed-${process.pid}@example.com`)
+  const { app, baseUrl } = await listeningService(t)
+  type Run = (baseUrl: string, email: string, verify: (id: string) => Promise<void>) => Promise<Json>
+  const { run } = await import(join(generated, 'program.ts')) as { run: Run }
+  const email = `typed-${process.pid}@example.com`
+  // Organizations are for proven addresses: the test proves it in the store, as the mailed token would.
+  const result = await run(baseUrl, email, async (id) => { await app.repositories.users.markEmailVerified(id, email) })
   t.match(result.location, /^\/api\/v1\/users\/[0-9a-f-]{36}$/)
   t.same(result.emails, [`typed-${process.pid}@example.com`])
   t.equal(result.refreshed, 'Bearer')
   t.equal(result.total, 1)
   t.equal(result.code, 'NOT_FOUND')
+  t.match(result.organization, { id: /^[0-9a-f-]{36}$/, name: 'Typed Org', slug: 'typed-org', role: 'owner' })
+  t.same(result.organizations, [{ slug: 'typed-org', role: 'owner' }], 'the list holds the one organization made')
 })
 
-t.test('@hey-api/openapi-ts names each function by its operationId: usersCreate, authLogin, usersList, authRefresh', async (t) => {
+t.test('@hey-api/openapi-ts names each function by its operationId: usersCreate, authLogin, usersList, organizationsList, authRefresh', async (t) => {
   const generated = generatedDirectory('hey-api')
   const document = await buildOpenApiDocument()
   t.same(await offline(async () => await generateHeyApiClient({
@@ -126,7 +136,7 @@ t.test('@hey-api/openapi-ts names each function by its operationId: usersCreate,
   })), [], 'nothing fetched')
 
   const program = `import { client } from './client.gen.js'
-import { authLogin, authRefresh, usersCreate, usersList } from './sdk.gen.js'
+import { authLogin, authRefresh, organizationsList, usersCreate, usersList } from './sdk.gen.js'
 
 export async function run (baseUrl: string, email: string) {
   client.setConfig({ baseUrl })
@@ -136,8 +146,14 @@ export async function run (baseUrl: string, email: string) {
   const signedIn = login.data?.data
   if (signedIn === undefined || signedIn.mfa_required) throw new Error('no token pair')
   const users = await usersList({ query: { sort: ['-created_at'], limit: 5 }, headers: { Authorization: \`Bearer \${signedIn.access_token}\` } })
+  const organizations = await organizationsList({ headers: { Authorization: \`Bearer \${signedIn.access_token}\` } })
   const refreshed = await authRefresh({ body: { refresh_token: signedIn.refresh_token } })
-  return { id: created.data.data.id, emails: users.data?.data.map((user) => user.email), refreshed: refreshed.data?.data.token_type }
+  return {
+    id: created.data.data.id,
+    emails: users.data?.data.map((user) => user.email),
+    organizations: organizations.data?.data,
+    refreshed: refreshed.data?.data.token_type
+  }
 }
 `
   writeFileSync(join(generated, 'program.ts'), program)
@@ -150,5 +166,6 @@ export async function run (baseUrl: string, email: string) {
   const result = await run(baseUrl, `sdk-${process.pid}@example.com`)
   t.match(result.id, /^[0-9a-f-]{36}$/)
   t.same(result.emails, [`sdk-${process.pid}@example.com`])
+  t.same(result.organizations, [], 'a new account belongs to no organization')
   t.equal(result.refreshed, 'Bearer')
 })

@@ -57,7 +57,7 @@ const ERROR_MESSAGE: Record<string, RegExp> = {
   INVALID_TOKEN: /^Invalid token$/,
   TOKEN_EXPIRED: /^Invalid token$/,
   INVALID_CREDENTIALS: /^Invalid email or password$/,
-  FORBIDDEN: /^Permission denied\. Requires: [a-z_]+$/,
+  FORBIDDEN: /^Permission denied\. Requires: [a-z_: ]+$/,
   UNSUPPORTED_PROVIDER: /^Unsupported OAuth2 provider: /,
   EMAIL_ALREADY_REGISTERED: /^Email already registered$/,
   RATE_LIMITED: /^Rate limit exceeded$/,
@@ -91,8 +91,9 @@ const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'PUT /api/v1/user
  *   spends its challenge ("Passkeys");
  *   so do the other checks of a secret held to that rule: the current password of a password
  *   change, the code that turns MFA off or mints backup codes.
- * - Refresh: a reused token revokes its whole session, with the access tokens it issued, and
- *   is recorded as `auth.token_reused`; a timed-out session is ended likewise ("Sessions").
+ * - Refresh (and the organization selection, a refresh): a reused token revokes its whole
+ *   session, with the access tokens it issued, and is recorded as `auth.token_reused`; a
+ *   timed-out session is ended likewise ("Sessions").
  * - Admin operations: ZERO_TRUST_MODE=monitor, the default, records every evaluation as
  *   `access.evaluated` ("Zero-trust access check"), made before the handler may refuse.
  */
@@ -116,7 +117,7 @@ function permittedWrites (operationKey: string): PermittedWrites {
   }
   if (operationKey === 'POST /api/v1/auth/passkeys/authentication') permitted.auditEvents.push('auth.login_failed')
   if (['POST /api/v1/auth/passkeys/authentication', 'POST /api/v1/auth/passkeys', 'POST /api/v1/auth/reauthenticate'].includes(operationKey)) permitted.changed.push('passkey_challenges')
-  if (operationKey === 'POST /api/v1/auth/refresh') {
+  if (operationKey === 'POST /api/v1/auth/refresh' || operationKey === 'POST /api/v1/auth/organization') {
     permitted.auditEvents.push('auth.token_reused')
     permitted.changed.push('sessions', 'refresh_tokens')
     permitted.appended.push('revoked_tokens')

@@ -17,6 +17,8 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
     sessions: fixture.repositories.sessions,
     users: fixture.repositories.users,
     revokeAccessToken: async () => {},
+    organizationRoleOf: async (organizationId, userId) =>
+      await fixture.repositories.organizations.roleOf(organizationId, userId),
     policy: loadConfig({}).session,
     cursors: new CursorCodec(TEST_SECRET),
     retryBox: new SecretBox(secret, 'refresh-retry'),

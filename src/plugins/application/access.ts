@@ -1,9 +1,12 @@
 import type { FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { BEARER, OPTIONAL_BEARER, PUBLIC } from '../../../schemas/common.js'
+import type { OrganizationPermission } from '../../../schemas/organizations.js'
 import type { Permission } from '../../../schemas/rbac.js'
+import { Errors } from '../../errors.js'
 import { authorize } from '../../services/authorization.js'
-import { canonicalUuid } from '../../store/ids.js'
+import { decide, standingOf } from '../../security/organization-permissions.js'
+import { canonicalUuid, isUuid } from '../../store/ids.js'
 import type { AuthenticationHook } from './authentication.js'
 
 /**
@@ -14,13 +17,23 @@ import type { AuthenticationHook } from './authentication.js'
  * - `bearer`: any signed-in caller; what may be done to a target is the service's rule;
  * - `{ permission }`: a caller holding the permission;
  * - `{ permission, self }`: for `/:id` routes, the user `id` itself needs `self` (an owner's
- *   right), anyone else `permission`.
+ *   right), anyone else `permission`;
+ * - `{ organization, permission, self }`: an organization permission, checked against the
+ *   caller's role in the organization whose id is the path parameter `organization` names;
+ *   with `self`, the member `userId` of the path itself needs only `self` (leaving).
  */
 export type RouteAccess =
   | 'public'
   | 'optional'
   | 'bearer'
   | { permission: Permission, self?: Permission }
+  | OrganizationAccess
+
+export interface OrganizationAccess {
+  organization: string
+  permission: OrganizationPermission
+  self?: OrganizationPermission
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -29,9 +42,9 @@ declare module 'fastify' {
   }
 }
 
-/** The `id` path parameter as validation will spell it: guards run before validation makes ids canonical. */
-function idParam (request: FastifyRequest): string {
-  return canonicalUuid((request.params as { id: string }).id)
+/** A path parameter as validation will spell it: guards run before validation makes ids canonical. */
+function idParam (request: FastifyRequest, name = 'id'): string {
+  return canonicalUuid((request.params as Record<string, string>)[name] ?? '')
 }
 
 /** A callback-style guard from a check that throws, named so route listings say what guards a route. */
@@ -54,12 +67,43 @@ function guard (name: string, check: (request: FastifyRequest) => void): Authent
  * documentation pages (public, added by their plugins) and before the API's routes.
  */
 export default fp(async (fastify) => {
-  const { authenticate, authenticateIfPresent } = fastify
+  const { authenticate, authenticateIfPresent, repositories, auditTrail } = fastify
+
+  /**
+   * The organization check (docs/api.md, "Organizations"): the caller's role in the path's
+   * organization must carry the permission. One who is no member is told the organization does
+   * not exist (404); a global super_admin acts as an owner, and each such request is audited.
+   */
+  function organizationGuard ({ organization, permission, self }: OrganizationAccess): AuthenticationHook {
+    const check = async (request: FastifyRequest): Promise<void> => {
+      const caller = request.user
+      if (caller === null) throw new Errors.AUTHENTICATION_REQUIRED()
+      const organizationId = idParam(request, organization)
+      // Not an id at all: validation answers 400, as it does on every route.
+      if (!isUuid(organizationId)) return
+      const membership = await repositories.organizations.roleOf(organizationId, caller.id)
+      const needed = self !== undefined && idParam(request, 'userId') === caller.id ? self : permission
+      const standing = standingOf(caller, membership)
+      const decision = decide(standing, needed)
+      if (decision === 'hidden') throw new Errors.NOT_FOUND('Organization')
+      if (decision === 'refused') throw new Errors.FORBIDDEN(needed)
+      if (standing.kind === 'super_admin' && (membership === undefined || decide({ kind: 'member', role: membership }, needed) !== 'granted')) {
+        await auditTrail.recordIn(request.serviceContext, 'organization.accessed_as_super_admin', {
+          outcome: 'success', details: { organization_id: organizationId, permission: needed, route: request.routeOptions.url }
+        })
+      }
+    }
+    const hook: AuthenticationHook = (request, _reply, done) => {
+      check(request).then(() => { done() }, done)
+    }
+    return Object.defineProperty(hook, 'name', { value: 'requireOrganizationPermission' })
+  }
 
   function guardsOf (access: RouteAccess): AuthenticationHook[] {
     if (access === 'public') return []
     if (access === 'optional') return [authenticateIfPresent]
     if (access === 'bearer') return [authenticate]
+    if ('organization' in access) return [authenticate, organizationGuard(access)]
     const { permission, self } = access
     if (self === undefined) {
       return [authenticate, guard('requirePermission', (request) => { authorize(request.user, permission) })]
@@ -83,4 +127,4 @@ export default fp(async (fastify) => {
     if (guards.length > 0) route.onRequest = [...guards, ...own]
     route.schema = { ...route.schema, security: access === 'public' ? PUBLIC : access === 'optional' ? OPTIONAL_BEARER : BEARER }
   })
-}, { name: 'access', dependencies: ['authentication'] })
+}, { name: 'access', dependencies: ['authentication', 'repositories', 'audit'] })

@@ -133,6 +133,7 @@ export default fp(async (fastify) => {
         { name: 'oauth', description: 'Sign-in through external providers' },
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
+        { name: 'organizations', description: 'Organizations, their members and invitations' },
         { name: 'audit', description: 'Audit log' },
         { name: 'security', description: 'Zero-trust access check' },
         { name: 'keys', description: 'Public keys and discovery, for services that verify tokens' }

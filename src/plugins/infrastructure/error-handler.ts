@@ -43,13 +43,17 @@ function toDetails (issues: AjvIssue[], context: string): ValidationIssue[] {
   })
 }
 
-function fromService (error: Error & { code: string, statusCode: number, details?: ErrorDetail[] }): ErrorReply {
+type ServiceError = Error & { code: string, statusCode: number, details?: ErrorDetail[], retryAfter?: number }
+
+function fromService (error: ServiceError): ErrorReply {
   const envelope: ErrorEnvelope = { error: { code: error.code, message: error.message } }
   if (error.details !== undefined) envelope.error.details = error.details
   const headers: Record<string, string> = {}
   if (error.statusCode === 401 && /TOKEN/.test(error.code)) headers['www-authenticate'] = 'Bearer'
   if (error.code === 'REAUTHENTICATION_REQUIRED') headers['www-authenticate'] = 'Bearer error="insufficient_user_authentication"'
   if (error.statusCode === 503) headers['retry-after'] = '1'
+  // A limit a service keeps (docs/api.md, "Organizations": invitations per hour) says when it frees.
+  if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter)
   return { status: error.statusCode, envelope, headers }
 }
 

@@ -4,6 +4,7 @@ import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
+import { OrganizationSelectionSchema } from '../../../schemas/organizations.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
 import identities from './identities.js'
 import mfa from './mfa.js'
@@ -43,6 +44,24 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: described(TokenPairResponseSchema, 'A new token pair'), ...errorResponses({ body: true }, 401) }
     }
   }, async (request) => ({ data: await signIn.refresh(request.serviceContext, request.body.refresh_token) }))
+
+  fastify.post('/organization', {
+    config: { access: 'public' },
+    schema: {
+      tags: ['auth', 'organizations'],
+      operationId: 'auth.organization',
+      summary: 'Select the organization the session\'s tokens speak for (`org_id`, `org_roles`), or none: a refresh that also selects',
+      body: OrganizationSelectionSchema,
+      response: {
+        200: described(TokenPairResponseSchema, 'A new token pair for the organization'),
+        ...errorResponses({ body: true }, 401, 404)
+      }
+    }
+  }, async (request) => ({
+    data: await signIn.refresh(request.serviceContext, request.body.refresh_token, {
+      organizationId: request.body.organization_id
+    })
+  }))
 
   fastify.post('/logout', {
     config: { access: 'bearer', allowWithoutMfa: true },

@@ -2,7 +2,14 @@ import type { OutgoingMessage } from '../../store/outbox.js'
 
 /** What a security notice tells the account holder happened. */
 export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
-  'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted'
+  'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted' |
+  'organization_role_changed' | 'organization_membership_removed'
+
+/**
+ * Notices of what others did in an organization: no sign of an attack on the account, so no
+ * advice to reset its password.
+ */
+const ORGANIZATION_NOTICES: ReadonlySet<NoticeKind> = new Set(['organization_role_changed', 'organization_membership_removed'])
 
 const NOTICES: Record<NoticeKind, string> = {
   password_changed: 'The password of your account was changed',
@@ -17,7 +24,9 @@ const NOTICES: Record<NoticeKind, string> = {
   passkey_renamed: 'A passkey of your account was renamed',
   identity_unlinked: 'A sign-in provider was unlinked from your account',
   account_claimed: 'Your e-mail address was confirmed for your account',
-  account_deleted: 'Your account was deleted'
+  account_deleted: 'Your account was deleted',
+  organization_role_changed: 'Your role in an organization was changed',
+  organization_membership_removed: 'You were removed from an organization'
 }
 
 function escapeHtml (text: string): string {
@@ -45,11 +54,19 @@ export class MessageTemplates {
       `Someone asked to reset the password of the account with this address. If it was you, choose a new password within ${validMinutes} minutes; if not, ignore this message.`)
   }
 
+  /** An invitation to join an organization, with the role it gives. */
+  organizationInvitation (
+    to: string, organization: string, role: string, token: string, validDays: number
+  ): OutgoingMessage {
+    return this.#withToken(to, `You are invited to join ${organization} on ${this.options.productName}`, 'accept-invitation', token,
+      `You are invited to join ${organization} as ${role === 'admin' ? 'an' : 'a'} ${role}. Sign in with this address to accept; the invitation is good for ${validDays} days, once.`)
+  }
+
   /** A security notice; `detail` says more of what happened (what a claim removed). */
   notice (to: string, kind: NoticeKind, detail?: string): OutgoingMessage {
     const what = NOTICES[kind]
-    const advice = 'If this was not you, reset your password and contact your administrator.'
-    const paragraphs = [`${what}.`, ...(detail === undefined ? [] : [detail]), advice]
+    const advice = ORGANIZATION_NOTICES.has(kind) ? [] : ['If this was not you, reset your password and contact your administrator.']
+    const paragraphs = [`${what}.`, ...(detail === undefined ? [] : [detail]), ...advice]
     return { channel: 'email', recipient: to, subject: what, text: `${paragraphs.join('\n\n')}\n`, html: page(paragraphs.map(escapeHtml)) }
   }
 

@@ -1,0 +1,345 @@
+import type { Invitation, Member, Organization, OrganizationRole } from '../../schemas/organizations.js'
+import type { CollectionRequest } from '../collection/query.js'
+import { isUniqueViolation, StoreConflict } from './errors.js'
+import { uuidv7 } from './ids.js'
+import type { OutboxRepository, OutgoingMessage } from './outbox.js'
+import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
+import { atomically, type Db } from './types.js'
+import { holdUserRow, normalizeEmail } from './users.js'
+
+export type { Invitation, Member, Organization }
+
+const ORGANIZATION_COLUMNS = ['id', 'name', 'slug', 'role', 'created_at', 'updated_at'] as const
+const MEMBER_COLUMNS = ['id', 'email', 'name', 'role', 'created_at'] as const
+const MEMBERSHIP_COLUMNS = ['id', 'role', 'created_at'] as const
+const INVITATION_COLUMNS = ['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'] as const
+
+/** Why a member was not changed or removed. */
+export type MembershipRefusal = 'not_found' | 'last_owner' | 'outranked'
+
+/**
+ * Why an invitation was not stored: the address is a member's, or has an unexpired invitation,
+ * or the organization reached the hourly limit (`retryAt`: when its oldest counted invitation
+ * leaves the window).
+ */
+export type InvitationRefusal = 'member' | 'pending' | { retryAt: string }
+
+/** What inviting stores: the token only as its hash. */
+export interface NewInvitation {
+  organizationId: string
+  email: string
+  role: OrganizationRole
+  tokenHash: string
+  invitedBy: string
+  expiresAt: string
+}
+
+/** An invitation found by its token, with what accepting it needs. */
+export interface PresentedInvitation {
+  id: string
+  organizationId: string
+  email: string
+  role: OrganizationRole
+}
+
+/**
+ * Holds the organization's row for the rest of the transaction (a no-op update): changes of
+ * its owners and invitations run one after another, so two demotions at once cannot take away
+ * its last two owners. False when it does not exist. A membership change then holds the
+ * member's row too, as a refresh does (SessionsRepository.rotate): the refresh that issues
+ * tokens for the organization either commits first, and the change finds them to revoke, or
+ * reads the changed membership.
+ */
+async function holdOrganizationRow (trx: Db, organizationId: string): Promise<boolean> {
+  const held = await trx.updateTable('organizations').set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', organizationId).executeTakeFirst()
+  return held.numUpdatedRows > 0n
+}
+
+async function ownerCount (trx: Db, organizationId: string): Promise<number> {
+  const row = await trx.selectFrom('organization_members').select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('organization_id', '=', organizationId).where('role', '=', 'owner').executeTakeFirst()
+  return Number(row?.count ?? 0)
+}
+
+/** Organizations, their members and their invitations (docs/api.md, "Organizations"). */
+export class OrganizationsRepository {
+  readonly #ofMember
+  readonly #all
+  readonly #memberships
+  readonly #membersFound
+  readonly #invitations
+
+  constructor (private readonly db: Db, pages: PageStore, private readonly outbox: OutboxRepository) {
+    // A user's organizations, through their memberships (organization_members_user_id).
+    this.#ofMember = new PageQueries<Organization, { userId: string }>(({ userId }) => db.selectFrom(db
+      .selectFrom('organization_members as m').innerJoin('organizations as o', 'o.id', 'm.organization_id')
+      .select(['o.id', 'o.name', 'o.slug', 'm.role', 'o.created_at', 'o.updated_at', 'm.user_id as member_id'])
+      .as('organizations')).where('member_id', '=', userId), ORGANIZATION_COLUMNS, pages, { searchIn: ['name', 'slug'] })
+    // Every organization, with the viewer's role where they are a member: a global administrator's list.
+    this.#all = new PageQueries<Organization, { viewerId: string }>(({ viewerId }) => db.selectFrom(db
+      .selectFrom('organizations as o')
+      .leftJoin('organization_members as m', (join) => join.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', viewerId))
+      .select(['o.id', 'o.name', 'o.slug', 'm.role', 'o.created_at', 'o.updated_at'])
+      .as('organizations')), ORGANIZATION_COLUMNS, pages, { searchIn: ['name', 'slug'] })
+    // An organization's members in joining order (organization_members_organization_id_created_at_user_id):
+    // the memberships are paged alone, and only the page's users are read (listMembers), so an
+    // offset page deep in a large organization reads no user it skips, and a count reads none.
+    this.#memberships = new PageQueries<Omit<Member, 'email' | 'name'>, { organizationId: string }>(({ organizationId }) =>
+      db.selectFrom(db.selectFrom('organization_members')
+        .select(['user_id as id', 'organization_id', 'role', 'created_at']).as('members'))
+        .where('organization_id', '=', organizationId), MEMBERSHIP_COLUMNS, pages)
+    // A search matches the users' addresses and names, so it reads them with the memberships.
+    this.#membersFound = new PageQueries<Member, { organizationId: string }>(({ organizationId }) => db.selectFrom(db
+      .selectFrom('organization_members as m').innerJoin('users as u', 'u.id', 'm.user_id')
+      .select(['m.user_id as id', 'm.organization_id', 'u.email', 'u.name', 'm.role', 'm.created_at'])
+      .as('members')).where('organization_id', '=', organizationId), MEMBER_COLUMNS, pages, { searchIn: ['email', 'name'] })
+    this.#invitations = new PageQueries<Invitation, { organizationId: string }>(({ organizationId }) =>
+      db.selectFrom('organization_invitations').where('organization_id', '=', organizationId).where('closed_at', 'is', null),
+    INVITATION_COLUMNS, pages, { searchIn: ['email'] })
+  }
+
+  /** Creates an organization with its first owner; a slug in use is StoreConflict 'slug_taken'. */
+  async create (
+    input: { name: string, slug: string },
+    ownerId: string,
+    now: string,
+    db: Db = this.db
+  ): Promise<Organization> {
+    const organization = { id: uuidv7(), name: input.name, slug: input.slug, created_at: now, updated_at: now }
+    try {
+      await atomically(db, async (trx) => {
+        await trx.insertInto('organizations').values(organization).execute()
+        await trx.insertInto('organization_members')
+          .values({ organization_id: organization.id, user_id: ownerId, role: 'owner', created_at: now }).execute()
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new StoreConflict('slug_taken')
+      throw error
+    }
+    return { ...organization, role: 'owner' }
+  }
+
+  /** The organization as `viewerId` sees it (with their role), or undefined. */
+  async find (organizationId: string, viewerId: string, db: Db = this.db): Promise<Organization | undefined> {
+    return await db.selectFrom('organizations as o')
+      .leftJoin('organization_members as m', (join) => join.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', viewerId))
+      .select(['o.id', 'o.name', 'o.slug', 'm.role', 'o.created_at', 'o.updated_at'])
+      .where('o.id', '=', organizationId).executeTakeFirst()
+  }
+
+  /** The user's role in the organization: the membership check, by the primary key. */
+  async roleOf (organizationId: string, userId: string, db: Db = this.db): Promise<OrganizationRole | undefined> {
+    const row = await db.selectFrom('organization_members').select('role')
+      .where('organization_id', '=', organizationId).where('user_id', '=', userId).executeTakeFirst()
+    return row?.role
+  }
+
+  /** Renames or re-slugs; undefined when the organization is gone, StoreConflict 'slug_taken' for a slug in use. */
+  async update (
+    organizationId: string,
+    changes: { name?: string, slug?: string },
+    viewerId: string,
+    now: string,
+    db: Db = this.db
+  ): Promise<Organization | undefined> {
+    try {
+      return await atomically(db, async (trx) => {
+        const updated = await trx.updateTable('organizations').set({ ...changes, updated_at: now })
+          .where('id', '=', organizationId).executeTakeFirst()
+        return updated.numUpdatedRows === 0n ? undefined : await this.find(organizationId, viewerId, trx)
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new StoreConflict('slug_taken')
+      throw error
+    }
+  }
+
+  /**
+   * Deletes the organization with its members and invitations (the foreign keys cascade); its
+   * number of members, or undefined.
+   */
+  async delete (organizationId: string, db: Db = this.db): Promise<number | undefined> {
+    return await atomically(db, async (trx) => {
+      if (!await holdOrganizationRow(trx, organizationId)) return undefined
+      const row = await trx.selectFrom('organization_members').select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .where('organization_id', '=', organizationId).executeTakeFirst()
+      await trx.deleteFrom('organizations').where('id', '=', organizationId).execute()
+      return Number(row?.count ?? 0)
+    })
+  }
+
+  async listOfMember (userId: string, request: CollectionRequest): Promise<CollectionResult<Organization>> {
+    return await this.#ofMember.run(request, { userId })
+  }
+
+  async listAll (viewerId: string, request: CollectionRequest): Promise<CollectionResult<Organization>> {
+    return await this.#all.run(request, { viewerId })
+  }
+
+  async listMembers (organizationId: string, request: CollectionRequest): Promise<CollectionResult<Member>> {
+    if (request.search !== undefined) return await this.#membersFound.run(request, { organizationId })
+    const page = await this.#memberships.run(request, { organizationId })
+    const ids = page.items.map((item) => item.id)
+    const users = ids.length === 0
+      ? []
+      : await this.db.selectFrom('users').select(['id', 'email', 'name']).where('id', 'in', ids).execute()
+    const byId = new Map(users.map((user) => [user.id, user]))
+    // A user deleted between the two reads left the organization with their account.
+    const items = page.items.flatMap((item) => {
+      const user = byId.get(item.id)
+      return user === undefined ? [] : [{ ...item, email: user.email, name: user.name }]
+    })
+    return { ...page, items }
+  }
+
+  async member (organizationId: string, userId: string, db: Db = this.db): Promise<Member | undefined> {
+    return await db.selectFrom('organization_members as m').innerJoin('users as u', 'u.id', 'm.user_id')
+      .select(['m.user_id as id', 'u.email', 'u.name', 'm.role', 'm.created_at'])
+      .where('m.organization_id', '=', organizationId).where('m.user_id', '=', userId).executeTakeFirst()
+  }
+
+  /**
+   * Gives a member another role, with the organization's row held: `mayChange` decides from
+   * the member's current role (rank rules), and the last owner keeps the role. Answers the
+   * previous role, or why nothing changed.
+   */
+  async changeRole (
+    organizationId: string,
+    userId: string,
+    role: OrganizationRole,
+    mayChange: (current: OrganizationRole) => boolean,
+    db: Db = this.db
+  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+    return await this.#changeMembership(organizationId, userId, role, mayChange, db)
+  }
+
+  /** Removes a member under the same rules as changeRole; answers the role they had. */
+  async removeMember (
+    organizationId: string,
+    userId: string,
+    mayRemove: (current: OrganizationRole) => boolean,
+    db: Db = this.db
+  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+    return await this.#changeMembership(organizationId, userId, null, mayRemove, db)
+  }
+
+  /** A new role for the member, or (`role` null) their removal. */
+  async #changeMembership (
+    organizationId: string,
+    userId: string,
+    role: OrganizationRole | null,
+    mayChange: (current: OrganizationRole) => boolean,
+    db: Db
+  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+    return await atomically(db, async (trx) => {
+      if (!await holdOrganizationRow(trx, organizationId) || !await holdUserRow(trx, userId)) return 'not_found'
+      const current = await this.roleOf(organizationId, userId, trx)
+      if (current === undefined) return 'not_found'
+      if (!mayChange(current)) return 'outranked'
+      if (current === 'owner' && role !== 'owner' && await ownerCount(trx, organizationId) <= 1) return 'last_owner'
+      if (role === null) {
+        await trx.deleteFrom('organization_members').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute()
+      } else {
+        await trx.updateTable('organization_members').set({ role })
+          .where('organization_id', '=', organizationId).where('user_id', '=', userId).execute()
+      }
+      return { previous: current }
+    })
+  }
+
+  /**
+   * Stores an invitation and the message that carries its token, with the organization's row
+   * held: refused when the address belongs to a member, has an open unexpired invitation here,
+   * or the organization sent `limit.max` invitations since `limit.since` (accepted and
+   * withdrawn ones count: withdrawing does not buy more messages).
+   */
+  async invite (
+    invitation: NewInvitation,
+    message: OutgoingMessage,
+    now: string,
+    limit: { max: number, since: string },
+    db: Db = this.db
+  ): Promise<Invitation | InvitationRefusal | undefined> {
+    const email = normalizeEmail(invitation.email)
+    const { organizationId } = invitation
+    return await atomically(db, async (trx) => {
+      if (!await holdOrganizationRow(trx, organizationId)) return undefined
+      const member = await trx.selectFrom('users').innerJoin('organization_members as m', 'm.user_id', 'users.id')
+        .select('users.id').where('users.email', '=', email).where('m.organization_id', '=', organizationId).executeTakeFirst()
+      if (member !== undefined) return 'member'
+      const pending = await trx.selectFrom('organization_invitations').select('id')
+        .where('organization_id', '=', organizationId).where('email', '=', email).where('expires_at', '>', now)
+        .where('closed_at', 'is', null).executeTakeFirst()
+      if (pending !== undefined) return 'pending'
+      const sent = await trx.selectFrom('organization_invitations')
+        .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.min('created_at').as('oldest')])
+        .where('organization_id', '=', organizationId).where('created_at', '>', limit.since).executeTakeFirst()
+      if (Number(sent?.count ?? 0) >= limit.max) {
+        const window = Date.parse(now) - Date.parse(limit.since)
+        return { retryAt: new Date(Date.parse(String(sent?.oldest ?? now)) + window).toISOString() }
+      }
+      const row = {
+        id: uuidv7(),
+        email,
+        role: invitation.role,
+        invited_by: invitation.invitedBy,
+        created_at: now,
+        expires_at: invitation.expiresAt
+      }
+      await trx.insertInto('organization_invitations')
+        .values({ ...row, organization_id: organizationId, token_hash: invitation.tokenHash, closed_at: null })
+        .execute()
+      await this.outbox.add(message, now, trx)
+      return row
+    })
+  }
+
+  async listInvitations (organizationId: string, request: CollectionRequest): Promise<CollectionResult<Invitation>> {
+    return await this.#invitations.run(request, { organizationId })
+  }
+
+  /** Withdraws one of the organization's open invitations; false when it has none with this id. */
+  async revokeInvitation (
+    organizationId: string,
+    invitationId: string,
+    now: string,
+    db: Db = this.db
+  ): Promise<boolean> {
+    const result = await db.updateTable('organization_invitations').set({ closed_at: now })
+      .where('id', '=', invitationId).where('organization_id', '=', organizationId).where('closed_at', 'is', null).executeTakeFirst()
+    return result.numUpdatedRows > 0n
+  }
+
+  /** The open, unexpired invitation with this token hash, without spending it. */
+  async findInvitation (tokenHash: string, now: string): Promise<PresentedInvitation | undefined> {
+    const row = await this.db.selectFrom('organization_invitations').select(['id', 'organization_id', 'email', 'role'])
+      .where('token_hash', '=', tokenHash).where('expires_at', '>', now).where('closed_at', 'is', null).executeTakeFirst()
+    return row === undefined
+      ? undefined
+      : { id: row.id, organizationId: row.organization_id, email: row.email, role: row.role }
+  }
+
+  /**
+   * Spends the invitation and makes its addressee a member, in one transaction: closing it is
+   * the single use (of two simultaneous acceptances one finds it closed). Answers false when it
+   * was spent or withdrawn meanwhile; StoreConflict 'already_member' when the user is one.
+   */
+  async accept (invitation: PresentedInvitation, userId: string, now: string, db: Db = this.db): Promise<boolean> {
+    try {
+      return await atomically(db, async (trx) => {
+        if (await this.roleOf(invitation.organizationId, userId, trx) !== undefined) throw new StoreConflict('already_member')
+        const spent = await trx.updateTable('organization_invitations').set({ closed_at: now })
+          .where('id', '=', invitation.id).where('closed_at', 'is', null).executeTakeFirst()
+        if (spent.numUpdatedRows === 0n) return false
+        const { organizationId, role } = invitation
+        await trx.insertInto('organization_members')
+          .values({ organization_id: organizationId, user_id: userId, role, created_at: now }).execute()
+        return true
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new StoreConflict('already_member')
+      throw error
+    }
+  }
+}

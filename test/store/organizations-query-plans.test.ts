@@ -1,0 +1,269 @@
+import { sql } from 'kysely'
+import t, { type Test } from 'tap'
+import type { CollectionRequest } from '../../src/collection/query.js'
+import type { Database } from '../../src/store/database.js'
+import type { Db } from '../../src/store/types.js'
+import { backends, queryPlan } from '../helpers/database.js'
+import { migratedDatabase, recordingRepositories } from '../helpers/organizations.js'
+
+/**
+ * The organization reads the services make, as the repositories build them, read from an index
+ * on both databases: no full scan of organization_members, organization_invitations, sessions or
+ * refresh_tokens, whose rows grow with every organization and sign-in (docs/api.md, "Organizations").
+ */
+
+const WATCHED = ['organization_members', 'organization_invitations', 'sessions', 'refresh_tokens'] as const
+
+class RolledBack extends Error {}
+
+/** Runs `work` in a transaction of `db` that is rolled back: its statements run, and change nothing. */
+async function rolledBack (db: Db, work: (trx: Db) => Promise<unknown>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await work(trx)
+    throw new RolledBack()
+  }).catch((error: unknown) => {
+    if (!(error instanceof RolledBack)) throw error
+  })
+}
+
+const at = (second: number) => new Date(Date.UTC(2025, 0, 1) + second * 1000).toISOString()
+const id = (kind: number, index: number) => `00000000-0000-7000-800${kind}-${String(index).padStart(12, '0')}`
+const userId = (index: number) => id(0, index)
+const BIG = id(1, 0)
+const SMALL = id(1, 1)
+const tinyOrganization = (index: number) => id(1, 100 + index)
+
+async function insertChunked<Table extends 'users' | 'organizations' | 'organization_members' | 'organization_invitations' |
+'sessions' | 'refresh_tokens'> (db: Db, table: Table, rows: Array<Record<string, unknown>>) {
+  for (let start = 0; start < rows.length; start += 400) {
+    await db.insertInto(table).values(rows.slice(start, start + 400) as never).execute()
+  }
+}
+
+/**
+ * 3,000 users; a big organization (2,000 members, joined one second apart), a small one (50)
+ * and 100 tiny ones (5 each); 600 invitations; a session per user, 150 of them speaking for
+ * an organization. Enough rows that PostgreSQL's statistics tell its indexes apart.
+ */
+async function seed ({ db, dialect }: Database) {
+  const users = Array.from({ length: 3000 }, (_, index) => ({
+    id: userId(index), email: `member-${index}@example.com`, name: `Member ${index}`, email_verified: 1, created_at: at(0), updated_at: at(0)
+  }))
+  await insertChunked(db, 'users', users)
+  const organizations = [BIG, SMALL, ...Array.from({ length: 100 }, (_, index) => tinyOrganization(index))]
+  await insertChunked(db, 'organizations', organizations.map((organization, index) =>
+    ({ id: organization, name: `Organization ${index}`, slug: `organization-${index}`, created_at: at(index), updated_at: at(index) })))
+  const members = [
+    ...Array.from({ length: 2000 }, (_, index) =>
+      ({ organization_id: BIG, user_id: userId(index), role: index === 0 ? 'owner' : 'member', created_at: at(index) })),
+    ...Array.from({ length: 50 }, (_, index) =>
+      ({ organization_id: SMALL, user_id: userId(index), role: index === 0 ? 'owner' : 'admin', created_at: at(index) })),
+    ...Array.from({ length: 500 }, (_, index) =>
+      ({ organization_id: tinyOrganization(index % 100), user_id: userId(2000 + index), role: 'owner', created_at: at(index) }))
+  ]
+  await insertChunked(db, 'organization_members', members)
+  const invitations = Array.from({ length: 600 }, (_, index) => ({
+    id: id(2, index),
+    organization_id: index < 300 ? BIG : tinyOrganization(index % 100),
+    email: `invited-${index}@example.com`,
+    role: 'member',
+    token_hash: `hash-${index}`,
+    invited_by: userId(0),
+    created_at: at(index),
+    expires_at: at(index + 7 * 86_400)
+  }))
+  await insertChunked(db, 'organization_invitations', invitations)
+  const sessions = users.map((user, index) => ({
+    id: id(3, index),
+    user_id: user.id,
+    device: '{}',
+    created_at: at(index),
+    last_used_at: at(index),
+    organization_id: index < 100 ? BIG : index < 150 ? SMALL : null
+  }))
+  await insertChunked(db, 'sessions', sessions)
+  await insertChunked(db, 'refresh_tokens', sessions.map((session, index) => ({
+    jti: id(4, index),
+    session_id: session.id,
+    user_id: session.user_id,
+    token_hash: `refresh-hash-${index}`,
+    device: '{}',
+    created_at: at(index),
+    expires_at: at(index + 30 * 86_400),
+    access_jti: id(5, index),
+    organization_id: session.organization_id
+  })))
+  if (dialect === 'postgres') {
+    for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'sessions', 'refresh_tokens']) {
+      await sql`analyze ${sql.table(table)}`.execute(db)
+    }
+  }
+}
+
+/** The scans in `plan` reading a watched table (or one of its indexes) whole; `query` names the tables' aliases. */
+function fullScans (plan: string, query: string, dialect: Database['dialect']): string[] {
+  const names = new Set<string>(WATCHED)
+  for (const [, table, alias] of query.matchAll(/"(\w+)" as "(\w+)"/g)) {
+    if ((WATCHED as readonly string[]).includes(table ?? '') && alias !== undefined) names.add(alias)
+  }
+  const lines = plan.split('\n')
+  if (dialect === 'sqlite') {
+    // SEARCH reads a range of an index; SCAN reads the table (or an index) whole.
+    return lines.filter((line) => [...names].some((name) => new RegExp(`^\\W*SCAN ${name}\\b`).test(line)))
+  }
+  // A plan node is its line and the property lines under it; an index scan without an Index Cond reads the index whole.
+  const nodes: string[][] = []
+  for (const line of lines) {
+    if (nodes.length === 0 || line.trim().startsWith('->')) nodes.push([line])
+    else nodes.at(-1)?.push(line)
+  }
+  const tables = [...WATCHED].join('|')
+  return nodes.filter((node) => {
+    const head = node[0] ?? ''
+    if (new RegExp(`Seq Scan on (${tables})\\b`).test(head)) return true
+    const indexScan = new RegExp(`(Index Scan|Index Only Scan|Bitmap Index Scan)( Backward)? (using|on) (${tables})_`).test(head)
+    return indexScan && !node.some((line) => line.includes('Index Cond:'))
+  }).map((node) => node.join('\n'))
+}
+
+/**
+ * Reads the plans of the queries `operation` ran on a watched table: none may read one whole, and
+ * together they use `index`. Answers the plans, each after its SQL.
+ */
+async function checkPlans (
+  t: Test,
+  database: Database,
+  recorded: ReturnType<typeof recordingRepositories>,
+  table: string,
+  operation: () => Promise<unknown>,
+  index: RegExp
+): Promise<Array<{ sql: string, plan: string }>> {
+  recorded.ran.length = 0
+  await operation()
+  const plans: Array<{ sql: string, plan: string }> = []
+  const seen = new Set<string>()
+  for (const query of recorded.ran) {
+    if (seen.has(query.sql) || !WATCHED.some((watched) => query.sql.includes(`"${watched}"`))) continue
+    seen.add(query.sql)
+    const plan = await queryPlan(database, table, { compile: () => query })
+    plans.push({ sql: query.sql, plan })
+    t.same(fullScans(plan, query.sql, database.dialect), [], `${query.sql}\n${plan}`)
+  }
+  t.ok(plans.length > 0, 'the operation ran its queries')
+  t.match(plans.map(({ plan }) => plan).join('\n'), index, `uses ${String(index)}`)
+  return plans
+}
+
+const page = (overrides: Partial<CollectionRequest> = {}): CollectionRequest => ({
+  scope: 'test',
+  sort: [{ field: 'created_at', descending: false }, { field: 'id', descending: false }],
+  fields: null,
+  filters: {},
+  pagination: { kind: 'offset', page: 1, limit: 20 },
+  ...overrides
+})
+
+/** The plan of the page query itself (the one with ORDER BY) sorts nothing: the index gives the order. */
+function sortsNothing (t: Test, plans: Array<{ sql: string, plan: string }>, dialect: Database['dialect']) {
+  const ordered = plans.filter((plan) => plan.sql.includes('order by'))
+  t.ok(ordered.length > 0, 'a page query')
+  for (const { sql: text, plan } of ordered) {
+    t.notMatch(plan, dialect === 'sqlite' ? /USE TEMP B-TREE FOR ORDER BY/ : /\bSort\b/, `in the index's order: ${text}\n${plan}`)
+  }
+}
+
+for (const backend of backends()) {
+  t.test(`organization query plans (${backend.name})`, async (t) => {
+    const database = await migratedDatabase(t, backend.url)
+    const recorded = recordingRepositories(database)
+    const { organizations, sessions } = recorded.repositories
+    const { dialect } = database
+    await seed(database)
+
+    t.test('the membership check (the role of a user in an organization), by the primary key', async (t) => {
+      const membership = dialect === 'sqlite'
+        ? /SEARCH \w+ USING (COVERING )?INDEX \w+ \(organization_id=\? AND user_id=\?\)/
+        : /organization_members_(pkey|user_id)/
+      await checkPlans(t, database, recorded, 'organization_members', async () => {
+        t.equal(await organizations.roleOf(BIG, userId(5)), 'member', 'the answer, to be sure the query ran')
+      }, membership)
+      await checkPlans(t, database, recorded, 'organization_members', async () => {
+        t.match(await organizations.member(SMALL, userId(7)), { id: userId(7), role: 'admin' })
+      }, membership)
+    })
+
+    t.test('the members page of an organization, in joining order, by offset and by cursor', async (t) => {
+      const index = /organization_members_organization_id_created_at_user_id/
+      const newestFirst = [{ field: 'created_at', descending: true }, { field: 'id', descending: true }]
+      const variants: Array<[string, Partial<CollectionRequest>]> = [
+        ['offset, oldest first', {}],
+        ['offset, newest first', { sort: newestFirst }],
+        ['cursor, first page', { pagination: { kind: 'cursor', limit: 20, after: null } }],
+        ['cursor, later page', { pagination: { kind: 'cursor', limit: 20, after: [at(1000), userId(1000)] } }],
+        ['cursor, newest first', { sort: newestFirst, pagination: { kind: 'cursor', limit: 20, after: [at(1000), userId(1000)] } }]
+      ]
+      for (const [variant, overrides] of variants) {
+        t.test(variant, async (t) => {
+          const plans = await checkPlans(t, database, recorded, 'organization_members', async () => {
+            const result = await organizations.listMembers(BIG, page(overrides))
+            t.equal(result.items.length, 20, 'a full page')
+          }, index)
+          sortsNothing(t, plans, dialect)
+        })
+      }
+      const later = await organizations.listMembers(BIG, page({ pagination: { kind: 'cursor', limit: 2, after: [at(1000), userId(1000)] } }))
+      t.same(later.items.map((member) => member.id), [userId(1001), userId(1002)], 'the cursor page goes on after its row')
+    })
+
+    t.test('the organizations of a user, through the user\'s memberships', async (t) => {
+      for (const pagination of [{ kind: 'offset', page: 1, limit: 20 }, { kind: 'cursor', limit: 20, after: null }] as const) {
+        await checkPlans(t, database, recorded, 'organization_members', async () => {
+          const result = await organizations.listOfMember(userId(7), page({ pagination }))
+          t.same(result.items.map((organization) => organization.id).sort(), [BIG, SMALL])
+        }, /organization_members_user_id/)
+      }
+    })
+
+    t.test('the invitations page of an organization', async (t) => {
+      const variants: Array<Partial<CollectionRequest>> = [
+        {},
+        { pagination: { kind: 'cursor', limit: 20, after: [at(100), id(2, 100)] } },
+        { sort: [{ field: 'created_at', descending: true }, { field: 'id', descending: true }] }
+      ]
+      for (const overrides of variants) {
+        const plans = await checkPlans(t, database, recorded, 'organization_invitations', async () => {
+          t.equal((await organizations.listInvitations(BIG, page(overrides))).items.length, 20)
+        }, /organization_invitations_organization_id_created_at_id/)
+        sortsNothing(t, plans, dialect)
+      }
+    })
+
+    t.test('the sessions that speak for an organization and the access tokens issued for it, found after a membership change', async (t) => {
+      for (const member of [userId(120), undefined]) {
+        await checkPlans(t, database, recorded, 'refresh_tokens', async () => {
+          const tokens = await sessions.organizationAccessTokens(SMALL, member, at(0))
+          t.equal(tokens.length, member === undefined ? 50 : 1, 'the access tokens to revoke')
+        }, /refresh_tokens_organization_id_user_id_created_at/)
+        await checkPlans(t, database, recorded, 'sessions', async () => {
+          await rolledBack(recorded.db, async (trx) => { await sessions.forgetOrganization(SMALL, member, trx) })
+        // One member's few sessions may as well be found through the index of their sessions.
+        }, member === undefined ? /sessions_organization_id/ : /sessions_(organization_id|user_id\w*)/)
+      }
+    })
+
+    t.test('an invitation\'s checks (member, pending, the hourly count) and the token\'s lookup', async (t) => {
+      await checkPlans(t, database, recorded, 'organization_invitations', async () => {
+        await rolledBack(recorded.db, async (trx) => {
+          const outcome = await organizations.invite(
+            { organizationId: BIG, email: 'newcomer@example.com', role: 'member', tokenHash: 'new-hash', invitedBy: userId(0), expiresAt: at(10_000_000) },
+            { channel: 'email', recipient: 'newcomer@example.com', subject: 'Invitation', text: 'Token: x', html: null },
+            at(1000), { max: 1000, since: at(0) }, trx)
+          t.match(outcome, { email: 'newcomer@example.com' }, 'stored (then rolled back)')
+        })
+      }, /organization_invitations_organization_id_(email|created_at_id)/)
+      await checkPlans(t, database, recorded, 'organization_invitations', async () => {
+        t.match(await organizations.findInvitation('hash-42', at(0)), { id: id(2, 42) })
+      }, dialect === 'sqlite' ? /SEARCH organization_invitations USING INDEX \w+ \(token_hash=\?\)/ : /organization_invitations_token_hash/)
+    })
+  })
+}
