@@ -50,6 +50,11 @@ export interface PageOptions<Values extends FilterValues> {
    * COUNT_LIMIT. The key is bound as a value; whether there is one is part of the query's shape.
    */
   maintainedCount?: (values: Values) => string | undefined
+  /**
+   * Every search is windowed, as a short one is (see #shape): for a collection whose searched
+   * columns no index covers, where a rare term would otherwise be compared with every record.
+   */
+  windowEverySearch?: boolean
 }
 
 /**
@@ -220,7 +225,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
     const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
     const search = request.search !== undefined && this.#searchIn.length > 0
-    const windowed = search && searchPhrase(request.search) === undefined
+    const windowed = search && (this.options.windowEverySearch === true || searchPhrase(request.search) === undefined)
     const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}` +
       `|${search ? 's' : ''}${indexed ? 'i' : ''}${windowed ? 'w' : ''}${countProbed ? 'p' : ''}${request.createdAfter !== undefined ? 'c' : ''}${maintained ? 'm' : ''}`
     let shape = this.#shapes.get(key)
