@@ -8,6 +8,7 @@ import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from '../plugins/infrastructure/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
 import { buildValidator, MAX_JSON_DEPTH, nestedDeeperThan } from './validation.js'
+import { buildSerializer } from './serialization.js'
 
 /**
  * Log lines waiting to be written are capped: if the output cannot keep up, lines beyond
@@ -29,7 +30,7 @@ export const BODY_LIMIT_BYTES = 10_240
 /** The longest path parameter, a device_id of 128 code points, is up to 256 UTF-16 units. */
 const MAX_PATH_PARAMETER_LENGTH = 256
 
-const schemaController = { compilersFactory: { buildValidator } } as unknown as FastifyServerOptions['schemaController']
+const schemaController = { compilersFactory: { buildValidator, buildSerializer } } as unknown as FastifyServerOptions['schemaController']
 
 /**
  * Standard output, written asynchronously in batches: a write per line would cost a system
