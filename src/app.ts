@@ -26,8 +26,10 @@ import invitationRoutes from './routes/invitations/index.js'
 import organizationRoutes from './routes/organizations/index.js'
 import accessCheckRoutes from './routes/access-check/index.js'
 import usersRoutes from './routes/users/index.js'
+import webhookRoutes from './routes/webhooks/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
+import type { Resolver } from './services/webhooks/http-sender.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -37,13 +39,15 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Config
+  /** How webhook endpoints' host names are resolved: the system's resolver unless given (tests give one). */
+  resolve?: Resolver
 }
 
 /**
  * The application: edge protections first (their hooks run on every request, errors and
  * 404s included), then infrastructure, decorators and guards, then routes (no listen).
  */
-const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
+const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve }) => {
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
   // Bodies are JSON or refused with 415 (docs/api.md, "Conventions").
@@ -72,7 +76,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
     }
   })
   await fastify.register(textInput)
-  await fastify.register(services)
+  await fastify.register(services, { resolve })
   await fastify.register(zeroTrust)
   await fastify.register(background)
   await fastify.register(adminBootstrap)
@@ -87,6 +91,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config }) => {
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
   await fastify.register(organizationRoutes, { prefix: '/api/v1/organizations' })
   await fastify.register(invitationRoutes, { prefix: '/api/v1/invitations' })
+  await fastify.register(webhookRoutes, { prefix: '/api/v1/webhooks' })
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
 }

@@ -86,6 +86,11 @@ export const EnvSchema = Type.Object({
   EMAIL_VERIFICATION: oneOf(['off', 'optional', 'required'], 'optional'),
   SMS_WEBHOOK_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   MAIL_RETRY_MS: positiveInteger('5000'),
+  WEBHOOK_ALLOWED_NETWORKS: commaList(''),
+  WEBHOOK_TIMEOUT_MS: positiveInteger('10000'),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: positiveInteger('30'),
+  AUDIT_STREAM: oneOf(['off', 'stdout', 'file', 'webhooks'], 'off'),
+  AUDIT_STREAM_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a file path' })),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info')
 })
 export type Env = Static<typeof EnvSchema>

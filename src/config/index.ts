@@ -76,6 +76,14 @@ export interface Config {
     /** The first retry of a message that could not be delivered waits this long; each next one twice as long. */
     retryMs: number
   }
+  webhooks: {
+    /** CIDRs webhook deliveries may reach besides public addresses (docs/security.md, "Webhooks"). */
+    allowedNetworks: string[]
+    timeoutMs: number
+    retentionDays: number
+  }
+  /** Where every audit entry is also written: NDJSON to stdout or a file, or `audit.entry` webhook events. */
+  auditStream: { kind: Env['AUDIT_STREAM'], file: string | null }
   logLevel: Env['LOG_LEVEL']
   /** Start-up notices to log once the logger exists (insecure but allowed settings). */
   warnings: string[]
@@ -115,6 +123,11 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const trustedNetworks = list(env.TRUSTED_NETWORKS)
   const badNetworks = trustedNetworks.filter((network) => !isCidr(network))
   if (badNetworks.length > 0) problems.push(`TRUSTED_NETWORKS has malformed CIDRs: ${badNetworks.join(', ')}`)
+
+  const webhookNetworks = list(env.WEBHOOK_ALLOWED_NETWORKS)
+  const badWebhookNetworks = webhookNetworks.filter((network) => !isCidr(network))
+  if (badWebhookNetworks.length > 0) problems.push(`WEBHOOK_ALLOWED_NETWORKS has malformed CIDRs: ${badWebhookNetworks.join(', ')}`)
+  if (env.AUDIT_STREAM === 'file' && env.AUDIT_STREAM_FILE === undefined) problems.push('AUDIT_STREAM_FILE is required when AUDIT_STREAM=file')
 
   if (env.ADMIN_PASSWORD !== undefined) {
     // The bootstrap administrator's password meets the policy every other password meets.
@@ -188,6 +201,12 @@ export function loadConfig (source: Record<string, string | undefined> = process
       smsWebhookUrl: env.SMS_WEBHOOK_URL ?? null,
       retryMs: Number(env.MAIL_RETRY_MS)
     },
+    webhooks: {
+      allowedNetworks: webhookNetworks,
+      timeoutMs: Number(env.WEBHOOK_TIMEOUT_MS),
+      retentionDays: Number(env.WEBHOOK_DELIVERY_RETENTION_DAYS)
+    },
+    auditStream: { kind: env.AUDIT_STREAM, file: env.AUDIT_STREAM_FILE ?? null },
     logLevel: env.LOG_LEVEL,
     warnings
   }

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import pino from 'pino'
-import app from '../app.js'
+import app, { type AppOptions } from '../app.js'
 import type { Config } from '../config/index.js'
 import { validationFailed } from '../errors.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
@@ -71,7 +71,9 @@ function jsonBodies (instance: FastifyInstance): void {
  * The Fastify instance with the application registered; `ready()` and `listen()` are the
  * caller's. Log lines go to `destination`, standard output unless another is given.
  */
-export function createInstance (config: Config, destination: LogDestination = standardOutput()): FastifyInstance {
+export function createInstance (
+  config: Config, destination: LogDestination = standardOutput(), options: Omit<AppOptions, 'config'> = {}
+): FastifyInstance {
   const lines = new LineBatcher(destination)
   const logger = pino({ level: config.logLevel, serializers: logSerializers }, lines)
   const logController = new ExchangeLogController(logger, lines)
@@ -98,6 +100,6 @@ export function createInstance (config: Config, destination: LogDestination = st
   instance.addHook('onClose', async () => { await lines.drain() })
   jsonBodies(instance)
   // Registered through fastify-plugin, so its error handler and parsers are the root ones.
-  instance.register(fp(app), { config })
+  instance.register(fp(app), { ...options, config })
   return instance
 }

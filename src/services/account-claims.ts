@@ -91,7 +91,8 @@ export class AccountClaims {
 
 /**
  * The account, when its address was ever proved; else 403 EMAIL_NOT_VERIFIED: an unclaimed
- * account gets no second factor or passkey, which would outlive its owner's claim.
+ * account gets no second factor or passkey, which would outlive its owner's claim, and creates
+ * no webhook endpoint, whose notices go to its address.
  */
 export async function claimedAccount (users: UsersRepository, userId: string): Promise<User> {
   const [user, principal] = await Promise.all([users.findById(userId), users.findPrincipal(userId)])

@@ -1,6 +1,7 @@
 import type { CursorCodec } from '../collection/cursor.js'
 import type { Config } from '../config/index.js'
 import type { PasswordHasher } from '../security/passwords.js'
+import { outboundPolicy } from '../security/outbound-addresses.js'
 import { SecretBox } from '../security/secret-box.js'
 import { signingSecret } from '../security/signing-keys.js'
 import type { TokenService } from '../security/tokens.js'
@@ -33,6 +34,9 @@ import { RoleService } from './roles.js'
 import { SessionService } from './sessions.js'
 import { SignInGuard } from './sign-in-guard.js'
 import { SignInService } from './sign-in.js'
+import { WebhookDispatcher } from './webhooks/dispatcher.js'
+import { type Resolver, WebhookHttpSender } from './webhooks/http-sender.js'
+import { WebhookService } from './webhooks/service.js'
 
 export interface ServiceDependencies {
   config: Config
@@ -48,8 +52,13 @@ export interface ServiceDependencies {
   sms: SmsSender
   /** Where message delivery reports what happened. */
   log: DeliveryLog
-  /** The clock one-time tokens and message codes are issued and checked by (Date.now by default). */
+  /**
+   * The clock one-time tokens and message codes are issued and checked by, and webhook
+   * deliveries scheduled by (Date.now by default).
+   */
   now?: () => number
+  /** How webhook endpoints' host names are resolved (the system's resolver by default). */
+  resolve?: Resolver
 }
 
 export type Services = ReturnType<typeof createServices>
@@ -117,6 +126,20 @@ export function createServices (deps: ServiceDependencies) {
     reauthentication,
     audit
   })
+  const webhookSecrets = new SecretBox(signingSecret(config.jwt), 'webhook-signing-secret')
+  const webhookPolicy = outboundPolicy(config.webhooks.allowedNetworks)
+  const webhookDispatcher = new WebhookDispatcher({
+    webhooks: repositories.webhooks,
+    sender: new WebhookHttpSender({
+      policy: webhookPolicy, timeoutMs: config.webhooks.timeoutMs, resolve: deps.resolve
+    }),
+    secrets: webhookSecrets,
+    users,
+    notices,
+    audit,
+    log: deps.log,
+    now: deps.now
+  })
   const emailVerification = new EmailVerificationService({
     users,
     tokens: repositories.oneTimeTokens,
@@ -134,6 +157,7 @@ export function createServices (deps: ServiceDependencies) {
     mfa,
     oauth,
     outbox,
+    webhookDispatcher,
     emailVerification,
     passkeys,
     passwordReset: new PasswordResetService({
@@ -195,6 +219,16 @@ export function createServices (deps: ServiceDependencies) {
     }),
     invitations: new InvitationService({
       organizations: repositories.organizations, users, templates, audit, cursors, deliver, now: deps.now
+    }),
+    webhooks: new WebhookService({
+      webhooks: repositories.webhooks,
+      users,
+      secrets: webhookSecrets,
+      policy: webhookPolicy,
+      audit,
+      cursors,
+      deliver: () => { webhookDispatcher.kick() },
+      now: deps.now
     })
   }
 }

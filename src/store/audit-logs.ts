@@ -8,6 +8,16 @@ const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'ou
 /** Rows inserted per statement: well under both dialects' bound-parameter limits. */
 const INSERT_CHUNK = 100
 
+/** An entry as the audit log's API shows it (and the audit stream carries it). */
+export function auditEntryOf (row: AuditLogsTable): AuditEntry {
+  return {
+    ...row,
+    event: row.event as AuditEvent,
+    outcome: row.outcome === 'success' ? 'success' : 'failure',
+    details: JSON.parse(row.details) as Record<string, unknown>
+  }
+}
+
 export class AuditLogsRepository {
   readonly #pages
 
@@ -30,12 +40,19 @@ export class AuditLogsRepository {
 
   /**
    * Makes a change and stores the entries that record it in one transaction: neither is kept
-   * without the other. `change` runs its statements on the transaction it is given.
+   * without the other. `change` runs its statements on the transaction it is given, and
+   * `alongside` what the entries bring about (their webhook deliveries).
    */
-  async insertWith<T> (change: (trx: Db) => Promise<T>, rowsOf: (result: T) => AuditLogsTable[]): Promise<T> {
+  async insertWith<T> (
+    change: (trx: Db) => Promise<T>,
+    rowsOf: (result: T) => AuditLogsTable[],
+    alongside?: (rows: AuditLogsTable[], trx: Db) => Promise<void>
+  ): Promise<T> {
     return await atomically(this.db, async (trx) => {
       const result = await change(trx)
-      await this.insertMany(rowsOf(result), trx)
+      const rows = rowsOf(result)
+      await this.insertMany(rows, trx)
+      await alongside?.(rows, trx)
       return result
     })
   }
@@ -45,12 +62,7 @@ export class AuditLogsRepository {
     const page = await this.#pages.run(request, { event, actorId })
     return {
       ...page,
-      items: page.items.map((row) => ({
-        ...row,
-        event: row.event as AuditEvent,
-        outcome: row.outcome === 'success' ? 'success' : 'failure',
-        details: JSON.parse(row.details) as Record<string, unknown>
-      }))
+      items: page.items.map(auditEntryOf)
     }
   }
 

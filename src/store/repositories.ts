@@ -14,6 +14,7 @@ import { RevocationsRepository } from './revocations.js'
 import { SessionsRepository } from './sessions.js'
 import { SignInFailuresRepository } from './sign-in-failures.js'
 import { UsersRepository } from './users.js'
+import { WebhooksRepository } from './webhooks.js'
 
 export type Repositories = ReturnType<typeof createRepositories>
 
@@ -36,6 +37,7 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     passkeys: new PasskeysRepository(db, pages, (userId) => users.invalidate(userId)),
     posts: new PostsRepository(db, pages),
     comments: new CommentsRepository(db, pages),
-    organizations: new OrganizationsRepository(db, pages, outbox)
+    organizations: new OrganizationsRepository(db, pages, outbox),
+    webhooks: new WebhooksRepository(db, pages)
   }
 }

@@ -275,6 +275,42 @@ export interface OrganizationInvitationsTable {
   closed_at: string | null
 }
 
+export interface WebhookEndpointsTable {
+  id: string
+  url: string
+  description: string
+  /** A JSON array of event types. */
+  event_types: string
+  /** Sealed (SecretBox) under the service's secret. */
+  secret: string
+  previous_secret: string | null
+  previous_secret_expires_at: string | null
+  /** Null while enabled. */
+  disabled_at: string | null
+  disabled_reason: 'manual' | 'failing' | null
+  last_success_at: string | null
+  created_by: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface WebhookDeliveriesTable {
+  id: string
+  endpoint_id: string
+  event_type: string
+  /** The body sent, as sent. */
+  payload: string
+  status: 'pending' | 'succeeded' | 'failed'
+  attempts: number
+  /** Null once settled, or while the endpoint is disabled. */
+  next_attempt_at: string | null
+  claimed_until: string | null
+  last_status: number | null
+  last_error: string | null
+  created_at: string
+  updated_at: string
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -300,6 +336,8 @@ export interface DatabaseSchema {
   organizations: OrganizationsTable
   organization_members: OrganizationMembersTable
   organization_invitations: OrganizationInvitationsTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
 }
 
 export type Db = Kysely<DatabaseSchema>

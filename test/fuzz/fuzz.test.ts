@@ -396,6 +396,8 @@ function generatorFor (operation: Operation): SchemaArbitraryOptions {
     formats: {
       uuid: fc.oneof(fc.uuid(), fc.uuid({ version: 7 })),
       email: fc.emailAddress(),
+      // Webhook endpoints: no test resolves a name or reaches an address but loopback (loopbackResolver).
+      uri: fc.webUrl(),
       'date-time': instant.map((date) => date.toISOString())
     },
     hints: { ...HINTS, id: fc.oneof({ weight: 3, arbitrary: known(...own) }, { weight: 1, arbitrary: known(...IDS) }) }

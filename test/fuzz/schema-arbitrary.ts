@@ -14,6 +14,7 @@ export interface JsonSchema {
   items?: JsonSchema
   minItems?: number
   maxItems?: number
+  uniqueItems?: boolean
   properties?: Record<string, JsonSchema>
   required?: string[]
   additionalProperties?: boolean | JsonSchema
@@ -34,7 +35,7 @@ export interface SchemaArbitraryOptions {
  */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$id', '$schema', 'readOnly', 'writeOnly', 'deprecated'])
 const KNOWN = new Set([...ANNOTATIONS, ...['type', 'enum', 'const', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
-  'items', 'minItems', 'maxItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf']])
+  'items', 'minItems', 'maxItems', 'uniqueItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf']])
 
 const INT32 = 2 ** 31
 
@@ -103,7 +104,14 @@ export function validValue (schema: JsonSchema, options: SchemaArbitraryOptions)
     case 'number': return fc.double({ min: schema.minimum ?? -1e9, max: schema.maximum ?? 1e9, noNaN: true })
     case 'boolean': return fc.boolean()
     case 'null': return fc.constant(null)
-    case 'array': return fc.array(validValue(schema.items ?? {}, options), { minLength: schema.minItems ?? 0, maxLength: schema.maxItems ?? 5 })
+    case 'array': {
+      const bounds = { minLength: schema.minItems ?? 0, maxLength: schema.maxItems ?? 5 }
+      const items = validValue(schema.items ?? {}, options)
+      // Items compared as JSON, as Ajv compares them for uniqueItems.
+      return schema.uniqueItems === true
+        ? fc.uniqueArray(items, { ...bounds, selector: (item) => JSON.stringify(item) })
+        : fc.array(items, bounds)
+    }
     case 'object': return objectValue(schema, options)
     default: throw new Error(`schema type not supported by the generator: ${String(schema.type)}`)
   }

@@ -1,9 +1,15 @@
 /** The app for `app.inject`: built as the server builds it, with the test configuration. */
+import { BlockList, isIP } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../src/config/index.js'
 import { createInstance } from '../../src/http/instance.js'
+import type { Resolver } from '../../src/services/webhooks/http-sender.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
+
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
+LOOPBACK.addAddress('::1', 'ipv6')
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters'
 
@@ -19,6 +25,18 @@ export const SECURITY_HEADERS = {
   'content-security-policy': "default-src 'self';frame-ancestors 'none';script-src 'self' 'unsafe-inline';style-src 'self' 'unsafe-inline';img-src 'self' data: https:",
   // Added to the set: tokens and personal data must not be cached.
   'cache-control': 'no-store'
+}
+
+/**
+ * Tests reach no address but loopback: webhook endpoints' host names (and addresses) resolve
+ * only when they are loopback ones, so a test that stores a public URL sends nothing anywhere.
+ */
+export const loopbackResolver: Resolver = async (hostname) => {
+  const address = hostname === 'localhost' ? '127.0.0.1' : hostname
+  if (isIP(address) !== 0 && LOOPBACK.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')) {
+    return [{ address, family: isIP(address) }]
+  }
+  throw Object.assign(new Error(`tests resolve loopback only, not ${hostname}`), { code: 'ENOTFOUND' })
 }
 
 export interface BuildOptions {
@@ -50,7 +68,7 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     MFA_REQUIRED_ROLES: 'none',
     ...options.env
   })
-  const app = createInstance(config)
+  const app = createInstance(config, undefined, { resolve: loopbackResolver })
   options.extend?.(app)
   t.teardown(async () => await app.close())
   await app.ready()

@@ -88,3 +88,18 @@ export function auditRow (index: number, ageDays: number): AuditLogsTable {
     created_at: new Date(Date.now() - ageDays * 24 * 60 * 60 * 1000).toISOString()
   }
 }
+
+/**
+ * From here on every `operation` on `table` fails with `message`, as a full disk or a lost
+ * connection would fail it.
+ */
+export async function refuseWrites ({ database }: { database: Database }, operation: 'insert' | 'update', table: string, message: string): Promise<void> {
+  const name = sql.raw(`${table}_refused`)
+  const on = sql.raw(`before ${operation} on ${table}`)
+  if (database.dialect === 'sqlite') {
+    await sql`create trigger ${name} ${on} begin select raise(abort, ${sql.lit(message)}); end`.execute(database.db)
+    return
+  }
+  await sql`create function ${name}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(message)}; end $$`.execute(database.db)
+  await sql`create trigger ${name} ${on} for each row execute function ${name}()`.execute(database.db)
+}

@@ -3,6 +3,8 @@ import { loadConfig } from '../../src/config/index.js'
 import { PasswordHasher } from '../../src/security/passwords.js'
 import { TokenService } from '../../src/security/tokens.js'
 import { AuditTrail } from '../../src/services/audit/trail.js'
+import { auditStorage, WebhookPublisher } from '../../src/services/webhooks/publisher.js'
+import type { Resolver } from '../../src/services/webhooks/http-sender.js'
 import type { Caller, RequestContext } from '../../src/services/context.js'
 import { createServices, type Services } from '../../src/services/index.js'
 import { REAUTHENTICATION_TTL_MS } from '../../src/services/reauthentication.js'
@@ -13,7 +15,7 @@ import { createRepositories, type Repositories } from '../../src/store/repositor
 import { singleUseStores } from '../../src/store/single-use.js'
 import type { UserPrincipal } from '../../src/store/users.js'
 import { TEST_PASSWORD, uniqueEmail } from './accounts.js'
-import { TEST_SECRET } from './app.js'
+import { loopbackResolver, TEST_SECRET } from './app.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
 import { TestProvider } from './servers/oauth-provider.js'
@@ -47,16 +49,21 @@ export interface ServiceFixture {
 export async function buildServices (
   t: TestContext,
   postgresUrl: string | null,
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  options: { resolve?: Resolver } = {}
 ): Promise<ServiceFixture> {
   const config = loadConfig({ DATABASE_URL: await freshDatabaseUrl(t, postgresUrl), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MFA_REQUIRED_ROLES: 'none', ...env })
   const database = openDatabase(config.database)
   await migrateToLatest(database.db, database.dialect)
   const cursors = new CursorCodec(config.jwtSecret)
   const repositories = createRepositories(database, cursors)
+  // As the app stores entries: with the webhook deliveries they bring about.
   const audit = new AuditTrail({
-    write: async (rows) => { await repositories.auditLogs.insertMany(rows) },
-    writeWith: async (change, rowsOf) => await repositories.auditLogs.insertWith(change, rowsOf),
+    ...auditStorage({
+      auditLogs: repositories.auditLogs,
+      publisher: new WebhookPublisher({ webhooks: repositories.webhooks, streamAudit: config.auditStream.kind === 'webhooks' }),
+      published: () => { services.webhookDispatcher.kick() }
+    }),
     onError: (error) => { throw error }
   })
   const sent: MailMessage[] = []
@@ -82,9 +89,11 @@ export async function buildServices (
     mailer,
     sms: { timeoutMs: 1000, async send () {} },
     log: silent,
-    now: () => Date.now() + clock.aheadMs
+    now: () => Date.now() + clock.aheadMs,
+    resolve: options.resolve ?? loopbackResolver
   })
   t.teardown(async () => {
+    await services.webhookDispatcher.stop()
     await services.outbox.stop()
     await audit.close()
     await database.close()

@@ -1,11 +1,13 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { generateKeyPair } from '../../src/security/signing-keys.js'
-import { createAccount } from '../helpers/accounts.js'
+import { createAccount, withToken } from '../helpers/accounts.js'
 import { build } from '../helpers/app.js'
+import { webhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 const run = promisify(execFile)
 
@@ -59,4 +61,92 @@ t.test('the PyJWT snippet of docs/integration.md runs as written and accepts our
       t.match(JSON.parse(stdout), { sub: account.id, iss: ISSUER, type: 'access' }, `${file}, ${algorithm}`)
     }
   }
+})
+
+/** The code block of docs/integration.md in `language` that holds `marker`. */
+function snippet (language: string, marker: string): string {
+  const text = readFileSync(new URL('../../docs/integration.md', import.meta.url), 'utf8')
+  const blocks = [...text.matchAll(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((match) => match[1] ?? '')
+  const found = blocks.filter((code) => code.includes(marker))
+  if (found.length !== 1) throw new Error(`docs/integration.md: ${found.length} ${language} blocks with ${marker}`)
+  return found[0] ?? ''
+}
+
+/** An app whose webhooks may reach 127.0.0.1, with an endpoint at `url`: its secret, a test event, a move. */
+async function appWithEndpoint (t: Test, url: string) {
+  const app = await build(t, { env: { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' } })
+  const operator = await createAccount(app, { roles: ['super_admin'] })
+  const created = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/webhooks', payload: { url, events: ['user.created'] } }))
+  const { id, secret } = created.json().data as { id: string, secret: string }
+  const test = async () => {
+    const response = await app.inject(withToken(operator.token, { method: 'POST', url: `/api/v1/webhooks/${id}/test` }))
+    return response.json().data as { id: string }
+  }
+  const moveTo = async (to: string) => {
+    await app.inject(withToken(operator.token, { method: 'PATCH', url: `/api/v1/webhooks/${id}`, payload: { url: to } }))
+  }
+  return { app, secret, test, moveTo }
+}
+
+t.test('the Node receiver of docs/integration.md accepts our deliveries and refuses a tampered one', async (t) => {
+  // As a reader runs it, on a free port of 127.0.0.1, which it prints.
+  const code = snippet('js', 'standardwebhooks').replace('.listen(8080)',
+    ".listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ port: this.address().port })) })")
+  // The endpoint is made first, for its secret, and pointed at the receiver once it listens.
+  const { app, secret, test, moveTo } = await appWithEndpoint(t, 'http://127.0.0.1:1/unused')
+  const receiver = spawn(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: new URL('../..', import.meta.url), env: { ...process.env, USERS_API_WEBHOOK_SECRET: secret }, stdio: ['ignore', 'pipe', 'inherit']
+  })
+  t.teardown(() => { receiver.kill() })
+  const lines: Array<Record<string, unknown>> = []
+  const waiting: Array<() => void> = []
+  let buffered = ''
+  receiver.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString()
+    const complete = buffered.split('\n')
+    buffered = complete.pop() ?? ''
+    for (const line of complete) lines.push(JSON.parse(line) as Record<string, unknown>)
+    waiting.splice(0).forEach((wake) => { wake() })
+  })
+  const line = async (index: number) => {
+    while (lines.length <= index) await new Promise<void>((resolve) => waiting.push(resolve))
+    return lines[index]
+  }
+  const { port } = await line(0) as { port: number }
+  await moveTo(`http://127.0.0.1:${port}/hooks`)
+  const delivery = await test()
+  t.match(await line(1), { id: delivery.id, type: 'webhook.test', data: {} }, 'verified and read')
+  await app.services.webhookDispatcher.round()
+  const stored = await app.database.db.selectFrom('webhook_deliveries').select(['status', 'last_status']).where('id', '=', delivery.id).executeTakeFirst()
+  t.same(stored, { status: 'succeeded', last_status: 204 })
+  const tampered = await fetch(`http://127.0.0.1:${port}/hooks`, {
+    method: 'POST',
+    headers: { 'webhook-id': delivery.id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,' + Buffer.alloc(32).toString('base64') },
+    body: '{"type":"user.deleted","timestamp":"2026-01-01T00:00:00.000Z","data":{}}'
+  })
+  t.equal(tampered.status, 400, 'a forged delivery is refused')
+  receiver.kill()
+  await once(receiver, 'exit')
+})
+
+t.test('the Python receiver of docs/integration.md verifies our deliveries and refuses tampered ones', async (t) => {
+  try {
+    await run('python3', ['-c', 'import sys; assert sys.version_info >= (3, 9)'])
+  } catch {
+    t.comment('not run: no Python 3.9 or later here; .ci/run installs Debian\'s python3')
+    return
+  }
+  const receiver = await webhookReceiver(t)
+  const { secret, test } = await appWithEndpoint(t, receiver.url)
+  await test()
+  await receiver.receivedCount(1)
+  const delivery = receiver.received[0]!
+  const program = `import json, sys\n${snippet('python', 'verify_webhook')}\n` +
+    'given = json.loads(sys.argv[1])\nprint(json.dumps(verify_webhook(given["secret"], given["headers"], given["body"].encode())))\n'
+  const headers = Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, String(delivery.headers[name])]))
+  const verify = async (body: string, signed = headers) => await run('python3', ['-c', program, JSON.stringify({ secret, headers: signed, body })])
+  const { stdout } = await verify(delivery.body)
+  t.same(JSON.parse(stdout), delivery.payload, 'the event, verified')
+  await t.rejects(verify(delivery.body.replace('webhook.test', 'user.deleted')), /no valid signature/, 'a changed body is refused')
+  await t.rejects(verify(delivery.body, { ...headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 600) }), /out of tolerance/, 'an old timestamp is refused')
 })

@@ -1,30 +1,14 @@
-import { sql } from 'kysely'
 import t from 'tap'
 import { TEST_PASSWORD, uniqueEmail } from '../helpers/accounts.js'
-import { backends } from '../helpers/database.js'
+import { backends, refuseWrites } from '../helpers/database.js'
 import { actingAs, buildServices, contextFrom, owner, registered, type ServiceFixture } from '../helpers/services.js'
 
-/**
- * From here on every `operation` on `table` fails with `message`, as a full disk or a lost
- * connection would fail it.
- */
-async function refuse ({ database }: ServiceFixture, operation: 'insert' | 'update', table: string, message: string): Promise<void> {
-  const name = sql.raw(`${table}_refused`)
-  const on = sql.raw(`before ${operation} on ${table}`)
-  if (database.dialect === 'sqlite') {
-    await sql`create trigger ${name} ${on} begin select raise(abort, ${sql.lit(message)}); end`.execute(database.db)
-    return
-  }
-  await sql`create function ${name}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(message)}; end $$`.execute(database.db)
-  await sql`create trigger ${name} ${on} for each row execute function ${name}()`.execute(database.db)
-}
-
 /** Audit entries cannot be stored. */
-const breakAuditWrites = async (fixture: ServiceFixture) => await refuse(fixture, 'insert', 'audit_logs', 'audit storage refused')
+const breakAuditWrites = async (fixture: ServiceFixture) => await refuseWrites(fixture, 'insert', 'audit_logs', 'audit storage refused')
 /** Messages cannot be given to the outbox. */
-const breakOutboxWrites = async (fixture: ServiceFixture) => await refuse(fixture, 'insert', 'outbox', 'outbox storage refused')
+const breakOutboxWrites = async (fixture: ServiceFixture) => await refuseWrites(fixture, 'insert', 'outbox', 'outbox storage refused')
 /** No session can be ended. */
-const breakSessionEnds = async (fixture: ServiceFixture) => await refuse(fixture, 'update', 'sessions', 'session storage refused')
+const breakSessionEnds = async (fixture: ServiceFixture) => await refuseWrites(fixture, 'update', 'sessions', 'session storage refused')
 
 for (const backend of backends()) {
   t.test(`a change and its audit entry commit together (${backend.name})`, async (t) => {

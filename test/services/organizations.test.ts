@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { Errors } from '../../src/errors.js'
 import { TokenService } from '../../src/security/tokens.js'
 import { uuidv7 } from '../../src/store/ids.js'
 import { TEST_SECRET } from '../helpers/app.js'
-import { backends } from '../helpers/database.js'
+import { backends, refuseWrites } from '../helpers/database.js'
 import {
   join, organizationOf, type ServiceAccount, servicesWithOrganization, uniqueSlug
 } from '../helpers/organizations.js'
@@ -52,19 +51,6 @@ async function noticesTo ({ database, delivered, sent }: ServiceFixture, to: str
 async function membershipEntries (fixture: ServiceFixture) {
   const events = ['membership.role_changed', 'membership.removed', 'membership.left', 'membership.added']
   return (await Promise.all(events.map(async (event) => await fixture.audited(event)))).flat()
-}
-
-/** From here on every `operation` on `table` fails with `message`, as a full disk would fail it. */
-async function refuse ({ database }: ServiceFixture, operation: 'insert' | 'update', table: string, message: string) {
-  const name = sql.raw(`${table}_refused`)
-  const on = sql.raw(`before ${operation} on ${table}`)
-  if (database.dialect === 'sqlite') {
-    await sql`create trigger ${name} ${on} begin select raise(abort, ${sql.lit(message)}); end`.execute(database.db)
-    return
-  }
-  await sql`create function ${name}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(message)}; end $$`
-    .execute(database.db)
-  await sql`create trigger ${name} ${on} for each row execute function ${name}()`.execute(database.db)
 }
 
 /** A session of `account` opened for the test, and its pair. */
@@ -334,7 +320,7 @@ for (const backend of backends()) {
     t.test('a change and its audit entry commit together: when the entry cannot be stored, nothing changes', async (t) => {
       const { fixture, services, alice, bob, organization } = await withMember(t, backend.url)
       const { database } = fixture
-      await refuse(fixture, 'insert', 'audit_logs', 'audit storage refused')
+      await refuseWrites(fixture, 'insert', 'audit_logs', 'audit storage refused')
       await t.rejects(services.organizations.create(actingAs(alice), { name: 'Unrecorded', slug: uniqueSlug() }), /audit storage refused/)
       t.equal((await database.db.selectFrom('organizations').select('id').execute()).length, 1, 'no organization without its entry')
       await t.rejects(services.organizations.update(actingAs(alice), organization.id, { name: 'Unrecorded' }), /audit storage refused/)
@@ -351,7 +337,7 @@ for (const backend of backends()) {
 
     t.test('a role change or a removal and its notice commit together', async (t) => {
       const { fixture, services, alice, bob, organization } = await withMember(t, backend.url)
-      await refuse(fixture, 'insert', 'outbox', 'outbox storage refused')
+      await refuseWrites(fixture, 'insert', 'outbox', 'outbox storage refused')
       await t.rejects(services.organizations.updateMember(actingAs(alice), organization.id, bob.id, 'admin'), /outbox storage refused/)
       await t.rejects(services.organizations.removeMember(actingAs(alice), organization.id, bob.id), /outbox storage refused/)
       t.equal(await roleOf(fixture, organization.id, bob.id), 'member', 'neither happened')

@@ -1,10 +1,10 @@
 import { sql } from 'kysely'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { CollectionRequest } from '../../src/collection/query.js'
 import type { Database } from '../../src/store/database.js'
-import type { Db } from '../../src/store/types.js'
-import { backends, queryPlan } from '../helpers/database.js'
+import { backends } from '../helpers/database.js'
 import { migratedDatabase, recordingRepositories } from '../helpers/organizations.js'
+import { insertChunked, page, planChecker, rolledBack, sortsNothing } from '../helpers/query-plans.js'
 
 /**
  * The organization reads the services make, as the repositories build them, read from an index
@@ -13,18 +13,7 @@ import { migratedDatabase, recordingRepositories } from '../helpers/organization
  */
 
 const WATCHED = ['organization_members', 'organization_invitations', 'sessions', 'refresh_tokens'] as const
-
-class RolledBack extends Error {}
-
-/** Runs `work` in a transaction of `db` that is rolled back: its statements run, and change nothing. */
-async function rolledBack (db: Db, work: (trx: Db) => Promise<unknown>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await work(trx)
-    throw new RolledBack()
-  }).catch((error: unknown) => {
-    if (!(error instanceof RolledBack)) throw error
-  })
-}
+const { checkPlans } = planChecker(WATCHED)
 
 const at = (second: number) => new Date(Date.UTC(2025, 0, 1) + second * 1000).toISOString()
 const id = (kind: number, index: number) => `00000000-0000-7000-800${kind}-${String(index).padStart(12, '0')}`
@@ -32,13 +21,6 @@ const userId = (index: number) => id(0, index)
 const BIG = id(1, 0)
 const SMALL = id(1, 1)
 const tinyOrganization = (index: number) => id(1, 100 + index)
-
-async function insertChunked<Table extends 'users' | 'organizations' | 'organization_members' | 'organization_invitations' |
-'sessions' | 'refresh_tokens'> (db: Db, table: Table, rows: Array<Record<string, unknown>>) {
-  for (let start = 0; start < rows.length; start += 400) {
-    await db.insertInto(table).values(rows.slice(start, start + 400) as never).execute()
-  }
-}
 
 /**
  * 3,000 users; a big organization (2,000 members, joined one second apart), a small one (50)
@@ -97,78 +79,6 @@ async function seed ({ db, dialect }: Database) {
     for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'sessions', 'refresh_tokens']) {
       await sql`analyze ${sql.table(table)}`.execute(db)
     }
-  }
-}
-
-/** The scans in `plan` reading a watched table (or one of its indexes) whole; `query` names the tables' aliases. */
-function fullScans (plan: string, query: string, dialect: Database['dialect']): string[] {
-  const names = new Set<string>(WATCHED)
-  for (const [, table, alias] of query.matchAll(/"(\w+)" as "(\w+)"/g)) {
-    if ((WATCHED as readonly string[]).includes(table ?? '') && alias !== undefined) names.add(alias)
-  }
-  const lines = plan.split('\n')
-  if (dialect === 'sqlite') {
-    // SEARCH reads a range of an index; SCAN reads the table (or an index) whole.
-    return lines.filter((line) => [...names].some((name) => new RegExp(`^\\W*SCAN ${name}\\b`).test(line)))
-  }
-  // A plan node is its line and the property lines under it; an index scan without an Index Cond reads the index whole.
-  const nodes: string[][] = []
-  for (const line of lines) {
-    if (nodes.length === 0 || line.trim().startsWith('->')) nodes.push([line])
-    else nodes.at(-1)?.push(line)
-  }
-  const tables = [...WATCHED].join('|')
-  return nodes.filter((node) => {
-    const head = node[0] ?? ''
-    if (new RegExp(`Seq Scan on (${tables})\\b`).test(head)) return true
-    const indexScan = new RegExp(`(Index Scan|Index Only Scan|Bitmap Index Scan)( Backward)? (using|on) (${tables})_`).test(head)
-    return indexScan && !node.some((line) => line.includes('Index Cond:'))
-  }).map((node) => node.join('\n'))
-}
-
-/**
- * Reads the plans of the queries `operation` ran on a watched table: none may read one whole, and
- * together they use `index`. Answers the plans, each after its SQL.
- */
-async function checkPlans (
-  t: Test,
-  database: Database,
-  recorded: ReturnType<typeof recordingRepositories>,
-  table: string,
-  operation: () => Promise<unknown>,
-  index: RegExp
-): Promise<Array<{ sql: string, plan: string }>> {
-  recorded.ran.length = 0
-  await operation()
-  const plans: Array<{ sql: string, plan: string }> = []
-  const seen = new Set<string>()
-  for (const query of recorded.ran) {
-    if (seen.has(query.sql) || !WATCHED.some((watched) => query.sql.includes(`"${watched}"`))) continue
-    seen.add(query.sql)
-    const plan = await queryPlan(database, table, { compile: () => query })
-    plans.push({ sql: query.sql, plan })
-    t.same(fullScans(plan, query.sql, database.dialect), [], `${query.sql}\n${plan}`)
-  }
-  t.ok(plans.length > 0, 'the operation ran its queries')
-  t.match(plans.map(({ plan }) => plan).join('\n'), index, `uses ${String(index)}`)
-  return plans
-}
-
-const page = (overrides: Partial<CollectionRequest> = {}): CollectionRequest => ({
-  scope: 'test',
-  sort: [{ field: 'created_at', descending: false }, { field: 'id', descending: false }],
-  fields: null,
-  filters: {},
-  pagination: { kind: 'offset', page: 1, limit: 20 },
-  ...overrides
-})
-
-/** The plan of the page query itself (the one with ORDER BY) sorts nothing: the index gives the order. */
-function sortsNothing (t: Test, plans: Array<{ sql: string, plan: string }>, dialect: Database['dialect']) {
-  const ordered = plans.filter((plan) => plan.sql.includes('order by'))
-  t.ok(ordered.length > 0, 'a page query')
-  for (const { sql: text, plan } of ordered) {
-    t.notMatch(plan, dialect === 'sqlite' ? /USE TEMP B-TREE FOR ORDER BY/ : /\bSort\b/, `in the index's order: ${text}\n${plan}`)
   }
 }
 

@@ -1,14 +1,18 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../../schemas/audit.js'
-import { AuditRetention } from '../../services/audit/retention.js'
+import { ndjsonAuditSink } from '../../services/audit/stream.js'
 import { type AuditFields, AuditTrail } from '../../services/audit/trail.js'
+import { Retention } from '../../services/retention.js'
+import { auditStorage, WebhookPublisher } from '../../services/webhooks/publisher.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     auditTrail: AuditTrail
     /** The background purge of entries past AUDIT_RETENTION_DAYS; `purge()` joins the run in progress. */
-    auditRetention: AuditRetention
+    auditRetention: Retention
+    /** Where every audit entry is also written (AUDIT_STREAM=stdout or file), closed after the trail's last flush. */
+    auditSink: { close: () => Promise<void> }
   }
   interface FastifyRequest {
     /**
@@ -30,24 +34,38 @@ const DAY = 24 * 60 * 60 * 1000
 export default fp(async (fastify) => {
   const repository = fastify.repositories.auditLogs
   let failing = false
+  const { config } = fastify
+  const sink = ndjsonAuditSink(config.auditStream)
+  // Entries and the webhook deliveries they bring about are stored together; the deliveries are
+  // sent at once by the services' dispatcher, which exists by the time any change is made.
+  const storage = auditStorage({
+    auditLogs: repository,
+    publisher: new WebhookPublisher({ webhooks: fastify.repositories.webhooks, streamAudit: config.auditStream.kind === 'webhooks' }),
+    published: () => { fastify.services.webhookDispatcher.kick() },
+    sink
+  })
   const trail = new AuditTrail({
     write: async (rows) => {
-      await repository.insertMany(rows)
+      await storage.write(rows)
       if (failing) fastify.log.info('audit writes recovered')
       failing = false
     },
-    writeWith: async (change, rowsOf) => await repository.insertWith(change, rowsOf),
+    writeWith: storage.writeWith,
     onError: (error, pending) => {
       if (!failing) fastify.log.error({ err: error, pending }, 'audit write failed; entries kept for retry')
       failing = true
     }
   })
   fastify.decorate('auditTrail', trail)
+  fastify.decorate('auditSink', { close: async () => { await sink?.close() } })
   fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditFields) {
     const context = this.serviceContext
     trail.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
   })
 
-  const retention = new AuditRetention({ auditLogs: repository, retentionMs: fastify.config.auditRetentionDays * DAY })
+  const retention = new Retention({
+    purgeBatch: async (before, limit) => await repository.purgeBatch(before, limit),
+    retentionMs: config.auditRetentionDays * DAY
+  })
   fastify.decorate('auditRetention', retention)
 }, { name: 'audit', dependencies: ['repositories', 'authentication'] })

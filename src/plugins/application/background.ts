@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import fp from 'fastify-plugin'
+import { Retention } from '../../services/retention.js'
 
 /** A job of the table below: what it does, how often, and how several instances share it. */
 export interface BackgroundJob {
@@ -50,6 +51,7 @@ interface JobDefinition extends BackgroundJob {
 }
 
 const HOUR = 60 * 60 * 1000
+const DAY = 24 * HOUR
 /** Every instance delivers what is due this often (and at once after storing a message). */
 const OUTBOX_POLL_MS = 2000
 
@@ -63,6 +65,10 @@ export default fp(async (fastify) => {
   const { services, auditTrail, auditRetention, config, log } = fastify
   const upkeep = fastify.revocations.upkeep
   const retryWindowMs = config.session.refreshRetryWindowS * 1000
+  const webhookRetention = new Retention({
+    purgeBatch: async (before, limit) => await fastify.repositories.webhooks.purgeSettled(before, limit),
+    retentionMs: config.webhooks.retentionDays * DAY
+  })
 
   // Closed in this order: what may still write audit entries before the audit trail's last flush.
   const table: JobDefinition[] = [
@@ -132,6 +138,29 @@ export default fp(async (fastify) => {
       stop: async () => { await services.outbox.stop() }
     },
     {
+      name: 'webhook-delivery',
+      everyMs: OUTBOX_POLL_MS,
+      atReady: true,
+      does: 'sends the webhook deliveries due (also at once after one is stored), retrying failures on the Standard Webhooks schedule',
+      shared: 'every instance sends: each delivery is claimed on its row, so none is sent twice at once',
+      // The dispatcher logs its own failures (a round started by a stored delivery too).
+      run: async () => { await services.webhookDispatcher.round() },
+      stop: async () => { await services.webhookDispatcher.stop() }
+    },
+    {
+      name: 'webhook-delivery-purge',
+      everyMs: HOUR,
+      atReady: true,
+      does: 'deletes settled webhook deliveries past WEBHOOK_DELIVERY_RETENTION_DAYS, in small paced batches',
+      shared: 'every instance may run it: the deletes are idempotent and batched',
+      run: async () => {
+        const removed = await webhookRetention.purge()
+        if (removed > 0) log.info({ removed }, 'webhook deliveries past retention purged')
+      },
+      failed: 'webhook delivery purge failed; tried again within the hour',
+      stop: async () => { await webhookRetention.stop() }
+    },
+    {
       name: 'audit-retention-purge',
       everyMs: HOUR,
       atReady: true,
@@ -155,7 +184,10 @@ export default fp(async (fastify) => {
       failed: 'audit flush failed',
       audited: false,
       // Last: writes everything still queued, the entries of the jobs stopped before included.
-      stop: async () => { await auditTrail.close() }
+      stop: async () => {
+        await auditTrail.close()
+        await fastify.auditSink.close()
+      }
     }
   ]
 

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { createDelivery } from '../../services/messaging/transports/index.js'
 import { createServices, type Services } from '../../services/index.js'
 import { singleUseStores } from '../../store/single-use.js'
+import type { Resolver } from '../../services/webhooks/http-sender.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,7 +16,7 @@ declare module 'fastify' {
  * trail and revocation list. OAuth state and passkey challenges live in Redis when configured
  * (else in the database), so any instance can finish a flow another began.
  */
-export default fp(async (fastify) => {
+export default fp<{ resolve?: Resolver }>(async (fastify, { resolve }) => {
   const { redis, repositories, config, database } = fastify
   const log = {
     info: (entry: Record<string, unknown>, message: string) => { fastify.log.info(entry, message) },
@@ -32,7 +33,8 @@ export default fp(async (fastify) => {
     revokeAccessToken: fastify.revocations.revoke,
     singleUse: singleUseStores(database.db, redis),
     ...createDelivery(config.messages, log),
-    log
+    log,
+    resolve
   })
   fastify.decorate('services', services)
   // Outbox rounds, OAuth discovery and the refresh-retry erase are background jobs

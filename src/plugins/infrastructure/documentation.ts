@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import swagger from '@fastify/swagger'
+import swagger, { type OpenAPIV3_2 as OpenApi32 } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { EXAMPLE_PASSWORD } from '../../../schemas/common.js'
 import { components } from '../../../schemas/components.js'
 import { PASSWORD_LENGTH } from '../../../schemas/user.js'
+import { WEBHOOK_EVENT_TYPES, WebhookPayloadSchema } from '../../../schemas/webhooks.js'
 import { publishedPasswordSchema } from '../../security/password-policy.js'
 import { withoutCanonicalMarks } from '../../http/validation.js'
 import { documentationCsp } from './security-headers.js'
@@ -93,6 +94,31 @@ function withCommonHeaders (document: Record<string, unknown>): Record<string, u
   return document
 }
 
+/** The Standard Webhooks headers every delivery carries (docs/integration.md, "Receiving webhooks"). */
+const WEBHOOK_HEADERS = [
+  { name: 'webhook-id', description: 'The delivery\'s id: the same on every try, for deduplication' },
+  { name: 'webhook-timestamp', description: 'When this try was signed, in seconds since the epoch' },
+  { name: 'webhook-signature', description: 'Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<id>.<timestamp>.<body>`' }
+].map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }))
+
+type OpenApiWebhooks = NonNullable<OpenApi32.Document['webhooks']>
+
+/** The event catalogue as OpenAPI 3.1 `webhooks`: what each event type's delivery POSTs to an endpoint. */
+function webhookOperations (): OpenApiWebhooks {
+  return Object.fromEntries(WEBHOOK_EVENT_TYPES.map((type) => [type, {
+    post: {
+      operationId: `webhooks.events.${type}`,
+      summary: `The \`${type}\` event`,
+      tags: ['webhooks'],
+      // No bearer token: the receiver checks the signature instead.
+      security: [],
+      parameters: WEBHOOK_HEADERS,
+      requestBody: { required: true, content: { 'application/json': { schema: WebhookPayloadSchema(type) } } },
+      responses: { '2XX': { description: 'Received: any 2xx ends the delivery; anything else is tried again' } }
+    }
+  }])) as OpenApiWebhooks
+}
+
 /**
  * The OpenAPI 3.1 document (docs/api.md, "Health and documentation"), built from the route
  * schemas (shared schemas become `components.schemas`), Swagger UI at /api/docs, ReDoc at
@@ -119,6 +145,7 @@ export default fp(async (fastify) => {
           'No string, in a body, a query or a path, may contain U+0000: such a request answers 400 VALIDATION_FAILED.'
       },
       servers: [{ url: '/' }],
+      webhooks: webhookOperations(),
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }
       },
@@ -134,6 +161,7 @@ export default fp(async (fastify) => {
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
         { name: 'organizations', description: 'Organizations, their members and invitations' },
+        { name: 'webhooks', description: 'Webhook endpoints and their deliveries; the events are under `webhooks`' },
         { name: 'audit', description: 'Audit log' },
         { name: 'security', description: 'Zero-trust access check' },
         { name: 'keys', description: 'Public keys and discovery, for services that verify tokens' }

@@ -115,6 +115,11 @@ export class AuditTrail {
       entriesOf(result).map(({ event, ...entry }) => rowIn(context, event, entry)))
   }
 
+  /** As `recordChange`, for a change the service makes of itself (background work): no request, address or actor. */
+  async recordServiceChange<T> (change: (trx: Db) => Promise<T>, entriesOf: (result: T) => AuditChange[]): Promise<T> {
+    return await this.#options.writeWith(change, (result) => entriesOf(result).map((entry) => toRow(entry)))
+  }
+
   /** A change made through the result is stored with `entries`, for a service that makes it on another's behalf. */
   recorded (context: RequestContext, entries: AuditChange[]): Recorded {
     return async (change, recordedIf = () => true) =>

@@ -1,4 +1,5 @@
 import type { OutboxRepository, QueuedMessage } from '../../store/outbox.js'
+import { Rounds } from '../rounds.js'
 import type { DeliveryLog, Mailer, SmsSender } from './ports.js'
 
 /** A kind of outbound message: the outbox's `channel` column. */
@@ -95,8 +96,7 @@ export class MessageOutbox {
   readonly claimMs: number
   /** Each message's sender, by its channel. */
   readonly #senders: Map<Channel, ChannelSender>
-  #running: Promise<void> | null = null
-  #again = false
+  readonly #rounds: Rounds
 
   constructor (deps: MessageOutboxDependencies) {
     this.#deps = deps
@@ -110,11 +110,14 @@ export class MessageOutbox {
     }
     const longestSendMs = Math.max(...[...this.#senders.values()].map((sender) => sender.timeoutMs))
     this.claimMs = Math.max(MIN_CLAIM_MS, 2 * longestSendMs)
+    this.#rounds = new Rounds(async () => await this.#batch(), (error) => {
+      this.#deps.log.warn({ err: error }, 'outbox unreachable; delivery retried at the next round')
+    })
   }
 
   /** A message was stored: deliver now rather than at the next round. */
   kick (): void {
-    void this.deliverDue()
+    this.#rounds.kick()
   }
 
   /** One delivery run at a time; a run asked for while one goes on follows it. A failure is logged. */
@@ -124,33 +127,23 @@ export class MessageOutbox {
 
   /** As `deliverDue`, but rejects when the outbox could not be read or written (logged once per run). */
   async round (): Promise<void> {
-    if (this.#running !== null) {
-      this.#again = true
-      return await this.#running
-    }
-    this.#running = this.#drain().catch((error: unknown) => {
-      this.#deps.log.warn({ err: error }, 'outbox unreachable; delivery retried at the next round')
-      throw error
-    }).finally(() => { this.#running = null })
-    await this.#running
+    await this.#rounds.run()
   }
 
   /** Waits for the run in progress (the rounds are stopped by their owner), then closes the mailer. */
   async stop (): Promise<void> {
-    await this.#running?.catch(() => {})
+    await this.#rounds.settled()
     await this.#deps.mailer.close()
   }
 
-  async #drain (): Promise<void> {
-    do {
-      this.#again = false
-      const now = this.#now()
-      const claimed = await this.#deps.outbox.claimDue(
-        new Date(now).toISOString(), new Date(now + this.claimMs).toISOString(), BATCH
-      )
-      await Promise.all(claimed.map(async (message) => { await this.#deliver(message) }))
-      if (claimed.length === BATCH) this.#again = true
-    } while (this.#again)
+  /** Claims and delivers one batch; true when it was full. */
+  async #batch (): Promise<boolean> {
+    const now = this.#now()
+    const claimed = await this.#deps.outbox.claimDue(
+      new Date(now).toISOString(), new Date(now + this.claimMs).toISOString(), BATCH
+    )
+    await Promise.all(claimed.map(async (message) => { await this.#deliver(message) }))
+    return claimed.length === BATCH
   }
 
   async #deliver (message: QueuedMessage): Promise<void> {

@@ -3,13 +3,13 @@ import type { OutgoingMessage } from '../../store/outbox.js'
 /** What a security notice tells the account holder happened. */
 export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
   'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted' |
-  'organization_role_changed' | 'organization_membership_removed'
+  'organization_role_changed' | 'organization_membership_removed' | 'webhook_disabled'
 
 /**
- * Notices of what others did in an organization: no sign of an attack on the account, so no
- * advice to reset its password.
+ * Notices of what others did in an organization, or of what the service did: no sign of an
+ * attack on the account, so no advice to reset its password.
  */
-const ORGANIZATION_NOTICES: ReadonlySet<NoticeKind> = new Set(['organization_role_changed', 'organization_membership_removed'])
+const NOTICES_WITHOUT_ADVICE: ReadonlySet<NoticeKind> = new Set(['organization_role_changed', 'organization_membership_removed', 'webhook_disabled'])
 
 const NOTICES: Record<NoticeKind, string> = {
   password_changed: 'The password of your account was changed',
@@ -26,7 +26,8 @@ const NOTICES: Record<NoticeKind, string> = {
   account_claimed: 'Your e-mail address was confirmed for your account',
   account_deleted: 'Your account was deleted',
   organization_role_changed: 'Your role in an organization was changed',
-  organization_membership_removed: 'You were removed from an organization'
+  organization_membership_removed: 'You were removed from an organization',
+  webhook_disabled: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day'
 }
 
 function escapeHtml (text: string): string {
@@ -65,7 +66,7 @@ export class MessageTemplates {
   /** A security notice; `detail` says more of what happened (what a claim removed). */
   notice (to: string, kind: NoticeKind, detail?: string): OutgoingMessage {
     const what = NOTICES[kind]
-    const advice = ORGANIZATION_NOTICES.has(kind) ? [] : ['If this was not you, reset your password and contact your administrator.']
+    const advice = NOTICES_WITHOUT_ADVICE.has(kind) ? [] : ['If this was not you, reset your password and contact your administrator.']
     const paragraphs = [`${what}.`, ...(detail === undefined ? [] : [detail]), ...advice]
     return { channel: 'email', recipient: to, subject: what, text: `${paragraphs.join('\n\n')}\n`, html: page(paragraphs.map(escapeHtml)) }
   }

@@ -1,8 +1,8 @@
-import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { simpleParser } from 'mailparser'
 import { SMTPServer } from 'smtp-server'
 import type { TestContext } from '../context.js'
+import { WebhookReceiver } from './webhook-receiver.js'
 
 /** A message as the SMTP server received it, parsed. */
 export interface ReceivedMail {
@@ -138,39 +138,38 @@ export function tokenIn (mail: ReceivedMail): string {
 
 /** An SMS provider's webhook on 127.0.0.1: records each `{ to, body }` it is sent. */
 export class SmsWebhook {
-  readonly received: Array<{ to: string, body: string }> = []
-  readonly #waiting: Array<(message: { to: string, body: string }) => void> = []
-  readonly #server: Server
-  url = ''
+  readonly #receiver = new WebhookReceiver({
+    path: '/sms', answer: ({ headers }) => headers['content-type'] === 'application/json' ? 204 : 415
+  })
 
-  constructor () {
-    this.#server = createServer((request, response) => {
-      let body = ''
-      request.on('data', (chunk: Buffer) => { body += chunk.toString() })
-      request.on('end', () => {
-        const message = JSON.parse(body) as { to: string, body: string }
-        response.writeHead(request.headers['content-type'] === 'application/json' ? 204 : 415).end()
-        const waiter = this.#waiting.shift()
-        if (waiter !== undefined) waiter(message)
-        else this.received.push(message)
-      })
-    })
+  /** Taken by `next`. */
+  #taken = 0
+
+  get url (): string {
+    return this.#receiver.url
+  }
+
+  /** The messages sent and not yet taken by `next`. */
+  get received (): Array<{ to: string, body: string }> {
+    return this.#receiver.received.slice(this.#taken)
+      .map(({ payload }) => payload as unknown as { to: string, body: string })
   }
 
   async start (): Promise<this> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve))
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/sms`
+    await this.#receiver.start()
     return this
   }
 
   async stop (): Promise<void> {
-    await new Promise((resolve) => this.#server.close(resolve))
+    await this.#receiver.stop()
   }
 
   async next (): Promise<{ to: string, body: string }> {
-    const first = this.received.shift()
-    if (first !== undefined) return first
-    return await new Promise((resolve) => this.#waiting.push(resolve))
+    await this.#receiver.receivedCount(this.#taken + 1)
+    const [message] = this.received
+    this.#taken++
+    if (message === undefined) throw new Error('no message')
+    return message
   }
 }
 

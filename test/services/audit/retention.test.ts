@@ -1,5 +1,5 @@
 import t from 'tap'
-import { AuditRetention } from '../../../src/services/audit/retention.js'
+import { Retention } from '../../../src/services/retention.js'
 import { auditRow, backends } from '../../helpers/database.js'
 import { buildServices } from '../../helpers/services.js'
 
@@ -14,16 +14,13 @@ for (const backend of backends()) {
         ...Array.from({ length: 5 }, (_, index) => auditRow(100 + index, 29))
       ])
       const batches: Array<{ removed: number, began: number, ended: number }> = []
-      const counted = {
+      const retention = new Retention({
         async purgeBatch (before: string, limit: number) {
           const began = performance.now()
           const removed = await repositories.auditLogs.purgeBatch(before, limit)
           batches.push({ removed, began, ended: performance.now() })
           return removed
-        }
-      }
-      const retention = new AuditRetention({
-        auditLogs: counted as unknown as typeof repositories.auditLogs,
+        },
         retentionMs: 30 * DAY,
         batch: 10,
         pauseMs: 25

@@ -1,5 +1,4 @@
 import { setTimeout as pause } from 'node:timers/promises'
-import type { AuditLogsRepository } from '../../store/audit-logs.js'
 
 /**
  * Entries removed per statement. On SQLite with a million entries, a statement of 50 took
@@ -18,19 +17,25 @@ export const PURGE_BATCH = 50
 export const PURGE_PAUSE_MS = 10
 
 /**
- * Keeps the audit log within AUDIT_RETENTION_DAYS in the background: small batches, with the
- * event loop free for PURGE_PAUSE_MS between them, so a backlog of millions neither delays
- * start-up nor holds the database or the event loop; one run at a time.
+ * Keeps a table within its retention in the background (the audit log within
+ * AUDIT_RETENTION_DAYS, settled webhook deliveries within WEBHOOK_DELIVERY_RETENTION_DAYS):
+ * small batches, with the event loop free for PURGE_PAUSE_MS between them, so a backlog of
+ * millions neither delays start-up nor holds the database or the event loop; one run at a time.
  */
-export class AuditRetention {
+export class Retention {
   #running: Promise<number> | null = null
   #stopped = false
 
   constructor (private readonly deps: {
-    auditLogs: AuditLogsRepository, retentionMs: number, batch?: number, pauseMs?: number, now?: () => number
+    /** Removes up to `limit` of the oldest rows created before `before`; how many went. */
+    purgeBatch: (before: string, limit: number) => Promise<number>
+    retentionMs: number
+    batch?: number
+    pauseMs?: number
+    now?: () => number
   }) {}
 
-  /** Removes every entry past retention; resolves with how many (the run in progress, if one is). */
+  /** Removes every row past retention; resolves with how many (the run in progress, if one is). */
   async purge (): Promise<number> {
     this.#running ??= this.#purge().finally(() => { this.#running = null })
     return await this.#running
@@ -43,11 +48,11 @@ export class AuditRetention {
   }
 
   async #purge (): Promise<number> {
-    const { auditLogs, retentionMs, batch = PURGE_BATCH, pauseMs = PURGE_PAUSE_MS, now = Date.now } = this.deps
+    const { purgeBatch, retentionMs, batch = PURGE_BATCH, pauseMs = PURGE_PAUSE_MS, now = Date.now } = this.deps
     const before = new Date(now() - retentionMs).toISOString()
     let total = 0
     while (!this.#stopped) {
-      const removed = await auditLogs.purgeBatch(before, batch)
+      const removed = await purgeBatch(before, batch)
       total += removed
       if (removed < batch) return total
       await pause(pauseMs)

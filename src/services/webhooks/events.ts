@@ -1,0 +1,100 @@
+import type { AuditEvent } from '../../../schemas/audit.js'
+import type { WebhookEventData, WebhookEventType } from '../../../schemas/webhooks.js'
+import { auditEntryOf } from '../../store/audit-logs.js'
+import type { AuditLogsTable } from '../../store/types.js'
+
+/** One event of the catalogue (docs/api.md, "Webhooks"), as its data. */
+export type WebhookEvent = { [T in WebhookEventType]: { type: T, data: WebhookEventData<T> } }[WebhookEventType]
+
+type Details = Record<string, unknown>
+type Row = Pick<AuditLogsTable, 'actor_id' | 'target_id'>
+
+const text = (value: unknown): string => typeof value === 'string' ? value : ''
+const texts = (value: unknown): string[] => Array.isArray(value) ? value.filter((item) => typeof item === 'string') : []
+const role = (value: unknown) => text(value) as WebhookEventData<'membership.added'>['role']
+
+/** The events an audited change is told to endpoints as: by its audit event, from its row. */
+const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => WebhookEvent[]>> = {
+  'user.created': (row, details) => [{
+    type: 'user.created', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: details.provider === undefined ? null : text(details.provider) }
+  }],
+  'user.updated': (row, details) => {
+    const changed = texts(details.changed)
+    const user = { user_id: text(row.target_id), actor_id: row.actor_id }
+    return [
+      { type: 'user.updated', data: { ...user, changed } },
+      ...changed.includes('password') ? [{ type: 'user.password_changed' as const, data: { ...user, reset: false } }] : []
+    ]
+  },
+  // Deleting an account that did not exist succeeds, and is audited, but changed nothing.
+  'user.deleted': (row, details) => details.existed === false
+    ? []
+    : [{ type: 'user.deleted', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
+  'email.verified': (row) => [{ type: 'user.email_verified', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
+  'email.changed': (row) => [{ type: 'user.email_changed', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
+  'auth.password_reset': (row) => [{ type: 'user.password_changed', data: { user_id: text(row.target_id), actor_id: row.actor_id, reset: true } }],
+  'role.assigned': (row, details) => [{ type: 'user.role_assigned', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
+  'role.removed': (row, details) => [{ type: 'user.role_removed', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
+  'auth.login': (row, details) => [{ type: 'session.created', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
+  'auth.logout': (row) => [{ type: 'session.revoked', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
+  'mfa.enabled': (row, details) => [{ type: 'mfa.enabled', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
+  'mfa.disabled': (row, details) => [{ type: 'mfa.disabled', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
+  'passkey.added': (row, details) => [{ type: 'passkey.added', data: { user_id: text(row.target_id), actor_id: row.actor_id, passkey_id: text(details.id) } }],
+  'passkey.removed': (row, details) => [{ type: 'passkey.removed', data: { user_id: text(row.target_id), actor_id: row.actor_id, passkey_id: text(details.id) } }],
+  'identity.linked': (row, details) => [{ type: 'identity.linked', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: text(details.provider) } }],
+  'identity.unlinked': (row, details) => [{ type: 'identity.unlinked', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: text(details.provider) } }],
+  'organization.created': (row, details) => [{
+    type: 'organization.created', data: { organization_id: text(details.organization_id), actor_id: row.actor_id, slug: text(details.slug) }
+  }],
+  'organization.updated': (row, details) => [{
+    type: 'organization.updated', data: { organization_id: text(details.organization_id), actor_id: row.actor_id, changed: texts(details.fields) }
+  }],
+  'organization.deleted': (row, details) => [{ type: 'organization.deleted', data: { organization_id: text(details.organization_id), actor_id: row.actor_id } }],
+  'membership.added': (row, details) => [{
+    type: 'membership.added',
+    data: {
+      organization_id: text(details.organization_id),
+      user_id: text(row.target_id),
+      actor_id: row.actor_id,
+      role: role(details.role)
+    }
+  }],
+  'membership.role_changed': (row, details) => [{
+    type: 'membership.role_changed',
+    data: {
+      organization_id: text(details.organization_id),
+      user_id: text(row.target_id),
+      actor_id: row.actor_id,
+      role: role(details.role),
+      previous_role: role(details.previous_role)
+    }
+  }],
+  'membership.removed': (row, details) => [{
+    type: 'membership.removed', data: { organization_id: text(details.organization_id), user_id: text(row.target_id), actor_id: row.actor_id, left: false }
+  }],
+  'membership.left': (row, details) => [{
+    type: 'membership.removed', data: { organization_id: text(details.organization_id), user_id: text(row.target_id), actor_id: row.actor_id, left: true }
+  }],
+  'invitation.created': (row, details) => [{
+    type: 'invitation.created',
+    data: {
+      organization_id: text(details.organization_id),
+      invitation_id: text(details.invitation_id),
+      actor_id: row.actor_id,
+      role: role(details.role)
+    }
+  }],
+  'invitation.revoked': (row, details) => [{
+    type: 'invitation.revoked', data: { organization_id: text(details.organization_id), invitation_id: text(details.invitation_id), actor_id: row.actor_id }
+  }]
+}
+
+/**
+ * The events an audit entry is delivered as: those of the catalogue its change stands for
+ * (only for changes made: entries of refusals and failures stand for none), and the entry itself
+ * as `audit.entry` when the audit log is streamed to webhooks (AUDIT_STREAM=webhooks).
+ */
+export function webhookEventsOf (row: AuditLogsTable, streamAudit: boolean): WebhookEvent[] {
+  const events = row.outcome === 'success' ? FROM_AUDIT[row.event as AuditEvent]?.(row, JSON.parse(row.details) as Details) ?? [] : []
+  return streamAudit ? [...events, { type: 'audit.entry', data: auditEntryOf(row) }] : events
+}
