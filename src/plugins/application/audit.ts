@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../../schemas/audit.js'
-import { ndjsonAuditSink } from '../../services/audit/stream.js'
+import { auditStreamSink } from '../../services/audit/stream.js'
 import { type AuditFields, AuditTrail } from '../../services/audit/trail.js'
 import { Retention } from '../../services/retention.js'
 import { auditStorage, WebhookPublisher } from '../../services/webhooks/publisher.js'
@@ -35,7 +35,8 @@ export default fp(async (fastify) => {
   const repository = fastify.repositories.auditLogs
   let failing = false
   const { config } = fastify
-  const sink = ndjsonAuditSink(config.auditStream)
+  // On stdout, through the log at level info whatever LOG_LEVEL says: the stream was asked for.
+  const sink = auditStreamSink(config.auditStream, fastify.log.child({}, { level: 'info' }))
   // Entries and the webhook deliveries they bring about are stored together; the deliveries are
   // sent at once by the services' dispatcher, which exists by the time any change is made.
   const storage = auditStorage({

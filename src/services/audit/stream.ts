@@ -3,26 +3,33 @@ import { auditEntryOf } from '../../store/audit-logs.js'
 import type { AuditSink } from '../webhooks/publisher.js'
 
 /**
- * The audit stream as NDJSON (AUDIT_STREAM=stdout or file; docs/operations.md, "Streaming the
- * audit log"): each stored entry, as the audit log's API shows it, one JSON object per line,
- * for a log shipper to forward to a SIEM. Written after the entry is committed, through
- * pino's asynchronous writer, so a request never waits on the file. `AUDIT_STREAM=webhooks`
- * is delivered as `audit.entry` events instead (src/services/webhooks/publisher.ts).
+ * The audit stream for a log shipper (AUDIT_STREAM=stdout or file; docs/operations.md,
+ * "Streaming the audit log"): each stored entry, as the audit log's API shows it, written once
+ * its transaction is committed. On stdout, each is a line of the service's own log
+ * (`msg: "audit entry"`, the entry under `audit`), so that its lines and the request log's
+ * never interleave; in a file, one JSON object per line, through pino's asynchronous writer, so a
+ * request never waits on the disk. `AUDIT_STREAM=webhooks` is delivered as `audit.entry`
+ * events instead (src/services/webhooks/publisher.ts).
  */
-export function ndjsonAuditSink (stream: { kind: string, file: string | null }): AuditSink | undefined {
-  if (stream.kind !== 'stdout' && stream.kind !== 'file') return undefined
-  const toFile = stream.kind === 'file' && stream.file !== null
-  const destination = toFile
-    ? pino.destination({ dest: stream.file ?? '', sync: false, mkdir: true, append: true })
-    : pino.destination({ dest: 1, sync: false })
+export function auditStreamSink (
+  stream: { kind: string, file: string | null },
+  log: { info: (entry: object, message: string) => void }
+): AuditSink | undefined {
+  if (stream.kind === 'stdout') {
+    return {
+      write: (rows) => { for (const row of rows) log.info({ audit: auditEntryOf(row) }, 'audit entry') },
+      close: async () => {}
+    }
+  }
+  if (stream.kind !== 'file' || stream.file === null) return undefined
+  const destination = pino.destination({ dest: stream.file, sync: false, mkdir: true, append: true })
   return {
     write: (rows) => {
       if (rows.length > 0) destination.write(rows.map((row) => `${JSON.stringify(auditEntryOf(row))}\n`).join(''))
     },
     close: async () => {
       await new Promise<void>((resolve) => { destination.flush(() => { resolve() }) })
-      // Standard output stays open for the request log.
-      if (toFile) destination.end()
+      destination.end()
     }
   }
 }
