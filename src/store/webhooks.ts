@@ -216,7 +216,7 @@ export class WebhooksRepository {
     }]))
   }
 
-  /** Stores what a try came to and releases the claim; a success also marks the endpoint as answering. */
+  /** Stores what a try came to and releases the claim. */
   async settle (delivery: ClaimedDelivery, outcome: DeliveryOutcome, now: string): Promise<void> {
     await this.db.updateTable('webhook_deliveries').set({
       status: outcome.status,
@@ -227,9 +227,12 @@ export class WebhooksRepository {
       last_error: outcome.lastError?.slice(0, 1000) ?? null,
       updated_at: now
     }).where('id', '=', delivery.id).execute()
-    if (outcome.status === 'succeeded') {
-      await this.db.updateTable('webhook_endpoints').set({ last_success_at: now }).where('id', '=', delivery.endpointId).execute()
-    }
+  }
+
+  /** The endpoints answered a delivery with a 2xx at `at` (what keeps a failing one from being disabled). */
+  async markAnswered (endpointIds: string[], at: string): Promise<void> {
+    if (endpointIds.length === 0) return
+    await this.db.updateTable('webhook_endpoints').set({ last_success_at: at }).where('id', 'in', endpointIds).execute()
   }
 
   /** A claimed delivery of an endpoint disabled meanwhile: paused until the endpoint is enabled. */

@@ -81,6 +81,8 @@ export class WebhookDispatcher {
       new Date(now).toISOString(), new Date(now + this.claimMs).toISOString(), BATCH
     )
     const endpoints = await webhooks.endpointsForSending([...new Set(claimed.map((delivery) => delivery.endpointId))])
+    const answered = new Set<string>()
+    const givenUp: Array<{ delivery: ClaimedDelivery, endpoint: EndpointForSending }> = []
     await Promise.all(claimed.map(async (delivery) => {
       const endpoint = endpoints.get(delivery.endpointId)
       // Deleted meanwhile (its deliveries with it), or disabled: the delivery waits for it.
@@ -89,8 +91,14 @@ export class WebhookDispatcher {
         await webhooks.pause(delivery.id)
         return
       }
-      await this.#deliver(delivery, endpoint)
+      const outcome = await this.#deliver(delivery, endpoint)
+      if (outcome === 'succeeded') answered.add(endpoint.id)
+      if (outcome === 'failed') givenUp.push({ delivery, endpoint })
     }))
+    // Once per endpoint and batch, before the given-up deliveries are judged: an endpoint that
+    // answered another delivery of the batch answered since they were made.
+    await webhooks.markAnswered([...answered], new Date(this.#now()).toISOString())
+    for (const { delivery, endpoint } of givenUp) await this.#disableIfFailing(delivery, endpoint)
     return claimed.length === BATCH
   }
 
@@ -106,7 +114,8 @@ export class WebhookDispatcher {
     return previous === null ? [current] : [current, previous]
   }
 
-  async #deliver (delivery: ClaimedDelivery, endpoint: EndpointForSending): Promise<void> {
+  /** Sends one delivery and settles it: what became of it. */
+  async #deliver (delivery: ClaimedDelivery, endpoint: EndpointForSending): Promise<DeliveryOutcome['status']> {
     const { webhooks, sender, log } = this.#deps
     const at = this.#now()
     const attempts = delivery.attempts + 1
@@ -125,7 +134,7 @@ export class WebhookDispatcher {
       lastStatus = response.status
       if (response.status >= 200 && response.status < 300) {
         await webhooks.settle(delivery, { status: 'succeeded', attempts, nextAttemptAt: null, lastStatus, lastError: null }, new Date(this.#now()).toISOString())
-        return
+        return 'succeeded'
       }
       lastError = response.status >= 300 && response.status < 400 ? `answered ${response.status}: redirects are not followed` : `answered ${response.status}`
     } catch (error) {
@@ -140,15 +149,16 @@ export class WebhookDispatcher {
     const entry = { deliveryId: delivery.id, endpointId: endpoint.id, attempts, status: lastStatus, reason: lastError }
     if (outcome.status === 'pending') {
       log.warn({ ...entry, retryInMs: wait }, 'webhook not delivered; it will be tried again')
-      return
+    } else {
+      log.error(entry, 'webhook delivery given up after repeated failures')
     }
-    log.error(entry, 'webhook delivery given up after repeated failures')
-    await this.#disableIfFailing(delivery, endpoint, new Date(settledAt).toISOString())
+    return outcome.status
   }
 
   /** Disables an endpoint that answered no delivery with a 2xx since this one was made (audited, its creator told). */
-  async #disableIfFailing (delivery: ClaimedDelivery, endpoint: EndpointForSending, now: string): Promise<void> {
+  async #disableIfFailing (delivery: ClaimedDelivery, endpoint: EndpointForSending): Promise<void> {
     const { webhooks, users, notices, audit, log } = this.#deps
+    const now = new Date(this.#now()).toISOString()
     const creator = endpoint.createdBy === null ? undefined : await users.findById(endpoint.createdBy)
     const disabled = await audit.recordServiceChange(async (trx) => {
       const done = await webhooks.disableFailing(endpoint.id, delivery.createdAt, now, trx)
