@@ -12,7 +12,8 @@ export const AUDIT_EVENTS = [
   'job.failed', 'organization.created', 'organization.updated', 'organization.deleted', 'organization.accessed_as_super_admin',
   'membership.added', 'membership.role_changed', 'membership.removed', 'membership.left', 'invitation.created',
   'invitation.revoked', 'auth.organization_selected', 'webhook.created', 'webhook.updated', 'webhook.deleted',
-  'webhook.secret_rotated', 'webhook.tested', 'webhook.delivery_retried', 'webhook.disabled'
+  'webhook.secret_rotated', 'webhook.tested', 'webhook.delivery_retried', 'webhook.disabled', 'password.breached',
+  'password.breach_check_failed'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

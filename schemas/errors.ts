@@ -23,6 +23,7 @@ export const ERROR_TABLE = {
   VALIDATION_FAILED: { code: 'VALIDATION_FAILED', message: 'Validation failed', status: 400 },
   INVALID_OAUTH_STATE: { code: 'INVALID_OAUTH_STATE', message: 'Invalid or expired OAuth state', status: 400 },
   INVALID_ONE_TIME_TOKEN: { code: 'INVALID_ONE_TIME_TOKEN', message: 'Invalid, used or expired token', status: 400 },
+  PASSWORD_BREACHED: { code: 'PASSWORD_BREACHED', message: 'This password has appeared in a data breach: choose another', status: 400 },
   OAUTH_ACCESS_DENIED: { code: 'OAUTH_ACCESS_DENIED', message: 'Sign-in cancelled at the provider', status: 401 },
   MISSING_TOKEN: { code: 'MISSING_TOKEN', message: 'Missing token', status: 401 },
   AUTHENTICATION_REQUIRED: { code: 'MISSING_TOKEN', message: 'Authentication required', status: 401 },

@@ -86,6 +86,10 @@ export const EnvSchema = Type.Object({
   EMAIL_VERIFICATION: oneOf(['off', 'optional', 'required'], 'optional'),
   SMS_WEBHOOK_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   MAIL_RETRY_MS: positiveInteger('5000'),
+  PASSWORD_BREACH_CHECK: oneOf(['off', 'warn', 'block'], 'off'),
+  PASSWORD_BREACH_API_URL: Type.String({
+    default: 'https://api.pwnedpasswords.com', pattern: '^https?://[^\\s]+$', description: 'an http(s) URL'
+  }),
   WEBHOOK_ALLOWED_NETWORKS: commaList(''),
   WEBHOOK_TIMEOUT_MS: positiveInteger('10000'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveInteger('30'),

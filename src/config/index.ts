@@ -76,6 +76,8 @@ export interface Config {
     /** The first retry of a message that could not be delivered waits this long; each next one twice as long. */
     retryMs: number
   }
+  /** New passwords against a breach corpus (docs/security.md, "Breached passwords"). */
+  passwordBreachCheck: { mode: Env['PASSWORD_BREACH_CHECK'], apiUrl: string }
   webhooks: {
     /** CIDRs webhook deliveries may reach besides public addresses (docs/security.md, "Webhooks"). */
     allowedNetworks: string[]
@@ -124,6 +126,9 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const badNetworks = trustedNetworks.filter((network) => !isCidr(network))
   if (badNetworks.length > 0) problems.push(`TRUSTED_NETWORKS has malformed CIDRs: ${badNetworks.join(', ')}`)
 
+  if (env.NODE_ENV === 'production' && env.PASSWORD_BREACH_CHECK === 'off') {
+    warnings.push('PASSWORD_BREACH_CHECK is off: new passwords are not checked against known breaches (set block)')
+  }
   const webhookNetworks = list(env.WEBHOOK_ALLOWED_NETWORKS)
   const badWebhookNetworks = webhookNetworks.filter((network) => !isCidr(network))
   if (badWebhookNetworks.length > 0) problems.push(`WEBHOOK_ALLOWED_NETWORKS has malformed CIDRs: ${badWebhookNetworks.join(', ')}`)
@@ -201,6 +206,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       smsWebhookUrl: env.SMS_WEBHOOK_URL ?? null,
       retryMs: Number(env.MAIL_RETRY_MS)
     },
+    passwordBreachCheck: { mode: env.PASSWORD_BREACH_CHECK, apiUrl: env.PASSWORD_BREACH_API_URL },
     webhooks: {
       allowedNetworks: webhookNetworks,
       timeoutMs: Number(env.WEBHOOK_TIMEOUT_MS),

@@ -11,6 +11,7 @@ import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } f
 import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
+import type { BreachedPasswords } from './breached-passwords.js'
 import { type Caller, callerOf, type RequestContext } from './context.js'
 import type { EmailVerificationService } from './email-verification.js'
 import type { Notices } from './messaging/notices.js'
@@ -42,6 +43,7 @@ export async function createAccount (
 }
 
 export interface AccountServiceDependencies extends AccountDependencies {
+  breachedPasswords: BreachedPasswords
   sessions: SessionService
   claims: AccountClaims
   reauthentication: ReauthenticationService
@@ -68,7 +70,10 @@ export class AccountService {
 
   /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
-    const { users, audit, verification } = this.deps
+    const { users, audit, verification, passwordPolicy, breachedPasswords } = this.deps
+    // The policy first: a password it refuses is not sent anywhere.
+    assertPasswordPolicy(body.password, passwordPolicy)
+    await breachedPasswords.check(context, body.password, 'registration')
     // The account and its verification message are stored together: registration never half-fails.
     const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, async (newUser) => {
       const { created } = await audit.recordChange(context, async (trx) => {
@@ -231,7 +236,7 @@ export class AccountService {
    * the current one; a `manage_users` caller may reset someone else's without it.
    */
   async #toUpdate (context: RequestContext, caller: Caller, id: string, body: UserChanges): Promise<UserUpdate> {
-    const { passwords, passwordPolicy, reauthentication } = this.deps
+    const { passwords, passwordPolicy, reauthentication, breachedPasswords } = this.deps
     const update: UserUpdate = {}
     if (body.email !== undefined) update.email = body.email
     if (body.name !== undefined) update.name = body.name
@@ -247,6 +252,7 @@ export class AccountService {
       // password here. An account without a password (provider sign-in only) has nothing to match.
       await reauthentication.checkPassword(context, id, current, 'current_password')
     }
+    await breachedPasswords.check(context, body.password, 'change')
     update.passwordHash = await passwords.hash(body.password)
     return update
   }

@@ -13,6 +13,7 @@ import { AccountClaims } from './account-claims.js'
 import { AccountService } from './accounts.js'
 import { RecentSecurityEventsDetector } from './audit/anomalies.js'
 import { AuditLogService } from './audit/log.js'
+import { BreachedPasswords } from './breached-passwords.js'
 import type { AuditTrail } from './audit/trail.js'
 import { DeviceService } from './devices.js'
 import type { DeliveryLog, Mailer, SmsSender } from './messaging/ports.js'
@@ -126,6 +127,7 @@ export function createServices (deps: ServiceDependencies) {
     reauthentication,
     audit
   })
+  const breachedPasswords = new BreachedPasswords({ ...config.passwordBreachCheck, audit, log: deps.log })
   const webhookSecrets = new SecretBox(signingSecret(config.jwt), 'webhook-signing-secret')
   const webhookPolicy = outboundPolicy(config.webhooks.allowedNetworks)
   const webhookDispatcher = new WebhookDispatcher({
@@ -165,6 +167,7 @@ export function createServices (deps: ServiceDependencies) {
       tokens: repositories.oneTimeTokens,
       passwords,
       passwordPolicy: config.passwordPolicy,
+      breachedPasswords,
       sessions,
       claims,
       templates,
@@ -195,6 +198,7 @@ export function createServices (deps: ServiceDependencies) {
       users,
       passwords,
       passwordPolicy: config.passwordPolicy,
+      breachedPasswords,
       sessions,
       claims,
       reauthentication,

@@ -8,6 +8,7 @@ import { normalizeEmail, type UsersRepository } from '../store/users.js'
 import { assertPasswordPolicy } from '../security/password-policy.js'
 import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from './audit/trail.js'
+import type { BreachedPasswords } from './breached-passwords.js'
 import type { RequestContext } from './context.js'
 import type { MessageTemplates } from './messaging/templates.js'
 import type { Notices } from './messaging/notices.js'
@@ -22,6 +23,7 @@ export interface PasswordResetDependencies {
   tokens: OneTimeTokensRepository
   passwords: PasswordHasher
   passwordPolicy: PasswordPolicy
+  breachedPasswords: BreachedPasswords
   sessions: SessionService
   claims: AccountClaims
   templates: MessageTemplates
@@ -73,8 +75,9 @@ export class PasswordResetService {
    * proof claims the account (AccountClaims), removing what was attached before.
    */
   async reset (context: RequestContext, { token, password }: ResetPasswordBody): Promise<void> {
-    const { users, tokens, passwords, passwordPolicy, sessions, claims, notices, audit } = this.deps
+    const { users, tokens, passwords, passwordPolicy, breachedPasswords, sessions, claims, notices, audit } = this.deps
     assertPasswordPolicy(password, passwordPolicy)
+    await breachedPasswords.check(context, password, 'reset')
     const now = new Date(this.#now()).toISOString()
     // Hashed before the token is spent: a hashing queue that is full (503) leaves it usable.
     const passwordHash = await passwords.hash(password)

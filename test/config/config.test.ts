@@ -328,3 +328,12 @@ t.test('a bad signing key stops start-up with a message naming the variable', as
     t.notMatch(problems[0] ?? '', /BEGIN|MC4CAQ|MIG/, 'no key material in the message')
   }
 })
+
+t.test('PASSWORD_BREACH_CHECK: off by default, warned of in production, and its API URL checked', async (t) => {
+  const base = { JWT_SECRET: 'x'.repeat(32), CORS_ORIGINS: 'https://app.example.com', NODE_ENV: 'production' }
+  t.same(loadConfig({}).passwordBreachCheck, { mode: 'off', apiUrl: 'https://api.pwnedpasswords.com' })
+  t.match(loadConfig(base).warnings.join('\n'), /PASSWORD_BREACH_CHECK is off/)
+  t.notMatch(loadConfig({ ...base, PASSWORD_BREACH_CHECK: 'block' }).warnings.join('\n'), /PASSWORD_BREACH_CHECK/)
+  t.throws(() => loadConfig({ PASSWORD_BREACH_CHECK: 'maybe' }), /PASSWORD_BREACH_CHECK must be one of off, warn, block/)
+  t.throws(() => loadConfig({ PASSWORD_BREACH_API_URL: 'ftp://mirror.example.com' }), /PASSWORD_BREACH_API_URL must be an http\(s\) URL/)
+})

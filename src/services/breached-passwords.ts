@@ -1,0 +1,54 @@
+import { pwnedPassword } from 'hibp'
+import { Errors } from '../errors.js'
+import type { AuditTrail } from './audit/trail.js'
+import type { RequestContext } from './context.js'
+import type { DeliveryLog } from './messaging/ports.js'
+
+/** PASSWORD_BREACH_CHECK: not asked, asked and recorded, or asked and refused. */
+export type BreachCheckMode = 'off' | 'warn' | 'block'
+/** Where a new password was chosen, as the audit entries say. */
+export type PasswordPurpose = 'registration' | 'change' | 'reset'
+
+/** The longest a check may take: then the password is accepted unchecked (fail open). */
+export const BREACH_CHECK_TIMEOUT_MS = 2000
+
+export interface BreachedPasswordsDependencies {
+  mode: BreachCheckMode
+  /** The range API's base URL (PASSWORD_BREACH_API_URL): `/range/<first 5 hex of SHA-1>` is asked. */
+  apiUrl: string
+  audit: AuditTrail
+  log: Pick<DeliveryLog, 'warn'>
+  timeoutMs?: number
+}
+
+/**
+ * New passwords against Have I Been Pwned's Pwned Passwords (docs/security.md, "Breached
+ * passwords"), through the `hibp` package: only the first 5 hex characters of the password's
+ * SHA-1 leave the service (k-anonymity), and the answer is padded, so its size says nothing of
+ * the prefix either. A password seen in a breach is recorded (`warn`) or refused (`block`, 400
+ * PASSWORD_BREACHED); an API that cannot answer within BREACH_CHECK_TIMEOUT_MS lets the
+ * password through, with a log line and an audit entry: the check must not make sign-up depend
+ * on a third party.
+ */
+export class BreachedPasswords {
+  constructor (private readonly deps: BreachedPasswordsDependencies) {}
+
+  async check (context: RequestContext, password: string, purpose: PasswordPurpose): Promise<void> {
+    const { mode, apiUrl, audit, log, timeoutMs = BREACH_CHECK_TIMEOUT_MS } = this.deps
+    if (mode === 'off') return
+    let occurrences: number
+    try {
+      occurrences = await pwnedPassword(password, { baseUrl: apiUrl, timeoutMs, addPadding: true, userAgent: 'users-api' })
+    } catch (error) {
+      const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'unreachable'
+      log.warn({ err: error, purpose }, 'breached-password check failed; the password was accepted unchecked')
+      await audit.recordIn(context, 'password.breach_check_failed', { outcome: 'failure', details: { purpose, reason } })
+      return
+    }
+    if (occurrences === 0) return
+    await audit.recordIn(context, 'password.breached', {
+      outcome: mode === 'block' ? 'failure' : 'success', details: { purpose, mode, occurrences }
+    })
+    if (mode === 'block') throw new Errors.PASSWORD_BREACHED()
+  }
+}
