@@ -36,6 +36,7 @@ export const ERROR_TABLE = {
   FORBIDDEN: { code: 'FORBIDDEN', message: 'Permission denied. Requires: %s', status: 403 },
   MFA_ENROLLMENT_REQUIRED: { code: 'MFA_ENROLLMENT_REQUIRED', message: 'MFA enrollment required', status: 403 },
   EMAIL_NOT_VERIFIED: { code: 'EMAIL_NOT_VERIFIED', message: 'E-mail address not verified', status: 403 },
+  ACCOUNT_SUSPENDED: { code: 'ACCOUNT_SUSPENDED', message: 'This account is suspended until %s', status: 403 },
   REAUTHENTICATION_REQUIRED: {
     code: 'REAUTHENTICATION_REQUIRED',
     message: 'This change needs a proof that it is the account holder: one of the proofs in details, ' +

@@ -25,6 +25,10 @@ export const WEBHOOK_EVENT_DATA = {
   'user.password_changed': Type.Object({ user_id: UserId, actor_id: Actor, reset: Type.Boolean({ description: 'Changed through a reset link, not by a signed-in caller' }) }),
   'user.role_assigned': Type.Object({ user_id: UserId, actor_id: Actor, role: Type.String() }),
   'user.role_removed': Type.Object({ user_id: UserId, actor_id: Actor, role: Type.String() }),
+  'user.suspended': Type.Object({
+    user_id: UserId, actor_id: Actor, until: Type.Union([TimestampSchema, Type.Null()], { description: 'When it ends by itself; null: when lifted' })
+  }),
+  'user.suspension_lifted': Type.Object({ user_id: UserId, actor_id: Actor }),
   'session.created': Type.Object({ user_id: UserId, actor_id: Actor, method: Type.String({ description: 'How the sign-in was proved: password, passkey, mfa:totp, …' }) }),
   'session.revoked': Type.Object({ user_id: UserId, actor_id: Actor }),
   'mfa.enabled': Type.Object({ user_id: UserId, actor_id: Actor, method: Type.String() }),

@@ -35,6 +35,7 @@ import { RoleService } from './roles.js'
 import { SessionService } from './sessions.js'
 import { SignInGuard } from './sign-in-guard.js'
 import { SignInService } from './sign-in.js'
+import { SuspensionService } from './suspensions.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 import { type Resolver, WebhookHttpSender } from './webhooks/http-sender.js'
 import { WebhookService } from './webhooks/service.js'
@@ -127,6 +128,7 @@ export function createServices (deps: ServiceDependencies) {
     reauthentication,
     audit
   })
+  const suspensions = new SuspensionService({ users, sessions, audit, now: deps.now })
   const breachedPasswords = new BreachedPasswords({ ...config.passwordBreachCheck, audit, log: deps.log })
   const webhookSecrets = new SecretBox(signingSecret(config.jwt), 'webhook-signing-secret')
   const webhookPolicy = outboundPolicy(config.webhooks.allowedNetworks)
@@ -176,8 +178,10 @@ export function createServices (deps: ServiceDependencies) {
       deliver,
       now: deps.now
     }),
+    suspensions,
     signIn: new SignInService({
       users,
+      suspensions,
       revocations: repositories.revocations,
       passwords,
       tokens,

@@ -17,6 +17,7 @@ import type { OAuthService, OAuthSignIn } from './oauth.js'
 import type { PasskeyService } from './passkeys.js'
 import type { OrganizationSelection, SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
+import { type SuspensionService, suspendedError } from './suspensions.js'
 
 export interface SignInDependencies {
   users: UsersRepository
@@ -28,6 +29,7 @@ export interface SignInDependencies {
   mfa: MfaService
   oauth: OAuthService
   passkeys: PasskeyService
+  suspensions: SuspensionService
   audit: AuditTrail
   messageCodes: MessageCodes
   outbox: OutboxRepository
@@ -62,7 +64,7 @@ export class SignInService {
     if (!valid) throw new Errors.INVALID_CREDENTIALS()
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    await this.#assertEmailVerified(context, principal, { email })
+    await this.#assertMaySignIn(context, principal, { email })
     return await this.#complete(context, principal, device, 'password', ['pwd'])
   }
 
@@ -119,7 +121,7 @@ export class SignInService {
     const principal = await this.deps.users.findPrincipal(userId)
     if (principal === undefined) throw new Missing()
     await this.deps.guard.refuseIfLocked(context, principal.id, details)
-    await this.#assertEmailVerified(context, principal, details)
+    await this.#assertMaySignIn(context, principal, details)
     return principal
   }
 
@@ -160,7 +162,7 @@ export class SignInService {
     })
     if (!right) throw new Errors.INVALID_MFA_CODE()
     // The address may have changed (and become unverified) since the challenge was issued.
-    await this.#assertEmailVerified(context, principal, { method })
+    await this.#assertMaySignIn(context, principal, { method })
     const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
       async (trx) =>
         await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx),
@@ -262,11 +264,21 @@ export class SignInService {
   }
 
   /** With EMAIL_VERIFICATION=required, an account whose address is unverified is refused once its secret is proved. */
-  async #assertEmailVerified (
+  /**
+   * Once the caller has proved who they are (never before, so that a refusal tells a guesser
+   * nothing), every way in refuses a suspended account, and an unverified one where
+   * verification is required.
+   */
+  async #assertMaySignIn (
     context: RequestContext,
     principal: UserPrincipal,
     details: Record<string, unknown>
   ): Promise<void> {
+    const suspension = await this.deps.suspensions.inForce(principal.id)
+    if (suspension !== undefined) {
+      await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'suspended' } })
+      throw suspendedError(suspension)
+    }
     if (!this.deps.requireVerifiedEmail || principal.emailVerified) return
     await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
     throw new Errors.EMAIL_NOT_VERIFIED()

@@ -76,7 +76,7 @@ export interface SessionOpening {
   accessIssuedAfter: string
 }
 
-export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed'
+export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed' | 'suspended'
 
 function parseDevice (text: string): Record<string, unknown> {
   const value: unknown = JSON.parse(text)

@@ -23,6 +23,12 @@ export interface UsersTable {
   claimed_at: string | null
   /** Raised by a new password or a claim: MFA challenges carry the version they were issued under. */
   credentials_version: Generated<number>
+  /** A suspension in force from then (docs/api.md, "Suspension"); null when none. */
+  suspended_at: string | null
+  /** When it ends by itself; null: when lifted. */
+  suspended_until: string | null
+  suspension_reason: string | null
+  suspended_by: string | null
   created_at: string
   updated_at: string
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import type { User } from '../../schemas/user.js'
+import type { Suspension } from '../../schemas/suspension.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
@@ -212,6 +213,48 @@ export class UsersRepository {
       claimed: first.claimed_at !== null,
       credentialsVersion: Number(first.credentials_version)
     }
+  }
+
+  /** The suspension in force at `now`, if any: one that has passed its end is none. */
+  async suspensionOf (id: string, now: string, db: Db = this.db): Promise<Suspension | undefined> {
+    const row = await db.selectFrom('users')
+      .select(['id', 'suspended_at', 'suspended_until', 'suspension_reason', 'suspended_by'])
+      .where('id', '=', id).where('suspended_at', 'is not', null)
+      .where((eb) => eb.or([eb('suspended_until', 'is', null), eb('suspended_until', '>', now)]))
+      .executeTakeFirst()
+    if (row?.suspended_at === undefined || row.suspended_at === null) return undefined
+    return {
+      user_id: row.id,
+      reason: row.suspension_reason ?? '',
+      suspended_at: row.suspended_at,
+      until: row.suspended_until,
+      suspended_by: row.suspended_by
+    }
+  }
+
+  /** Suspends the user (replacing a suspension in force); undefined when there is no such user. */
+  async suspend (
+    id: string, suspension: { reason: string, until: string | null, by: string }, now: string, db: Db = this.db
+  ): Promise<Suspension | undefined> {
+    const row = await db.updateTable('users')
+      .set({
+        suspended_at: now,
+        suspended_until: suspension.until,
+        suspension_reason: suspension.reason,
+        suspended_by: suspension.by
+      })
+      .where('id', '=', id).returning('id').executeTakeFirst()
+    if (row === undefined) return undefined
+    const { reason, until, by } = suspension
+    return { user_id: id, reason, suspended_at: now, until, suspended_by: by }
+  }
+
+  /** Lifts the user's suspension, in force or past; false when there was none. */
+  async liftSuspension (id: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.updateTable('users')
+      .set({ suspended_at: null, suspended_until: null, suspension_reason: null, suspended_by: null })
+      .where('id', '=', id).where('suspended_at', 'is not', null).executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
   }
 
   /**

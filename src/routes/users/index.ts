@@ -7,11 +7,13 @@ import { USER_FIELDS, UserCollectionSchema, UserCreateBodySchema, UserPatchBodyS
 import devices from './devices.js'
 import userPosts from './posts.js'
 import roles from './roles.js'
+import suspension from './suspension.js'
 
 /** Users (docs/api.md, "Users"). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts } = fastify.services
   await fastify.register(roles)
+  await fastify.register(suspension)
   await fastify.register(devices)
   await fastify.register(userPosts)
 

@@ -35,6 +35,11 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
   'auth.password_reset': (row) => [{ type: 'user.password_changed', data: { user_id: text(row.target_id), actor_id: row.actor_id, reset: true } }],
   'role.assigned': (row, details) => [{ type: 'user.role_assigned', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
   'role.removed': (row, details) => [{ type: 'user.role_removed', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
+  'user.suspended': (row, details) => [{
+    type: 'user.suspended',
+    data: { user_id: text(row.target_id), actor_id: row.actor_id, until: typeof details.until === 'string' ? details.until : null }
+  }],
+  'user.suspension_lifted': (row) => [{ type: 'user.suspension_lifted', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
   'auth.login': (row, details) => [{ type: 'session.created', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
   'auth.logout': (row) => [{ type: 'session.revoked', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
   'mfa.enabled': (row, details) => [{ type: 'mfa.enabled', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
