@@ -2,6 +2,7 @@ import AjvCompiler from '@fastify/ajv-compiler'
 import type { TSchema } from '@sinclair/typebox'
 import { CANONICAL_UUID } from '../../schemas/common.js'
 import { canonicalUuid } from '../store/ids.js'
+import { rememberingCompilers } from './compiled-schemas.js'
 
 /** Where Ajv found the value it validates: the object or array holding it, and the key. */
 interface ValueContext { parentData?: Record<string | number, unknown>, parentDataProperty: string | number }
@@ -109,21 +110,21 @@ function splittingCommas (validate: Validate, schema: { properties?: Record<stri
 }
 
 /**
- * The service's validators. Query strings and path parameters arrive as text, so they are
- * coerced to the schema's types; bodies are not. Unknown keys are refused, never silently
- * dropped, and every problem is reported. Ids marked CANONICAL_UUID are rewritten in lower
- * case and bare.
+ * The service's validators, remembered for the process (src/http/compiled-schemas.ts). Query
+ * strings and path parameters arrive as text, so they are coerced to the schema's types;
+ * bodies are not. Unknown keys are refused, never silently dropped, and every problem is
+ * reported. Ids marked CANONICAL_UUID are rewritten in lower case and bare.
  */
-export function buildValidator (externalSchemas: ExternalSchemas) {
+export const buildValidator = rememberingCompilers((externalSchemas: ExternalSchemas) => {
   const body = ajvFactory(externalSchemas, BODY_OPTIONS)
   const text = ajvFactory(externalSchemas, { ...BODY_OPTIONS, customOptions: { ...STRICT, coerceTypes: 'array' as const } })
   // The pool's compilers take the whole route definition (their typings say schema).
-  return (route: RouteDefinition) => {
-    if (route.httpPart === 'body') return body(route as object)
+  return (route: RouteDefinition): Validate => {
+    if (route.httpPart === 'body') return body(route as object) as Validate
     const validate = text(route as object) as Validate
     return route.httpPart === 'querystring' ? splittingCommas(validate, route.schema as object) : validate
   }
-}
+})
 
 /**
  * A check of one value against a schema, as a request body's validator checks it, for values
