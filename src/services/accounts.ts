@@ -25,16 +25,21 @@ export interface AccountDependencies {
 }
 
 /**
- * Registers an account: policy check, a taken address refused before paying for a hash,
- * then hash and insert (the unique index settles concurrent registrations), through `insert`
- * when the insert is to be recorded with it.
+ * Registers an account: policy check, then `screen` (a password the policy refuses is not
+ * sent anywhere), a taken address refused before paying for a hash, then hash and insert (the
+ * unique index settles concurrent registrations), through `insert` when the insert is to be
+ * recorded with it.
  */
 export async function createAccount (
   { users, passwords, passwordPolicy }: AccountDependencies,
   input: { email: string, name: string, password: string, roles: Role[], emailVerified: boolean },
-  insert: (user: NewUser) => Promise<User> = async (user) => await users.create(user)
+  {
+    screen = async () => {},
+    insert = async (user) => await users.create(user)
+  }: { screen?: (password: string) => Promise<void>, insert?: (user: NewUser) => Promise<User> } = {}
 ): Promise<User> {
   assertPasswordPolicy(input.password, passwordPolicy)
+  await screen(input.password)
   if (await users.findByEmail(input.email) !== undefined) throw new Errors.EMAIL_ALREADY_REGISTERED()
   const passwordHash = await passwords.hash(input.password)
   const { email, name, roles, emailVerified } = input
@@ -70,17 +75,17 @@ export class AccountService {
 
   /** Self-registration, with role `user`; a verification message goes to the address. */
   async register (context: RequestContext, body: UserCreateBody): Promise<User> {
-    const { users, audit, verification, passwordPolicy, breachedPasswords } = this.deps
-    // The policy first: a password it refuses is not sent anywhere.
-    assertPasswordPolicy(body.password, passwordPolicy)
-    await breachedPasswords.check(context, body.password, 'registration')
-    // The account and its verification message are stored together: registration never half-fails.
-    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, async (newUser) => {
-      const { created } = await audit.recordChange(context, async (trx) => {
-        const created = await users.create(newUser, trx)
-        return { created, sent: await verification.storeOnChange(created, trx) }
-      }, ({ created, sent }): AuditChange[] => [{ event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { email: created.email } }, ...sent])
-      return created
+    const { users, audit, verification, breachedPasswords } = this.deps
+    const user = await createAccount(this.deps, { ...body, roles: ['user'], emailVerified: false }, {
+      screen: async (password) => { await breachedPasswords.check(context, password, 'registration') },
+      // The account and its verification message are stored together: registration never half-fails.
+      insert: async (newUser) => {
+        const { created } = await audit.recordChange(context, async (trx) => {
+          const created = await users.create(newUser, trx)
+          return { created, sent: await verification.storeOnChange(created, trx) }
+        }, ({ created, sent }): AuditChange[] => [{ event: 'user.created', outcome: 'success', actorId: created.id, targetId: created.id, details: { email: created.email } }, ...sent])
+        return created
+      }
     })
     verification.deliver()
     return user

@@ -263,7 +263,6 @@ export class SignInService {
     return { claims, principal }
   }
 
-  /** With EMAIL_VERIFICATION=required, an account whose address is unverified is refused once its secret is proved. */
   /**
    * Once the caller has proved who they are (never before, so that a refusal tells a guesser
    * nothing), every way in refuses a suspended account, and an unverified one where
@@ -274,7 +273,7 @@ export class SignInService {
     principal: UserPrincipal,
     details: Record<string, unknown>
   ): Promise<void> {
-    const suspension = await this.deps.suspensions.inForce(principal.id)
+    const suspension = this.deps.suspensions.inForce(principal)
     if (suspension !== undefined) {
       await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'suspended' } })
       throw suspendedError(suspension)

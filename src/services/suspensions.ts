@@ -1,7 +1,7 @@
 import type { Suspension, SuspensionCreate } from '../../schemas/suspension.js'
 import { Errors } from '../errors.js'
 import { permissionLacked } from '../security/permissions.js'
-import type { UsersRepository } from '../store/users.js'
+import type { UserPrincipal, UsersRepository } from '../store/users.js'
 import type { AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
 import { callerOf, type RequestContext } from './context.js'
@@ -10,6 +10,13 @@ import type { SessionService } from './sessions.js'
 /** How a suspended account's sign-in is refused: with the end, or saying an administrator must lift it. */
 export function suspendedError (suspension: Pick<Suspension, 'until'>): Error {
   return new Errors.ACCOUNT_SUSPENDED(suspension.until ?? 'an administrator lifts it')
+}
+
+/** The principal's suspension if it is in force at `now`: one past its end is none. */
+export function suspensionInForce (principal: UserPrincipal, now: number): Pick<Suspension, 'until'> | undefined {
+  const { suspension } = principal
+  if (suspension === null) return undefined
+  return suspension.until !== null && Date.parse(suspension.until) <= now ? undefined : suspension
 }
 
 /**
@@ -55,9 +62,9 @@ export class SuspensionService {
       (lifted) => lifted ? [{ event: 'user.suspension_lifted', outcome: 'success', targetId: userId }] : [])
   }
 
-  /** The suspension in force, for the sign-in paths. */
-  async inForce (userId: string): Promise<Suspension | undefined> {
-    return await this.deps.users.suspensionOf(userId, new Date(this.#now()).toISOString())
+  /** The principal's suspension if it is in force, for the sign-in paths. */
+  inForce (principal: UserPrincipal): Pick<Suspension, 'until'> | undefined {
+    return suspensionInForce(principal, this.#now())
   }
 
   async #assertOutranks (context: RequestContext, userId: string): Promise<void> {

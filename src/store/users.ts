@@ -27,6 +27,8 @@ export interface UserPrincipal {
   claimed: boolean
   /** Raised by a new password or a claim: an MFA challenge of an older version is refused. */
   credentialsVersion: number
+  /** The last suspension, in force or past (null when none or lifted): when it began and ends (null: when lifted). */
+  suspension: { at: string, until: string | null } | null
 }
 
 /** What a claim removed from an account that was attached before its address was proved. */
@@ -111,7 +113,7 @@ export class UsersRepository {
     this.#selectById = prepare(readRows, db.selectFrom('users').select(PUBLIC_COLUMNS).where('id', '=', ''))
     this.#selectPrincipal = prepare(readRows, db.selectFrom('users')
       .leftJoin('user_roles', 'user_roles.user_id', 'users.id')
-      .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'users.claimed_at', 'users.credentials_version', 'user_roles.role'])
+      .select(['users.id', 'users.totp_enabled_at', 'users.mfa_email_enabled_at', 'users.mfa_sms_enabled_at', 'users.email_verified', 'users.claimed_at', 'users.credentials_version', 'users.suspended_at', 'users.suspended_until', 'user_roles.role'])
       .select((eb) => eb.exists(eb.selectFrom('passkeys').select('passkeys.id').whereRef('passkeys.user_id', '=', 'users.id')).as('has_passkey'))
       .where('users.id', '=', ''))
     this.#selectCredentials = prepare(readRows, db.selectFrom('users').select([...PUBLIC_COLUMNS, 'password_hash']).where('email', '=', ''))
@@ -211,24 +213,8 @@ export class UsersRepository {
       messageFactors: [...(first.mfa_email_enabled_at !== null ? ['email' as const] : []), ...(first.mfa_sms_enabled_at !== null ? ['sms' as const] : [])],
       emailVerified: Boolean(first.email_verified),
       claimed: first.claimed_at !== null,
-      credentialsVersion: Number(first.credentials_version)
-    }
-  }
-
-  /** The suspension in force at `now`, if any: one that has passed its end is none. */
-  async suspensionOf (id: string, now: string, db: Db = this.db): Promise<Suspension | undefined> {
-    const row = await db.selectFrom('users')
-      .select(['id', 'suspended_at', 'suspended_until', 'suspension_reason', 'suspended_by'])
-      .where('id', '=', id).where('suspended_at', 'is not', null)
-      .where((eb) => eb.or([eb('suspended_until', 'is', null), eb('suspended_until', '>', now)]))
-      .executeTakeFirst()
-    if (row?.suspended_at === undefined || row.suspended_at === null) return undefined
-    return {
-      user_id: row.id,
-      reason: row.suspension_reason ?? '',
-      suspended_at: row.suspended_at,
-      until: row.suspended_until,
-      suspended_by: row.suspended_by
+      credentialsVersion: Number(first.credentials_version),
+      suspension: first.suspended_at === null ? null : { at: first.suspended_at, until: first.suspended_until }
     }
   }
 

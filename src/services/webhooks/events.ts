@@ -11,16 +11,18 @@ type Row = Pick<AuditLogsTable, 'actor_id' | 'target_id'>
 
 const text = (value: unknown): string => typeof value === 'string' ? value : ''
 const texts = (value: unknown): string[] => Array.isArray(value) ? value.filter((item) => typeof item === 'string') : []
+/** The account an event is about and who changed it, as most events carry them. */
+const userAndActor = (row: Row) => ({ user_id: text(row.target_id), actor_id: row.actor_id })
 const role = (value: unknown) => text(value) as WebhookEventData<'membership.added'>['role']
 
 /** The events an audited change is told to endpoints as: by its audit event, from its row. */
 const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => WebhookEvent[]>> = {
   'user.created': (row, details) => [{
-    type: 'user.created', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: details.provider === undefined ? null : text(details.provider) }
+    type: 'user.created', data: { ...userAndActor(row), provider: details.provider === undefined ? null : text(details.provider) }
   }],
   'user.updated': (row, details) => {
     const changed = texts(details.changed)
-    const user = { user_id: text(row.target_id), actor_id: row.actor_id }
+    const user = userAndActor(row)
     return [
       { type: 'user.updated', data: { ...user, changed } },
       ...changed.includes('password') ? [{ type: 'user.password_changed' as const, data: { ...user, reset: false } }] : []
@@ -29,25 +31,25 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
   // Deleting an account that did not exist succeeds, and is audited, but changed nothing.
   'user.deleted': (row, details) => details.existed === false
     ? []
-    : [{ type: 'user.deleted', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
-  'email.verified': (row) => [{ type: 'user.email_verified', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
-  'email.changed': (row) => [{ type: 'user.email_changed', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
-  'auth.password_reset': (row) => [{ type: 'user.password_changed', data: { user_id: text(row.target_id), actor_id: row.actor_id, reset: true } }],
-  'role.assigned': (row, details) => [{ type: 'user.role_assigned', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
-  'role.removed': (row, details) => [{ type: 'user.role_removed', data: { user_id: text(row.target_id), actor_id: row.actor_id, role: text(details.role) } }],
+    : [{ type: 'user.deleted', data: userAndActor(row) }],
+  'email.verified': (row) => [{ type: 'user.email_verified', data: userAndActor(row) }],
+  'email.changed': (row) => [{ type: 'user.email_changed', data: userAndActor(row) }],
+  'auth.password_reset': (row) => [{ type: 'user.password_changed', data: { ...userAndActor(row), reset: true } }],
+  'role.assigned': (row, details) => [{ type: 'user.role_assigned', data: { ...userAndActor(row), role: text(details.role) } }],
+  'role.removed': (row, details) => [{ type: 'user.role_removed', data: { ...userAndActor(row), role: text(details.role) } }],
   'user.suspended': (row, details) => [{
     type: 'user.suspended',
-    data: { user_id: text(row.target_id), actor_id: row.actor_id, until: typeof details.until === 'string' ? details.until : null }
+    data: { ...userAndActor(row), until: typeof details.until === 'string' ? details.until : null }
   }],
-  'user.suspension_lifted': (row) => [{ type: 'user.suspension_lifted', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
-  'auth.login': (row, details) => [{ type: 'session.created', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
-  'auth.logout': (row) => [{ type: 'session.revoked', data: { user_id: text(row.target_id), actor_id: row.actor_id } }],
-  'mfa.enabled': (row, details) => [{ type: 'mfa.enabled', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
-  'mfa.disabled': (row, details) => [{ type: 'mfa.disabled', data: { user_id: text(row.target_id), actor_id: row.actor_id, method: text(details.method) } }],
-  'passkey.added': (row, details) => [{ type: 'passkey.added', data: { user_id: text(row.target_id), actor_id: row.actor_id, passkey_id: text(details.id) } }],
-  'passkey.removed': (row, details) => [{ type: 'passkey.removed', data: { user_id: text(row.target_id), actor_id: row.actor_id, passkey_id: text(details.id) } }],
-  'identity.linked': (row, details) => [{ type: 'identity.linked', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: text(details.provider) } }],
-  'identity.unlinked': (row, details) => [{ type: 'identity.unlinked', data: { user_id: text(row.target_id), actor_id: row.actor_id, provider: text(details.provider) } }],
+  'user.suspension_lifted': (row) => [{ type: 'user.suspension_lifted', data: userAndActor(row) }],
+  'auth.login': (row, details) => [{ type: 'session.created', data: { ...userAndActor(row), method: text(details.method) } }],
+  'auth.logout': (row) => [{ type: 'session.revoked', data: userAndActor(row) }],
+  'mfa.enabled': (row, details) => [{ type: 'mfa.enabled', data: { ...userAndActor(row), method: text(details.method) } }],
+  'mfa.disabled': (row, details) => [{ type: 'mfa.disabled', data: { ...userAndActor(row), method: text(details.method) } }],
+  'passkey.added': (row, details) => [{ type: 'passkey.added', data: { ...userAndActor(row), passkey_id: text(details.id) } }],
+  'passkey.removed': (row, details) => [{ type: 'passkey.removed', data: { ...userAndActor(row), passkey_id: text(details.id) } }],
+  'identity.linked': (row, details) => [{ type: 'identity.linked', data: { ...userAndActor(row), provider: text(details.provider) } }],
+  'identity.unlinked': (row, details) => [{ type: 'identity.unlinked', data: { ...userAndActor(row), provider: text(details.provider) } }],
   'organization.created': (row, details) => [{
     type: 'organization.created', data: { organization_id: text(details.organization_id), actor_id: row.actor_id, slug: text(details.slug) }
   }],
@@ -75,10 +77,10 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
     }
   }],
   'membership.removed': (row, details) => [{
-    type: 'membership.removed', data: { organization_id: text(details.organization_id), user_id: text(row.target_id), actor_id: row.actor_id, left: false }
+    type: 'membership.removed', data: { organization_id: text(details.organization_id), ...userAndActor(row), left: false }
   }],
   'membership.left': (row, details) => [{
-    type: 'membership.removed', data: { organization_id: text(details.organization_id), user_id: text(row.target_id), actor_id: row.actor_id, left: true }
+    type: 'membership.removed', data: { organization_id: text(details.organization_id), ...userAndActor(row), left: true }
   }],
   'invitation.created': (row, details) => [{
     type: 'invitation.created',
