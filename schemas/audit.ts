@@ -13,7 +13,8 @@ export const AUDIT_EVENTS = [
   'membership.added', 'membership.role_changed', 'membership.removed', 'membership.left', 'invitation.created',
   'invitation.revoked', 'auth.organization_selected', 'webhook.created', 'webhook.updated', 'webhook.deleted',
   'webhook.secret_rotated', 'webhook.tested', 'webhook.delivery_retried', 'webhook.disabled', 'password.breached',
-  'password.breach_check_failed', 'user.suspended', 'user.suspension_lifted'
+  'password.breach_check_failed', 'user.suspended', 'user.suspension_lifted', 'user.exported',
+  'user.impersonated', 'impersonation.request', 'user.deletion_scheduled'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

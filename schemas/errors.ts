@@ -37,6 +37,8 @@ export const ERROR_TABLE = {
   MFA_ENROLLMENT_REQUIRED: { code: 'MFA_ENROLLMENT_REQUIRED', message: 'MFA enrollment required', status: 403 },
   EMAIL_NOT_VERIFIED: { code: 'EMAIL_NOT_VERIFIED', message: 'E-mail address not verified', status: 403 },
   ACCOUNT_SUSPENDED: { code: 'ACCOUNT_SUSPENDED', message: 'This account is suspended until %s', status: 403 },
+  MFA_REQUIRED: { code: 'MFA_REQUIRED', message: 'This needs a session signed in with a second factor or a passkey', status: 403 },
+  IMPERSONATION_RESTRICTED: { code: 'IMPERSONATION_RESTRICTED', message: 'Not allowed while impersonating: %s', status: 403 },
   REAUTHENTICATION_REQUIRED: {
     code: 'REAUTHENTICATION_REQUIRED',
     message: 'This change needs a proof that it is the account holder: one of the proofs in details, ' +

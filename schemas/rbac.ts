@@ -6,7 +6,9 @@ export const ROLES = ['anonymous', 'user', 'moderator', 'admin', 'super_admin'] 
 export type Role = typeof ROLES[number]
 
 export const PERMISSIONS = [
-  'read', 'write', 'delete', 'admin', 'create', 'update', 'manage_users', 'manage_roles', 'view_audit_logs'
+  'read', 'write', 'delete', 'admin', 'create', 'update', 'manage_users', 'manage_roles', 'view_audit_logs',
+  // Held by no role of the table: super_admin holds it through `admin` (docs/api.md, "Impersonation").
+  'impersonate_users'
 ] as const
 export type Permission = typeof PERMISSIONS[number]
 

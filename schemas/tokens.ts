@@ -28,7 +28,8 @@ export const AccessClaimsSchema = Type.Object({
   auth_time: Type.Optional(Type.Integer({ minimum: 0, maximum: LATEST_NUMERIC_DATE, description: 'When the sign-in that opened the session was proved; a refresh keeps it' })),
   amr: Type.Optional(Type.Array(Type.String(), { description: 'How the sign-in was proved (RFC 8176 values: pwd, otp, sms, mfa, hwk, user, fed); a refresh keeps them' })),
   org_id: Type.Optional(Type.String({ description: 'The organization the session selected (POST /auth/organization), while the user is a member' })),
-  org_roles: Type.Optional(Type.Array(Type.String(), { description: 'The user\'s roles in that organization when the token was issued' }))
+  org_roles: Type.Optional(Type.Array(Type.String(), { description: 'The user\'s roles in that organization when the token was issued' })),
+  act: Type.Optional(Type.Object({ sub: Type.String() }, { description: 'RFC 8693 actor: the administrator acting as the user (docs/api.md, "Impersonation")' }))
 })
 
 /** A refresh token's claims: one link of a session's token family. */

@@ -93,6 +93,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_ALLOWED_NETWORKS: commaList(''),
   WEBHOOK_TIMEOUT_MS: positiveInteger('10000'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveInteger('30'),
+  ACCOUNT_DELETION_GRACE_DAYS: Type.String({ default: '0', pattern: '^(0|[1-9][0-9]{0,3})$', description: 'a whole number of days, 0 to 9999' }),
   AUDIT_STREAM: oneOf(['off', 'stdout', 'file', 'webhooks'], 'off'),
   AUDIT_STREAM_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a file path' })),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info')

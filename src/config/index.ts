@@ -84,6 +84,8 @@ export interface Config {
     timeoutMs: number
     retentionDays: number
   }
+  /** Days between a holder's request to delete their account and its erasure; 0: at once. */
+  accountDeletionGraceDays: number
   /** Where every audit entry is also written: NDJSON to stdout or a file, or `audit.entry` webhook events. */
   auditStream: { kind: Env['AUDIT_STREAM'], file: string | null }
   logLevel: Env['LOG_LEVEL']
@@ -212,6 +214,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       timeoutMs: Number(env.WEBHOOK_TIMEOUT_MS),
       retentionDays: Number(env.WEBHOOK_DELIVERY_RETENTION_DAYS)
     },
+    accountDeletionGraceDays: Number(env.ACCOUNT_DELETION_GRACE_DAYS),
     auditStream: { kind: env.AUDIT_STREAM, file: env.AUDIT_STREAM_FILE ?? null },
     logLevel: env.LOG_LEVEL,
     warnings

@@ -13,6 +13,8 @@ const SENSITIVE_KEY = /password|token|secret|key|authorization|cookie|otp|sessio
  */
 const OAUTH_SECRET = /(?:^|[^a-z0-9])(?:code|state|nonce|verifier)(?:$|[^a-z0-9])/i
 export const REDACTED = '[REDACTED]'
+/** What replaces an erased account's address in its audit entries. */
+export const ERASED = '[erased]'
 const MAX_DEPTH = 32
 
 export function isSensitiveKey (key: string): boolean {
@@ -43,6 +45,21 @@ function redactAt (value: unknown, seen: WeakSet<object>, depth: number): unknow
   }
   seen.delete(value)
   return copy
+}
+
+/**
+ * `value` with every string that holds `address` (compared case-insensitively) replaced: the
+ * audit entries of an erased account keep what happened, not its address.
+ */
+export function withoutAddress (value: unknown, address: string): unknown {
+  const needle = address.toLowerCase()
+  const scrub = (item: unknown, depth: number): unknown => {
+    if (typeof item === 'string') return item.toLowerCase().includes(needle) ? ERASED : item
+    if (typeof item !== 'object' || item === null || depth >= MAX_DEPTH) return item
+    if (Array.isArray(item)) return item.map((entry) => scrub(entry, depth + 1))
+    return Object.fromEntries(Object.entries(item).map(([key, entry]) => [key, scrub(entry, depth + 1)]))
+  }
+  return scrub(value, 0)
 }
 
 /** A header value with a query string in it, its sensitive parameters redacted. */

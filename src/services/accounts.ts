@@ -7,8 +7,10 @@ import { Errors, rethrowServiceError, validationFailed } from '../errors.js'
 import { assertPasswordPolicy, type PasswordPolicy } from '../security/password-policy.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../security/permissions.js'
+import type { AccountErasureRepository } from '../store/account-erasure.js'
 import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } from '../store/users.js'
 import type { AccountClaims } from './account-claims.js'
+import { eraseAccount } from './account-deletion.js'
 import type { AuditChange, AuditTrail } from './audit/trail.js'
 import { authorize } from './authorization.js'
 import type { BreachedPasswords } from './breached-passwords.js'
@@ -56,6 +58,7 @@ export interface AccountServiceDependencies extends AccountDependencies {
   cursors: CursorCodec
   verification: EmailVerificationService
   notices: Notices
+  erasure: AccountErasureRepository
 }
 
 /** Users' accounts (docs/api.md, "Users"): registration, reading, changes, deletion. */
@@ -211,10 +214,11 @@ export class AccountService {
     const caller = callerOf(context)
     const { users, audit, notices, reauthentication } = this.deps
     await this.#assertMayManage(caller, id)
-    const own = caller.id === id ? await users.findById(id) : undefined
+    const user = await users.findById(id)
+    const own = caller.id === id ? user : undefined
     if (own !== undefined) await reauthentication.require(context, proof)
     await audit.recordChange(context, async (trx) => {
-      const deleted = await users.delete(id, trx)
+      const deleted = user !== undefined && await eraseAccount(this.deps, user, trx)
       if (deleted && own !== undefined) await notices.add(own.email, 'account_deleted', trx)
       return deleted
     }, (deleted) => [{ event: 'user.deleted', outcome: 'success', targetId: id, details: { existed: deleted } }])

@@ -13,6 +13,8 @@ export interface Caller {
   /** When the sign-in behind the token was proved (seconds since the epoch), and how (RFC 8176 `amr` values). */
   authTime: number
   amr: string[]
+  /** The administrator acting as the user (an impersonation token's `act`), or null. */
+  impersonatorId: string | null
 }
 
 /**
@@ -32,4 +34,12 @@ export interface RequestContext {
 export function callerOf (context: RequestContext): Caller {
   if (context.caller === null) throw new Errors.AUTHENTICATION_REQUIRED()
   return context.caller
+}
+
+/**
+ * Refuses `what` to an impersonation (docs/api.md, "Impersonation"): the sensitive changes and
+ * impersonating again are the account holder's own.
+ */
+export function assertNotImpersonating (caller: Caller, what: string): void {
+  if (caller.impersonatorId !== null) throw new Errors.IMPERSONATION_RESTRICTED(what)
 }

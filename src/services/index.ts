@@ -10,6 +10,8 @@ import type { Repositories } from '../store/repositories.js'
 import type { SingleUseStores } from '../store/single-use.js'
 import { AccessService } from './access.js'
 import { AccountClaims } from './account-claims.js'
+import { AccountDeletionService } from './account-deletion.js'
+import { AccountExportService } from './account-export.js'
 import { AccountService } from './accounts.js'
 import { RecentSecurityEventsDetector } from './audit/anomalies.js'
 import { AuditLogService } from './audit/log.js'
@@ -23,6 +25,7 @@ import { MessageTemplates } from './messaging/templates.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
 import { Notices } from './messaging/notices.js'
+import { ImpersonationService } from './impersonations.js'
 import { InvitationService } from './invitations.js'
 import { OAuthService } from './oauth.js'
 import { OrganizationService } from './organizations.js'
@@ -73,6 +76,7 @@ export function createServices (deps: ServiceDependencies) {
     tokens,
     sessions: repositories.sessions,
     users,
+    impersonations: repositories.impersonations,
     revokeAccessToken: deps.revokeAccessToken,
     policy: config.session,
     cursors,
@@ -129,6 +133,19 @@ export function createServices (deps: ServiceDependencies) {
     audit
   })
   const suspensions = new SuspensionService({ users, sessions, audit, now: deps.now })
+  const accountExport = new AccountExportService({
+    users,
+    sessions: repositories.sessions,
+    devices: repositories.devices,
+    identities: repositories.identities,
+    passkeys: repositories.passkeys,
+    organizations: repositories.organizations,
+    posts: repositories.posts,
+    comments: repositories.comments,
+    auditLogs: repositories.auditLogs,
+    audit,
+    now: deps.now
+  })
   const breachedPasswords = new BreachedPasswords({ ...config.passwordBreachCheck, audit, log: deps.log })
   const webhookSecrets = new SecretBox(signingSecret(config.jwt), 'webhook-signing-secret')
   const webhookPolicy = outboundPolicy(config.webhooks.allowedNetworks)
@@ -179,6 +196,10 @@ export function createServices (deps: ServiceDependencies) {
       now: deps.now
     }),
     suspensions,
+    impersonations: new ImpersonationService({
+      users, impersonations: repositories.impersonations, tokens, audit, notices, now: deps.now
+    }),
+    accountExport,
     signIn: new SignInService({
       users,
       suspensions,
@@ -209,7 +230,18 @@ export function createServices (deps: ServiceDependencies) {
       audit,
       cursors,
       verification: emailVerification,
-      notices
+      notices,
+      erasure: repositories.accountErasure
+    }),
+    accountDeletion: new AccountDeletionService({
+      users,
+      erasure: repositories.accountErasure,
+      sessions,
+      reauthentication,
+      audit,
+      notices,
+      graceDays: config.accountDeletionGraceDays,
+      now: deps.now
     }),
     mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit }),
     roles: new RoleService({ users, audit }),

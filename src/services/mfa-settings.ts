@@ -3,7 +3,7 @@ import { Errors } from '../errors.js'
 import type { MessageFactor, UsersRepository } from '../store/users.js'
 import { claimedAccount } from './account-claims.js'
 import type { AuditTrail } from './audit/trail.js'
-import { callerOf, type RequestContext } from './context.js'
+import { assertNotImpersonating, callerOf, type RequestContext } from './context.js'
 import type { MfaService } from './mfa.js'
 import type { Notices } from './messaging/notices.js'
 import type { InlineProof, ReauthenticationService } from './reauthentication.js'
@@ -100,6 +100,7 @@ export class MfaSettingsService {
     action: string,
     check: () => Promise<boolean>
   ): Promise<void> {
+    assertNotImpersonating(callerOf(context), 'a sensitive change')
     await this.deps.mfa.assertEnabled(userId)
     if (!await this.deps.guard.checkSecret(context, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
   }

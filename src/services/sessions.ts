@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
+import type { ImpersonationsRepository } from '../store/impersonations.js'
 import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
 import type { UsersRepository } from '../store/users.js'
@@ -17,6 +18,8 @@ export interface SessionServiceDependencies {
   tokens: TokenService
   sessions: SessionsRepository
   users: UsersRepository
+  /** The user's impersonations' access tokens end with the user's sessions. */
+  impersonations: ImpersonationsRepository
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   cursors: CursorCodec
@@ -219,11 +222,12 @@ export class SessionService {
    * access tokens: to be called once that transaction committed.
    */
   async endAllWithin (userId: string, reason: RevocationReason, trx: Db): Promise<() => Promise<void>> {
-    const { sessions } = this.#deps
+    const { sessions, impersonations } = this.#deps
     const now = new Date(this.#now()).toISOString()
-    const accessTokens = await sessions.revoke(
-      await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx
-    )
+    const accessTokens = [
+      ...await sessions.revoke(await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx),
+      ...await impersonations.accessTokens(userId, now, trx)
+    ]
     return async () => { await this.#revokeAccessTokens(accessTokens) }
   }
 

@@ -67,6 +67,19 @@ export class AuditLogsRepository {
   }
 
   /**
+   * The latest `limit` entries `actorId` made, newest first (an account's export, docs/api.md,
+   * "Account export"): read backwards through the actor's index, audit_logs_actor_id_created_at,
+   * so no more than `limit` entries are read however large the log.
+   */
+  async latestOfActor (actorId: string, limit: number): Promise<AuditEntry[]> {
+    const rows = await this.db.selectFrom('audit_logs').select(COLUMNS)
+      .where('actor_id', '=', actorId)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc')
+      .limit(limit).execute()
+    return rows.map(auditEntryOf)
+  }
+
+  /**
    * AUDIT_RETENTION_DAYS: removes up to `limit` of the oldest entries created before `before`
    * (found through the created_at index), so that no statement holds the database for long.
    */

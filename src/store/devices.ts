@@ -67,4 +67,10 @@ export class DevicesRepository {
   async list (userId: string, request: CollectionRequest): Promise<CollectionResult<TrustedDevice>> {
     return await this.#pages.run(request, { userId })
   }
+
+  /** Up to `limit` of the user's trusted devices, newest first (an account's export, docs/api.md, "Account export"). */
+  async latestOf (userId: string, limit: number): Promise<TrustedDevice[]> {
+    return await this.db.selectFrom('trusted_devices').select(COLUMNS)
+      .where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
+  }
 }

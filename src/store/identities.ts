@@ -1,3 +1,4 @@
+import type { ExportIdentity } from '../../schemas/account-export.js'
 import type { Identity } from '../../schemas/auth.js'
 import { uuidv7 } from './ids.js'
 import { type Db, atomically } from './types.js'
@@ -31,6 +32,15 @@ export class IdentitiesRepository {
   async listFor (userId: string): Promise<Identity[]> {
     return await this.db.selectFrom('user_identities').select(['id', 'provider', 'created_at'])
       .where('user_id', '=', userId).orderBy('created_at').orderBy('id').execute()
+  }
+
+  /**
+   * Up to `limit` of a user's identities, newest first, with the provider's subject and the
+   * address it gave (an account's export, docs/api.md, "Account export"); never a provider's token.
+   */
+  async linkedTo (userId: string, limit: number): Promise<ExportIdentity[]> {
+    return await this.db.selectFrom('user_identities').select(['id', 'provider', 'subject', 'email', 'created_at'])
+      .where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
   }
 
   /**

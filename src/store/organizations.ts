@@ -1,3 +1,4 @@
+import type { ExportMembership } from '../../schemas/account-export.js'
 import type { Invitation, Member, Organization, OrganizationRole } from '../../schemas/organizations.js'
 import type { CollectionRequest } from '../collection/query.js'
 import { isUniqueViolation, StoreConflict } from './errors.js'
@@ -180,6 +181,19 @@ export class OrganizationsRepository {
 
   async listAll (viewerId: string, request: CollectionRequest): Promise<CollectionResult<Organization>> {
     return await this.#all.run(request, { viewerId })
+  }
+
+  /**
+   * Up to `limit` of the user's memberships with their organizations, latest joined first (an
+   * account's export, docs/api.md, "Account export"): the user's memberships through
+   * organization_members_user_id, each organization by its key.
+   */
+  async membershipsOf (userId: string, limit: number): Promise<ExportMembership[]> {
+    return await this.db.selectFrom('organization_members as m').innerJoin('organizations as o', 'o.id', 'm.organization_id')
+      .select(['m.organization_id', 'o.name', 'o.slug', 'm.role', 'm.created_at as joined_at'])
+      .where('m.user_id', '=', userId)
+      .orderBy('m.created_at', 'desc').orderBy('m.organization_id', 'desc')
+      .limit(limit).execute()
   }
 
   async listMembers (organizationId: string, request: CollectionRequest): Promise<CollectionResult<Member>> {

@@ -24,7 +24,8 @@ export interface QueuedMessage extends OutgoingMessage {
 export class OutboxRepository {
   constructor (private readonly db: Db) {}
 
-  async add (message: OutgoingMessage, now: string, db: Db = this.db): Promise<void> {
+  /** Stores a message, due at `dueAt` (at once by default). */
+  async add (message: OutgoingMessage, now: string, db: Db = this.db, dueAt = now): Promise<void> {
     await db.insertInto('outbox').values({
       id: uuidv7(),
       channel: message.channel,
@@ -34,7 +35,7 @@ export class OutboxRepository {
       html_body: message.html,
       created_at: now,
       attempts: 0,
-      next_attempt_at: now,
+      next_attempt_at: dueAt,
       claimed_until: null,
       last_error: null
     }).execute()

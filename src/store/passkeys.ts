@@ -129,6 +129,15 @@ export class PasskeysRepository {
   async list (userId: string, request: CollectionRequest): Promise<CollectionResult<Passkey>> {
     return await this.#pages.run(request, { userId })
   }
+
+  /**
+   * Up to `limit` of the user's passkeys, newest first, as the list shows them: never the public
+   * key nor the credential id (an account's export, docs/api.md, "Account export").
+   */
+  async latestOf (userId: string, limit: number): Promise<Passkey[]> {
+    return await this.db.selectFrom('passkeys').select(COLUMNS)
+      .where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
+  }
 }
 
 function splitTransports (text: string): string[] {

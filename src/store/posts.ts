@@ -82,6 +82,18 @@ export class PostsRepository {
       status: request.filters.status
     })
   }
+
+  /**
+   * The latest `limit` posts `authorId` wrote, whatever their status, newest first (an
+   * account's export, docs/api.md, "Account export"): read backwards through
+   * posts_author_id_created_at_id, which gives the order.
+   */
+  async latestByAuthor (authorId: string, limit: number): Promise<Post[]> {
+    return await this.db.selectFrom('posts').select(POST_COLUMNS)
+      .where('author_id', '=', authorId)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc')
+      .limit(limit).execute()
+  }
 }
 
 export class CommentsRepository {
@@ -115,5 +127,17 @@ export class CommentsRepository {
 
   async list (postId: string, request: CollectionRequest): Promise<CollectionResult<Comment>> {
     return await this.#pages.run(request, { postId })
+  }
+
+  /**
+   * The latest `limit` comments `authorId` wrote, on any post, newest first (an account's
+   * export, docs/api.md, "Account export"): found through comments_author_id, so only the
+   * author's own comments are read (and sorted).
+   */
+  async latestByAuthor (authorId: string, limit: number): Promise<Comment[]> {
+    return await this.db.selectFrom('comments').select(COMMENT_COLUMNS)
+      .where('author_id', '=', authorId)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc')
+      .limit(limit).execute()
   }
 }

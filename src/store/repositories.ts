@@ -1,8 +1,10 @@
 import type { CursorCodec } from '../collection/cursor.js'
+import { AccountErasureRepository } from './account-erasure.js'
 import { AuditLogsRepository } from './audit-logs.js'
 import type { Database } from './database.js'
 import { DevicesRepository } from './devices.js'
 import { IdentitiesRepository } from './identities.js'
+import { ImpersonationsRepository } from './impersonations.js'
 import { MfaRepository } from './mfa.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OrganizationsRepository } from './organizations.js'
@@ -29,8 +31,10 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     oneTimeTokens: new OneTimeTokensRepository(db, outbox),
     sessions: new SessionsRepository(db, pages),
     revocations: new RevocationsRepository(db),
+    impersonations: new ImpersonationsRepository(db),
     signInFailures: new SignInFailuresRepository(db, readRows),
     auditLogs: new AuditLogsRepository(db, pages),
+    accountErasure: new AccountErasureRepository(db),
     devices: new DevicesRepository(db, pages),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),

@@ -1,3 +1,4 @@
+import type { ExportSession } from '../../schemas/account-export.js'
 import type { Session } from '../../schemas/auth.js'
 import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
@@ -76,7 +77,7 @@ export interface SessionOpening {
   accessIssuedAfter: string
 }
 
-export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed' | 'suspended'
+export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed' | 'suspended' | 'deletion_requested'
 
 function parseDevice (text: string): Record<string, unknown> {
   const value: unknown = JSON.parse(text)
@@ -294,6 +295,20 @@ export class SessionsRepository {
   ): Promise<CollectionResult<Session>> {
     const page = await this.#pages.run(request, { userId, ...cutoffs })
     return { ...page, items: page.items.map((row) => ({ ...row, device: parseDevice(row.device) })) }
+  }
+
+  /**
+   * The latest `limit` of the user's sessions, ended ones too, newest first (an account's
+   * export, docs/api.md, "Account export"): read backwards through sessions_user_id_created_at,
+   * which gives the order. Never their tokens, hashes or kept pairs.
+   */
+  async latestOf (userId: string, limit: number): Promise<ExportSession[]> {
+    const rows = await this.db.selectFrom('sessions')
+      .select(['id', 'device', 'created_at', 'last_used_at', 'revoked_at', 'revoked_reason'])
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc')
+      .limit(limit).execute()
+    return rows.map((row) => ({ ...row, device: parseDevice(row.device) }))
   }
 }
 

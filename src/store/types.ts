@@ -29,6 +29,11 @@ export interface UsersTable {
   suspended_until: string | null
   suspension_reason: string | null
   suspended_by: string | null
+  /**
+   * When the account is erased: its holder asked for deletion, with a grace period (docs/api.md,
+   * "Deleting one's account").
+   */
+  deletion_due_at: string | null
   created_at: string
   updated_at: string
 }
@@ -125,6 +130,18 @@ export interface SessionsTable {
   reauthenticated_until: string | null
   /** The organization the session's access tokens speak for (POST /auth/organization), while a member. */
   organization_id: string | null
+}
+
+/** An administrator acting as a user (docs/api.md, "Impersonation"): its one access token. */
+export interface ImpersonationsTable {
+  id: string
+  user_id: string
+  /** Null once the administrator's account is deleted. */
+  impersonator_id: string | null
+  reason: string
+  access_jti: string
+  created_at: string
+  expires_at: string
 }
 
 /** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */
@@ -322,6 +339,7 @@ export interface DatabaseSchema {
   user_roles: UserRolesTable
   refresh_tokens: RefreshTokensTable
   sessions: SessionsTable
+  impersonations: ImpersonationsTable
   revoked_tokens: RevokedTokensTable
   sign_in_failures: SignInFailuresTable
   lockouts: LockoutsTable

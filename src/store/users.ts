@@ -238,7 +238,10 @@ export class UsersRepository {
   /** Lifts the user's suspension, in force or past; false when there was none. */
   async liftSuspension (id: string, db: Db = this.db): Promise<boolean> {
     const result = await db.updateTable('users')
-      .set({ suspended_at: null, suspended_until: null, suspension_reason: null, suspended_by: null })
+      // A deletion scheduled by the holder (a suspension until it is due) is cancelled with it.
+      .set({
+        suspended_at: null, suspended_until: null, suspension_reason: null, suspended_by: null, deletion_due_at: null
+      })
       .where('id', '=', id).where('suspended_at', 'is not', null).executeTakeFirst()
     return Number(result.numUpdatedRows) > 0
   }

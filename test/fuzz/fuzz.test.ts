@@ -73,13 +73,13 @@ const ERROR_MESSAGE: Record<string, RegExp> = {
  * "Step-up").
  */
 const PROOF_CHECKS = [
-  'POST /api/v1/auth/reauthenticate', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}', 'DELETE /api/v1/users/{id}', 'POST /api/v1/auth/passkeys',
+  'POST /api/v1/auth/reauthenticate', 'PUT /api/v1/users/{id}', 'PATCH /api/v1/users/{id}', 'DELETE /api/v1/users/{id}', 'DELETE /api/v1/users/me', 'POST /api/v1/auth/passkeys',
   'PATCH /api/v1/auth/passkeys/{id}', 'DELETE /api/v1/auth/passkeys/{id}', 'POST /api/v1/auth/mfa/totp/enable', 'POST /api/v1/auth/mfa/email/enable',
   'POST /api/v1/auth/mfa/sms/enable', 'DELETE /api/v1/auth/mfa/email', 'DELETE /api/v1/auth/mfa/sms', 'DELETE /api/v1/auth/identities/{id}'
 ]
 const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', ...PROOF_CHECKS])
 const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp', ...PROOF_CHECKS])
-const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'POST /api/v1/users/{id}/suspension', 'DELETE /api/v1/users/{id}/suspension', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs'])
+const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'POST /api/v1/users/{id}/suspension', 'DELETE /api/v1/users/{id}/suspension', 'POST /api/v1/users/{id}/impersonation', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs'])
 
 /**
  * What docs/api.md has a refused request write; anything else it changes is a bug.

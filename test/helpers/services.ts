@@ -128,7 +128,8 @@ export function callerOfPrincipal (principal: UserPrincipal, token?: string): Ca
     jti: claims?.jti ?? 'jti-of-' + principal.id,
     tokenExpiresAt: new Date(Date.now() + 60_000),
     authTime: claims?.auth_time ?? Math.floor(Date.now() / 1000),
-    amr: claims?.amr ?? []
+    amr: claims?.amr ?? [],
+    impersonatorId: claims?.act?.sub ?? null
   }
 }
 

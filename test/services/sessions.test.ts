@@ -16,6 +16,7 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
     tokens: new TokenService({ secret: TEST_SECRET }),
     sessions: fixture.repositories.sessions,
     users: fixture.repositories.users,
+    impersonations: fixture.repositories.impersonations,
     revokeAccessToken: async () => {},
     organizationRoleOf: async (organizationId, userId) =>
       await fixture.repositories.organizations.roleOf(organizationId, userId),

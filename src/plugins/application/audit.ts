@@ -64,6 +64,20 @@ export default fp(async (fastify) => {
     trail.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
   })
 
+  // Every request made in an impersonation is audited with both ids (docs/api.md, "Impersonation").
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const caller = request.user
+    if (caller !== null && caller.impersonatorId !== null) {
+      request.audit('impersonation.request', {
+        outcome: reply.statusCode < 400 ? 'success' : 'failure',
+        actorId: caller.impersonatorId,
+        targetId: caller.id,
+        details: { method: request.method, route: request.routeOptions.url ?? request.url, status: reply.statusCode }
+      })
+    }
+    done()
+  })
+
   const retention = new Retention({
     purgeBatch: async (before, limit) => await repository.purgeBatch(before, limit),
     retentionMs: config.auditRetentionDays * DAY

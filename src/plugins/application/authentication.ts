@@ -2,6 +2,8 @@ import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors, tokenFailure } from '../../errors.js'
 import type { Caller, RequestContext } from '../../services/context.js'
+import { suspensionInForce } from '../../services/suspensions.js'
+import { hasPermission } from '../../security/permissions.js'
 import type { UserPrincipal } from '../../store/users.js'
 
 declare module '@fastify/jwt' {
@@ -62,14 +64,21 @@ export default fp(async (fastify) => {
     return claims
   }
 
-  /** Sets `request.user`, or gives the error that refuses the request. */
+  /**
+   * Sets `request.user`, or gives the error that refuses the request. An impersonation's
+   * token works only while its administrator may still impersonate: not deleted, not
+   * suspended, still holding the permission (docs/api.md, "Impersonation").
+   */
   function admit (
     request: FastifyRequest,
     claims: ReturnType<typeof verifiedClaims>,
-    principal: UserPrincipal | undefined
+    principal: UserPrincipal | undefined,
+    impersonator: UserPrincipal | undefined | null
   ): Error | undefined {
     // A deleted user's tokens stop working with the account.
     if (principal === undefined) return new Errors.INVALID_TOKEN()
+    if (impersonator !== null && (impersonator === undefined || !hasPermission(impersonator, 'impersonate_users') ||
+      suspensionInForce(impersonator, Date.now()) !== undefined)) return new Errors.INVALID_TOKEN()
     // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
     if (!principal.mfaEnabled && !principal.hasPasskey && request.routeOptions.config.allowWithoutMfa !== true &&
       principal.roles.some((role) => mfaRequiredRoles.has(role))) {
@@ -82,7 +91,8 @@ export default fp(async (fastify) => {
       jti: claims.jti,
       tokenExpiresAt: new Date(claims.exp * 1000),
       authTime: claims.auth_time ?? claims.iat,
-      amr: claims.amr ?? []
+      amr: claims.amr ?? [],
+      impersonatorId: claims.act?.sub ?? null
     }
     return undefined
   }
@@ -95,9 +105,15 @@ export default fp(async (fastify) => {
       done(error as Error)
       return
     }
-    const principal = repositories.users.cachedPrincipal(claims.sub)
-    if (principal instanceof Promise) principal.then((found) => { done(admit(request, claims, found)) }, done)
-    else done(admit(request, claims, principal))
+    const { users } = repositories
+    const principal = users.cachedPrincipal(claims.sub)
+    const impersonator = claims.act === undefined ? null : users.cachedPrincipal(claims.act.sub)
+    if (principal instanceof Promise || impersonator instanceof Promise) {
+      Promise.all([principal, impersonator])
+        .then(([found, acting]) => { done(admit(request, claims, found, acting)) }, done)
+    } else {
+      done(admit(request, claims, principal, impersonator))
+    }
   }
   fastify.decorate('authenticate', authenticate)
 

@@ -161,6 +161,18 @@ export default fp(async (fastify) => {
       stop: async () => { await webhookRetention.stop() }
     },
     {
+      name: 'account-erasure',
+      everyMs: HOUR,
+      atReady: true,
+      does: 'erases the accounts whose holders asked for their deletion once ACCOUNT_DELETION_GRACE_DAYS have passed',
+      shared: 'every instance may run it: an account erased by another is not found again',
+      run: async () => {
+        const erased = await services.accountDeletion.eraseDue()
+        if (erased > 0) log.info({ erased }, 'accounts erased at the end of their grace period')
+      },
+      failed: 'erasing accounts due for deletion failed; tried again within the hour'
+    },
+    {
       name: 'audit-retention-purge',
       everyMs: HOUR,
       atReady: true,

@@ -4,7 +4,10 @@ import { described, IdParamsSchema, LOCATION } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 import { USER_FIELDS, UserCollectionSchema, UserCreateBodySchema, UserPatchBodySchema, UserReplaceBodySchema, UserResponseSchema } from '../../../schemas/user.js'
+import deletion from './deletion.js'
 import devices from './devices.js'
+import impersonation from './impersonation.js'
+import accountExport from './export.js'
 import userPosts from './posts.js'
 import roles from './roles.js'
 import suspension from './suspension.js'
@@ -14,8 +17,11 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts } = fastify.services
   await fastify.register(roles)
   await fastify.register(suspension)
+  await fastify.register(impersonation)
   await fastify.register(devices)
   await fastify.register(userPosts)
+  await fastify.register(accountExport)
+  await fastify.register(deletion)
 
   fastify.get('', {
     config: { access: { permission: 'read' } },

@@ -41,9 +41,15 @@ function toRow (entry: AuditRecord): AuditLogsTable {
   }
 }
 
-/** The entry's row, from the context's address and user agent; its caller is the actor unless the entry names one. */
+/**
+ * The entry's row, from the context's address and user agent; its caller is the actor unless
+ * the entry names one. In an impersonation the details name the administrator too.
+ */
 function rowIn (context: RequestContext, event: AuditEvent, entry: AuditFields): AuditLogsTable {
-  return toRow({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
+  const impersonatorId = context.caller?.impersonatorId ?? null
+  const details = impersonatorId === null ? entry.details : { ...entry.details, impersonator_id: impersonatorId }
+  const { ip, userAgent } = context
+  return toRow({ actorId: context.caller?.id ?? null, ...entry, details, event, ip, userAgent })
 }
 
 export interface AuditTrailOptions {

@@ -16,11 +16,13 @@ export class Notices {
     outbox: OutboxRepository, templates: MessageTemplates, deliver: () => void, now?: () => number
   }) {}
 
-  /** Stores the notice on `db`, the change's transaction; `deliver` once it is committed. */
-  async add (to: string, kind: NoticeKind, db: Db, detail?: string): Promise<void> {
-    await this.deps.outbox.add(
-      this.deps.templates.notice(to, kind, detail), new Date((this.deps.now ?? Date.now)()).toISOString(), db
-    )
+  /**
+   * Stores the notice on `db`, the change's transaction, due at `dueAt` (at once by default);
+   * `deliver` once it is committed.
+   */
+  async add (to: string, kind: NoticeKind, db: Db, detail?: string, dueAt?: string): Promise<void> {
+    const now = new Date((this.deps.now ?? Date.now)()).toISOString()
+    await this.deps.outbox.add(this.deps.templates.notice(to, kind, detail), now, db, dueAt ?? now)
   }
 
   /** Starts delivering what was stored. */

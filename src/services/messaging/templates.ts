@@ -3,13 +3,14 @@ import type { OutgoingMessage } from '../../store/outbox.js'
 /** What a security notice tells the account holder happened. */
 export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
   'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted' |
-  'organization_role_changed' | 'organization_membership_removed' | 'webhook_disabled'
+  'organization_role_changed' | 'organization_membership_removed' | 'webhook_disabled' | 'impersonated' |
+  'account_deletion_scheduled'
 
 /**
  * Notices of what others did in an organization, or of what the service did: no sign of an
  * attack on the account, so no advice to reset its password.
  */
-const NOTICES_WITHOUT_ADVICE: ReadonlySet<NoticeKind> = new Set(['organization_role_changed', 'organization_membership_removed', 'webhook_disabled'])
+const NOTICES_WITHOUT_ADVICE: ReadonlySet<NoticeKind> = new Set(['organization_role_changed', 'organization_membership_removed', 'webhook_disabled', 'impersonated'])
 
 const NOTICES: Record<NoticeKind, string> = {
   password_changed: 'The password of your account was changed',
@@ -27,7 +28,9 @@ const NOTICES: Record<NoticeKind, string> = {
   account_deleted: 'Your account was deleted',
   organization_role_changed: 'Your role in an organization was changed',
   organization_membership_removed: 'You were removed from an organization',
-  webhook_disabled: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day'
+  webhook_disabled: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day',
+  impersonated: 'An administrator used your account as you, with your permissions',
+  account_deletion_scheduled: 'Your account is to be deleted, as you asked'
 }
 
 function escapeHtml (text: string): string {

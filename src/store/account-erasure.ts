@@ -1,0 +1,42 @@
+import { withoutAddress } from '../security/redaction.js'
+import type { Db } from './types.js'
+
+/**
+ * Erasing an account (docs/api.md, "Deleting one's account"): its row goes (UsersRepository),
+ * and with it (foreign keys) its sessions, tokens, factors, passkeys, identities, devices,
+ * memberships, posts and comments; what refers to it elsewhere keeps the id and loses its
+ * personal data (here).
+ */
+export class AccountErasureRepository {
+  constructor (private readonly db: Db) {}
+
+  /** Schedules the erasure of an account at `dueAt`. */
+  async schedule (userId: string, dueAt: string, db: Db = this.db): Promise<void> {
+    await db.updateTable('users').set({ deletion_due_at: dueAt }).where('id', '=', userId).execute()
+  }
+
+  /** Accounts whose erasure is due at `now`, earliest first. */
+  async due (now: string, limit: number): Promise<Array<{ id: string, email: string }>> {
+    return await this.db.selectFrom('users').select(['id', 'email'])
+      .where('deletion_due_at', 'is not', null).where('deletion_due_at', '<=', now)
+      .orderBy('deletion_due_at').orderBy('id').limit(limit).execute()
+  }
+
+  /**
+   * What the account leaves outside its row, before the row is deleted: its audit entries (as
+   * actor or target) keep the id and lose the address, client address and user agent;
+   * messages waiting for the address and invitations to it go.
+   */
+  async eraseTraces (user: { id: string, email: string }, db: Db = this.db): Promise<void> {
+    for (const column of ['actor_id', 'target_id'] as const) {
+      const entries = await db.selectFrom('audit_logs').select(['id', 'details']).where(column, '=', user.id).execute()
+      for (const entry of entries) {
+        const details = JSON.stringify(withoutAddress(JSON.parse(entry.details), user.email))
+        if (details !== entry.details) await db.updateTable('audit_logs').set({ details }).where('id', '=', entry.id).execute()
+      }
+      await db.updateTable('audit_logs').set({ ip: null, user_agent: null }).where(column, '=', user.id).execute()
+    }
+    await db.deleteFrom('outbox').where('recipient', '=', user.email).execute()
+    await db.deleteFrom('organization_invitations').where('email', '=', user.email).execute()
+  }
+}
