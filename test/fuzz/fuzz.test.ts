@@ -711,8 +711,8 @@ function describe (
 }
 
 // A fixed number of cases per operation: on a busy two-core machine the two backends take longer
-// than the suite's default timeout.
-t.setTimeout(300_000)
+// than the suite's default timeout (4.9 minutes were seen in a clean CI run with 89 operations).
+t.setTimeout(600_000)
 
 for (const backend of backends()) {
   t.test(`fuzzing every documented operation (${backend.name})`, async (t) => {
