@@ -1,6 +1,5 @@
 import { type AccountExport, EXPORT_LIMITS, EXPORT_SECTIONS, type ExportSection } from '../../schemas/account-export.js'
 import { Errors } from '../errors.js'
-import { effectiveRoles, permissionsOf } from '../security/permissions.js'
 import type { AuditLogsRepository } from '../store/audit-logs.js'
 import type { DevicesRepository } from '../store/devices.js'
 import type { IdentitiesRepository } from '../store/identities.js'
@@ -9,6 +8,7 @@ import type { PasskeysRepository } from '../store/passkeys.js'
 import type { CommentsRepository, PostsRepository } from '../store/posts.js'
 import type { SessionsRepository } from '../store/sessions.js'
 import type { UsersRepository } from '../store/users.js'
+import { describeAccount } from './accounts.js'
 import type { AuditTrail } from './audit/trail.js'
 import { assertNotImpersonating, callerOf, type RequestContext } from './context.js'
 
@@ -49,25 +49,17 @@ export class AccountExportService {
     const { id } = caller
     const { users, audit } = this.deps
     const exportedAt = new Date(this.#now()).toISOString()
-    const [user, principal, phone, read] = await Promise.all([
-      users.findById(id), users.findPrincipal(id), users.findPhone(id), this.#lists(id)
-    ])
+    const [described, read] = await Promise.all([describeAccount(users, id), this.#lists(id)])
     // Deleted while this ran: the caller is gone, as every request of theirs now answers.
-    if (user === undefined || principal === undefined) throw new Errors.INVALID_TOKEN()
+    if (described === undefined) throw new Errors.INVALID_TOKEN()
     const truncated = EXPORT_SECTIONS.filter((section) => read[section].length > EXPORT_LIMITS[section])
     const lists = Object.fromEntries(EXPORT_SECTIONS.map((section) =>
       [section, read[section].slice(0, EXPORT_LIMITS[section])])) as unknown as Lists
-    const methods = [...(principal.mfaEnabled ? ['totp' as const] : []), ...principal.messageFactors]
-    const { suspension } = principal
+    const { suspension } = described.principal
     const document: AccountExport = {
       exported_at: exportedAt,
       user: {
-        ...user,
-        roles: [...effectiveRoles(principal.roles)],
-        permissions: permissionsOf(principal.roles),
-        mfa_enabled: methods.length > 0,
-        mfa_methods: methods,
-        phone: phone ?? null,
+        ...described.account,
         suspension: suspension === null ? null : { suspended_at: suspension.at, until: suspension.until }
       },
       ...lists,

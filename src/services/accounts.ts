@@ -49,6 +49,25 @@ export async function createAccount (
   return await insert({ email, name, passwordHash, roles, emailVerified }).catch(rethrowServiceError)
 }
 
+/**
+ * An account as `GET /auth/me` shows it, with its principal (`/auth/me` and the account export,
+ * docs/api.md); undefined when it does not exist.
+ */
+export async function describeAccount (users: UsersRepository, id: string) {
+  const [user, principal, phone] = await Promise.all([users.findById(id), users.findPrincipal(id), users.findPhone(id)])
+  if (user === undefined || principal === undefined) return undefined
+  const methods = [...(principal.mfaEnabled ? ['totp' as const] : []), ...principal.messageFactors]
+  const account = {
+    ...user,
+    roles: [...effectiveRoles(principal.roles)],
+    permissions: permissionsOf(principal.roles),
+    mfa_enabled: methods.length > 0,
+    mfa_methods: methods,
+    phone: phone ?? null
+  }
+  return { account, principal }
+}
+
 export interface AccountServiceDependencies extends AccountDependencies {
   breachedPasswords: BreachedPasswords
   sessions: SessionService
@@ -136,21 +155,9 @@ export class AccountService {
 
   /** The caller's account with its roles, permissions and second factors. */
   async describe (context: RequestContext) {
-    const caller = callerOf(context)
-    const { users } = this.deps
-    const [user, principal, phone] = await Promise.all([
-      users.findById(caller.id), users.findPrincipal(caller.id), users.findPhone(caller.id)
-    ])
-    if (user === undefined || principal === undefined) throw new Errors.INVALID_TOKEN()
-    const methods = [...(principal.mfaEnabled ? ['totp' as const] : []), ...principal.messageFactors]
-    return {
-      ...user,
-      roles: [...effectiveRoles(caller.roles)],
-      permissions: permissionsOf(caller.roles),
-      mfa_enabled: methods.length > 0,
-      mfa_methods: methods,
-      phone: phone ?? null
-    }
+    const described = await describeAccount(this.deps.users, callerOf(context).id)
+    if (described === undefined) throw new Errors.INVALID_TOKEN()
+    return described.account
   }
 
   /**
