@@ -32,5 +32,9 @@ export const OpenIdConfigurationSchema = component('OpenIdConfiguration', Type.O
   subject_types_supported: Type.Array(Type.String()),
   id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'The algorithm of every key tokens are still verified with: the signing key\'s first, then those of JWT_PREVIOUS_KEYS' }),
   token_endpoint_auth_methods_supported: Type.Array(Type.String(), { description: '`none`: sign-in authenticates the user, not a client' }),
-  claims_supported: Type.Array(Type.String())
+  claims_supported: Type.Array(Type.String()),
+  login_endpoint: Type.Optional(Type.String({ description: 'This service\'s own member, with the authorization server on: password sign-in (JSON body), which `token_endpoint` named before' }))
+}, {
+  additionalProperties: true,
+  description: 'With the authorization server on (JWT_ISSUER an http(s) URL), its whole discovery document (RFC 8414), where `token_endpoint`, `userinfo_endpoint` and `jwks_uri` are its own, plus this service\'s members (docs/api.md, "Authorization server")'
 }))

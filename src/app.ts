@@ -4,6 +4,7 @@ import access from './plugins/application/access.js'
 import adminBootstrap from './plugins/application/admin-bootstrap.js'
 import audit from './plugins/application/audit.js'
 import authentication from './plugins/application/authentication.js'
+import authorizationServer from './plugins/application/authorization-server.js'
 import background from './plugins/application/background.js'
 import cors from './plugins/infrastructure/cors.js'
 import database from './plugins/infrastructure/database.js'
@@ -23,10 +24,12 @@ import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
 import postsRoutes from './routes/posts/index.js'
 import invitationRoutes from './routes/invitations/index.js'
+import oidcRoutes from './routes/oidc/index.js'
 import organizationRoutes from './routes/organizations/index.js'
 import accessCheckRoutes from './routes/access-check/index.js'
 import usersRoutes from './routes/users/index.js'
 import webhookRoutes from './routes/webhooks/index.js'
+import oauthClientRoutes from './routes/oauth-clients/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
 import type { Resolver } from './services/webhooks/http-sender.js'
@@ -77,6 +80,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve })
   })
   await fastify.register(textInput)
   await fastify.register(services, { resolve })
+  await fastify.register(authorizationServer)
   await fastify.register(zeroTrust)
   await fastify.register(background)
   await fastify.register(adminBootstrap)
@@ -92,8 +96,10 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve })
   await fastify.register(organizationRoutes, { prefix: '/api/v1/organizations' })
   await fastify.register(invitationRoutes, { prefix: '/api/v1/invitations' })
   await fastify.register(webhookRoutes, { prefix: '/api/v1/webhooks' })
+  await fastify.register(oauthClientRoutes, { prefix: '/api/v1/oauth-clients' })
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
+  await fastify.register(oidcRoutes, { prefix: '/oidc' })
 }
 
 export default app

@@ -93,6 +93,11 @@ export const EnvSchema = Type.Object({
   WEBHOOK_ALLOWED_NETWORKS: commaList(''),
   WEBHOOK_TIMEOUT_MS: positiveInteger('10000'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveInteger('30'),
+  AUTHORIZATION_SERVER_SCOPES: Type.String({
+    default: '',
+    pattern: '^([a-z][a-z0-9_.:-]{0,63}(,[a-z][a-z0-9_.:-]{0,63})*)?$',
+    description: 'a comma-separated list of scopes (lower-case letters, digits, _ . : -)'
+  }),
   ACCOUNT_DELETION_GRACE_DAYS: Type.String({ default: '0', pattern: '^(0|[1-9][0-9]{0,3})$', description: 'a whole number of days, 0 to 9999' }),
   AUDIT_STREAM: oneOf(['off', 'stdout', 'file', 'webhooks'], 'off'),
   AUDIT_STREAM_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a file path' })),

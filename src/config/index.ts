@@ -86,6 +86,8 @@ export interface Config {
   }
   /** Days between a holder's request to delete their account and its erasure; 0: at once. */
   accountDeletionGraceDays: number
+  /** Scopes machine clients of the authorization server may be given (AUTHORIZATION_SERVER_SCOPES). */
+  authorizationServerScopes: string[]
   /** Where every audit entry is also written: NDJSON to stdout or a file, or `audit.entry` webhook events. */
   auditStream: { kind: Env['AUDIT_STREAM'], file: string | null }
   logLevel: Env['LOG_LEVEL']
@@ -215,6 +217,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       retentionDays: Number(env.WEBHOOK_DELIVERY_RETENTION_DAYS)
     },
     accountDeletionGraceDays: Number(env.ACCOUNT_DELETION_GRACE_DAYS),
+    authorizationServerScopes: env.AUTHORIZATION_SERVER_SCOPES.split(',').filter((scope) => scope !== ''),
     auditStream: { kind: env.AUDIT_STREAM, file: env.AUDIT_STREAM_FILE ?? null },
     logLevel: env.LOG_LEVEL,
     warnings

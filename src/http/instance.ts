@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import pino from 'pino'
 import app, { type AppOptions } from '../app.js'
@@ -8,6 +8,13 @@ import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from '../plugins/infrastructure/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
 import { buildValidator, MAX_JSON_DEPTH, nestedDeeperThan } from './validation.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Writes the request's log line once its answer is sent, for an answer Fastify's reply does not send. */
+    logWhenAnswered: (request: FastifyRequest, reply: FastifyReply) => void
+  }
+}
 import { buildSerializer } from './serialization.js'
 
 /**
@@ -95,6 +102,8 @@ export function createInstance (
     logController,
     schemaController
   })
+  // For answers given outside Fastify's reply (src/routes/oidc/: oidc-provider answers on the raw response).
+  instance.decorate('logWhenAnswered', (request: FastifyRequest, reply: FastifyReply) => { logController.logWhenAnswered(request, reply) })
   // Added before the application, so it runs after the application's own onClose hooks
   // (they run in reverse order): the log is drained once the last request has been logged.
   instance.addHook('onClose', async () => { await lines.drain() })

@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, createSecretKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto'
 import type { Static } from '@sinclair/typebox'
 import type { PublicJwkSchema } from '../../schemas/keys.js'
 
@@ -181,4 +181,34 @@ export function publicJwks (keys: SigningKeys): PublicJwk[] {
     seen.add(jwk.kid)
     return [jwk]
   })
+}
+
+/** An Ed25519 private key's PKCS#8 encoding before its 32-byte seed (RFC 8410). */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
+
+/** The key ID tokens are signed with, private, as a JWK, and its public half. */
+export interface IdTokenKey {
+  privateJwk: Record<string, unknown> & { kid: string, alg: AsymmetricAlgorithm, use: 'sig' }
+  publicJwk: PublicJwk
+}
+
+/**
+ * The authorization server's ID-token key: the service's own signing key, or, under HS256 (a
+ * shared secret no application may hold), an Ed25519 key derived from the secret, so that
+ * every instance signs with the same one (docs/api.md, "Authorization server").
+ */
+export function idTokenKey (keys: Pick<SigningKeys, 'signingKey' | 'current'>): IdTokenKey {
+  const key = keys.current.algorithm === 'HS256'
+    ? createPrivateKey({
+      key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(hkdfSync('sha256', keys.signingKey, '', 'id-token-signing-key', 32))]),
+      format: 'der',
+      type: 'pkcs8'
+    })
+    : createPrivateKey(keys.signingKey)
+  const verification = publicKeyOf(createPublicKey(key))
+  const publicJwk = verification.jwk as PublicJwk
+  return {
+    privateJwk: { ...key.export({ format: 'jwk' }), kid: verification.kid, alg: verification.algorithm as AsymmetricAlgorithm, use: 'sig' },
+    publicJwk
+  }
 }

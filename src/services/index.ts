@@ -15,6 +15,7 @@ import { AccountExportService } from './account-export.js'
 import { AccountService } from './accounts.js'
 import { RecentSecurityEventsDetector } from './audit/anomalies.js'
 import { AuditLogService } from './audit/log.js'
+import { AuthorizationGrantService } from './authorization-grants.js'
 import { BreachedPasswords } from './breached-passwords.js'
 import type { AuditTrail } from './audit/trail.js'
 import { DeviceService } from './devices.js'
@@ -28,6 +29,7 @@ import { Notices } from './messaging/notices.js'
 import { ImpersonationService } from './impersonations.js'
 import { InvitationService } from './invitations.js'
 import { OAuthService } from './oauth.js'
+import { OAuthClientService } from './oauth-clients.js'
 import { OrganizationService } from './organizations.js'
 import { PasskeyService } from './passkeys.js'
 import { MessageOutbox } from './messaging/outbox.js'
@@ -77,6 +79,7 @@ export function createServices (deps: ServiceDependencies) {
     sessions: repositories.sessions,
     users,
     impersonations: repositories.impersonations,
+    authorizationArtifacts: repositories.authorizationArtifacts,
     revokeAccessToken: deps.revokeAccessToken,
     policy: config.session,
     cursors,
@@ -254,6 +257,9 @@ export function createServices (deps: ServiceDependencies) {
       audit
     }),
     auditLog: new AuditLogService({ auditLogs: repositories.auditLogs, cursors }),
+    authorizationGrants: new AuthorizationGrantService({
+      artifacts: repositories.authorizationArtifacts, clients: repositories.oauthClients, audit, now: deps.now
+    }),
     organizations: new OrganizationService({
       organizations: repositories.organizations, users, sessions, notices, audit, cursors, now: deps.now
     }),
@@ -269,6 +275,9 @@ export function createServices (deps: ServiceDependencies) {
       cursors,
       deliver: () => { webhookDispatcher.kick() },
       now: deps.now
+    }),
+    oauthClients: new OAuthClientService({
+      clients: repositories.oauthClients, audit, cursors, customScopes: config.authorizationServerScopes, now: deps.now
     })
   }
 }

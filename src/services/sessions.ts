@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js'
 import { Errors } from '../errors.js'
 import type { SecretBox } from '../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../security/tokens.js'
+import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { ImpersonationsRepository } from '../store/impersonations.js'
 import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
@@ -20,6 +21,8 @@ export interface SessionServiceDependencies {
   users: UsersRepository
   /** The user's impersonations' access tokens end with the user's sessions. */
   impersonations: ImpersonationsRepository
+  /** The authorization server's sessions, consents and tokens of an account, ended with its sessions. */
+  authorizationArtifacts: Pick<AuthorizationArtifactsRepository, 'endAccount'>
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   cursors: CursorCodec
@@ -222,8 +225,9 @@ export class SessionService {
    * access tokens: to be called once that transaction committed.
    */
   async endAllWithin (userId: string, reason: RevocationReason, trx: Db): Promise<() => Promise<void>> {
-    const { sessions, impersonations } = this.#deps
+    const { sessions, impersonations, authorizationArtifacts } = this.#deps
     const now = new Date(this.#now()).toISOString()
+    await authorizationArtifacts.endAccount(userId, trx)
     const accessTokens = [
       ...await sessions.revoke(await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx),
       ...await impersonations.accessTokens(userId, now, trx)

@@ -19,6 +19,14 @@ import type { OrganizationSelection, SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
 import { type SuspensionService, suspendedError } from './suspensions.js'
 
+/** Who signed in at the authorization server's pages, and how (RFC 8176 methods). */
+export interface SignInProof { userId: string, amr: string[] }
+
+/** How a completed sign-in ends: in an API session, or in the proof alone. */
+type SignInEnding<Ended> = (
+  context: RequestContext, principal: UserPrincipal, device: SignInDevice | undefined, method: string, amr: string[]
+) => Promise<Ended>
+
 export interface SignInDependencies {
   users: UsersRepository
   revocations: RevocationsRepository
@@ -49,7 +57,24 @@ export class SignInService {
   constructor (private readonly deps: SignInDependencies) {}
 
   /** E-mail and password: a session, or the MFA challenge when the account has MFA on. */
-  async withPassword (context: RequestContext, { email, password, device }: LoginBody): Promise<SignInResult> {
+  async withPassword (context: RequestContext, body: LoginBody): Promise<SignInResult> {
+    const { principal, amr } = await this.#passwordProof(context, body)
+    return await this.#complete(context, principal, body.device, 'password', amr, this.#session)
+  }
+
+  /**
+   * The authorization server's sign-in page (docs/api.md, "Authorization server"): the same
+   * checks as `withPassword`, ending in the proof instead of an API session, or the challenge.
+   */
+  async proveWithPassword (context: RequestContext, body: LoginBody): Promise<SignInProof | MfaChallenge> {
+    const { principal, amr } = await this.#passwordProof(context, body)
+    return await this.#complete(context, principal, {}, 'password', amr, this.#proof)
+  }
+
+  async #passwordProof (
+    context: RequestContext,
+    { email, password }: LoginBody
+  ): Promise<{ principal: UserPrincipal, amr: string[] }> {
     const { users, passwords, guard, audit } = this.deps
     const account = await users.findByEmail(email)
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
@@ -65,7 +90,7 @@ export class SignInService {
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await this.#assertMaySignIn(context, principal, { email })
-    return await this.#complete(context, principal, device, 'password', ['pwd'])
+    return { principal, amr: ['pwd'] }
   }
 
   /**
@@ -85,7 +110,7 @@ export class SignInService {
     const { redirectTo, codeChallenge } = flow.pending
     if (redirectTo === null || codeChallenge === null) {
       const principal = await this.#providerAccount(context, await oauth.finish(context, flow, callback))
-      return { result: await this.#complete(context, principal, {}, `oauth:${flow.provider}`, ['fed']) }
+      return { result: await this.#complete(context, principal, {}, `oauth:${flow.provider}`, ['fed'], this.#session) }
     }
     const back = new URL(redirectTo)
     try {
@@ -105,7 +130,7 @@ export class SignInService {
   ): Promise<SignInResult> {
     const { userId, provider } = await this.deps.oauth.takeExchangeCode(code, codeVerifier)
     const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
-    return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'])
+    return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'], this.#session)
   }
 
   /**
@@ -145,12 +170,23 @@ export class SignInService {
   async withPasskey (context: RequestContext, body: PasskeyAuthenticationBody): Promise<SignInResult> {
     const { userId, userVerified } = await this.deps.passkeys.verifyAssertion(context, body)
     const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
-    if (userVerified) return { ...await this.#startSession(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false }
-    return await this.#complete(context, principal, undefined, 'passkey', ['hwk'])
+    if (userVerified) return { ...await this.#session(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false }
+    return await this.#complete(context, principal, undefined, 'passkey', ['hwk'], this.#session)
   }
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */
-  async answerChallenge (context: RequestContext, { mfa_token: mfaToken, code }: MfaVerifyBody): Promise<TokenPair> {
+  async answerChallenge (context: RequestContext, body: MfaVerifyBody): Promise<TokenPair> {
+    const { principal, device, method, amr } = await this.#challengeAnswered(context, body)
+    return await this.#session(context, principal, device, `mfa:${method}`, amr)
+  }
+
+  /** The authorization server's MFA page: the challenge answered, ending in the proof. */
+  async proveChallenge (context: RequestContext, body: MfaVerifyBody): Promise<SignInProof> {
+    const { principal, method, amr } = await this.#challengeAnswered(context, body)
+    return await this.#proof(context, principal, undefined, `mfa:${method}`, amr)
+  }
+
+  async #challengeAnswered (context: RequestContext, { mfa_token: mfaToken, code }: MfaVerifyBody) {
     const { guard, mfa, revocations, audit } = this.deps
     const { claims, principal } = await this.#challenge(mfaToken)
     const userId = principal.id
@@ -169,7 +205,7 @@ export class SignInService {
       (result) => result)
     if (!claimed) throw new Errors.INVALID_TOKEN() // the challenge was already answered
     const amr = [...new Set([...claims.amr ?? [], method === 'sms' ? 'sms' : 'otp', 'mfa'])]
-    return await this.#startSession(context, principal, claims.device as SignInDevice | undefined, `mfa:${method}`, amr)
+    return { principal, device: claims.device as SignInDevice | undefined, method: method as MfaMethod, amr }
   }
 
   /**
@@ -226,13 +262,14 @@ export class SignInService {
    * `answerChallenge` completes. An account whose role must use MFA and whose only second
    * factor is a passkey is told to sign in with the passkey (docs/api.md, "Required roles").
    */
-  async #complete (
+  async #complete<Ended> (
     context: RequestContext,
     principal: UserPrincipal,
     device: SignInDevice | Record<string, unknown> | undefined,
     method: string,
-    amr: string[]
-  ): Promise<SignInResult> {
+    amr: string[],
+    end: SignInEnding<Ended>
+  ): Promise<(Ended & { mfa_required: false }) | MfaChallenge> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
     if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
     if (methods.length > 0) {
@@ -242,10 +279,7 @@ export class SignInService {
       )
       return { mfa_required: true, mfa_token: challenge.token, methods }
     }
-    return {
-      ...await this.#startSession(context, principal, device as SignInDevice | undefined, method, amr),
-      mfa_required: false
-    }
+    return { ...await end(context, principal, device as SignInDevice | undefined, method, amr), mfa_required: false }
   }
 
   /**
@@ -289,16 +323,22 @@ export class SignInService {
    * a session, audited as `auth.login` with the method that proved the caller (`mfa:totp`
    * after a challenge).
    */
-  async #startSession (
-    context: RequestContext,
-    principal: UserPrincipal,
-    device: SignInDevice | undefined,
-    method: string,
-    amr: string[]
-  ): Promise<TokenPair> {
+  readonly #session: SignInEnding<TokenPair> = async (context, principal, device, method, amr) => {
     const { guard, sessions, audit } = this.deps
     await guard.recordSuccess(principal.id, context.ip)
     return await sessions.start(principal, device, amr,
       audit.recorded(context, [{ event: 'auth.login', outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, device } }]))
+  }
+
+  /**
+   * A sign-in at the authorization server's pages: no API session (the authorization server
+   * keeps its own, ended with the account's), audited as `auth.login` like one.
+   */
+  readonly #proof: SignInEnding<SignInProof> = async (context, principal, _device, method, amr) => {
+    await this.deps.guard.recordSuccess(principal.id, context.ip)
+    await this.deps.audit.recordIn(context, 'auth.login', {
+      outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, through: 'authorization_server' }
+    })
+    return { userId: principal.id, amr }
   }
 }

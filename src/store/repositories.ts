@@ -4,8 +4,10 @@ import { AuditLogsRepository } from './audit-logs.js'
 import type { Database } from './database.js'
 import { DevicesRepository } from './devices.js'
 import { IdentitiesRepository } from './identities.js'
+import { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
 import { ImpersonationsRepository } from './impersonations.js'
 import { MfaRepository } from './mfa.js'
+import { OAuthClientsRepository } from './oauth-clients.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OrganizationsRepository } from './organizations.js'
 import { OutboxRepository } from './outbox.js'
@@ -42,6 +44,8 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     posts: new PostsRepository(db, pages),
     comments: new CommentsRepository(db, pages),
     organizations: new OrganizationsRepository(db, pages, outbox),
-    webhooks: new WebhooksRepository(db, pages)
+    webhooks: new WebhooksRepository(db, pages),
+    oauthClients: new OAuthClientsRepository(db, pages),
+    authorizationArtifacts: new AuthorizationArtifactsRepository(db)
   }
 }

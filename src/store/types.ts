@@ -334,6 +334,37 @@ export interface WebhookDeliveriesTable {
   updated_at: string
 }
 
+/** An application signing people in with the service (migration 0020). */
+export interface OAuthClientsTable {
+  id: string
+  name: string
+  /** SHA-256 of the secret, base64url; null for a public client. */
+  secret_hash: string | null
+  /** JSON arrays. */
+  redirect_uris: string
+  post_logout_redirect_uris: string
+  grant_types: string
+  scopes: string
+  /** Null while enabled. */
+  disabled_at: string | null
+  created_by: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** One object of the authorization server (oidc-provider): its model, id and JSON payload. */
+export interface AuthorizationArtifactsTable {
+  model: string
+  id: string
+  payload: string
+  grant_id: string | null
+  user_code: string | null
+  uid: string | null
+  account_id: string | null
+  client_id: string | null
+  expires_at: string | null
+}
+
 export interface DatabaseSchema {
   users: UsersTable
   user_roles: UserRolesTable
@@ -362,6 +393,8 @@ export interface DatabaseSchema {
   organization_invitations: OrganizationInvitationsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
+  oauth_clients: OAuthClientsTable
+  authorization_artifacts: AuthorizationArtifactsTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -76,14 +76,20 @@ for (const algorithm of ALGORITHMS) {
     const discovery = await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })
     t.equal(discovery.statusCode, 200)
     t.equal(discovery.headers['cache-control'], 'public, max-age=300')
+    // JWT_ISSUER an https URL: the authorization server's document, the service's members kept.
     t.match(discovery.json(), {
       issuer,
-      jwks_uri: `${issuer}/.well-known/jwks.json`,
-      token_endpoint: `${issuer}/api/v1/auth/login`,
+      jwks_uri: `${issuer}/oidc/jwks`,
+      token_endpoint: `${issuer}/oidc/token`,
+      login_endpoint: `${issuer}/api/v1/auth/login`,
       refresh_endpoint: `${issuer}/api/v1/auth/refresh`,
       logout_endpoint: `${issuer}/api/v1/auth/logout`
     })
-    t.same(discovery.json().id_token_signing_alg_values_supported, [algorithm], 'the one algorithm in use')
+    t.same(discovery.json().id_token_signing_alg_values_supported, algorithm === 'HS256' ? ['EdDSA', 'HS256'] : [algorithm],
+      'the one algorithm in use (after the ID tokens\' own under HS256)')
+    const listed = await app.inject({ method: 'GET', url: '/oidc/jwks' })
+    const apiKeys = jwks.json().keys as Array<{ kid: string }>
+    t.ok(apiKeys.every((key) => listed.json().keys.some((each: { kid: string }) => each.kid === key.kid)), 'the discovery\'s JWKS holds the API\'s keys')
 
     const sub = account.id
     const ours = signerFor(algorithm, signingKey)
@@ -153,9 +159,13 @@ t.test('a forged Host or X-Forwarded-Host never reaches a discovery document a c
     const key = generateKeyPair('EdDSA')
     const configured = await build(t, { env: { ...env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
     const fixed = await configured.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: forged })
-    t.match(fixed.json(), { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, token_endpoint: `${issuer}/api/v1/auth/login` }, `EdDSA${proxied}: JWT_ISSUER, whatever the headers`)
+    t.match(fixed.json(), { issuer, jwks_uri: `${issuer}/oidc/jwks`, token_endpoint: `${issuer}/oidc/token` }, `EdDSA${proxied}: JWT_ISSUER, whatever the headers`)
     t.notMatch(fixed.body, /evil\.example/)
     t.equal(fixed.headers['cache-control'], 'public, max-age=300', `EdDSA${proxied}: so caches may keep it`)
+    // The authorization server's own copy, and the addresses it redirects to, are the issuer's too.
+    const own = await configured.inject({ method: 'GET', url: '/oidc/.well-known/openid-configuration', headers: forged })
+    t.match(own.json(), { issuer, token_endpoint: `${issuer}/oidc/token` }, `EdDSA${proxied}: under /oidc too`)
+    t.notMatch(own.body, /evil\.example/)
   }
 })
 

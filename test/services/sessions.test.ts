@@ -17,6 +17,7 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
     sessions: fixture.repositories.sessions,
     users: fixture.repositories.users,
     impersonations: fixture.repositories.impersonations,
+    authorizationArtifacts: fixture.repositories.authorizationArtifacts,
     revokeAccessToken: async () => {},
     organizationRoleOf: async (organizationId, userId) =>
       await fixture.repositories.organizations.roleOf(organizationId, userId),

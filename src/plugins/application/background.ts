@@ -51,6 +51,9 @@ interface JobDefinition extends BackgroundJob {
 }
 
 const HOUR = 60 * 60 * 1000
+/** Expired artifacts deleted per statement, and statements per run: a backlog drains over hours, in short locks. */
+const ARTIFACT_PURGE_BATCH = 1000
+const ARTIFACT_PURGE_BATCHES = 20
 const DAY = 24 * HOUR
 /** Every instance delivers what is due this often (and at once after storing a message). */
 const OUTBOX_POLL_MS = 2000
@@ -62,7 +65,7 @@ const OUTBOX_POLL_MS = 2000
  * `job.failed`; it never ends the process.
  */
 export default fp(async (fastify) => {
-  const { services, auditTrail, auditRetention, config, log } = fastify
+  const { services, auditTrail, auditRetention, config, log, repositories } = fastify
   const upkeep = fastify.revocations.upkeep
   const retryWindowMs = config.session.refreshRetryWindowS * 1000
   const webhookRetention = new Retention({
@@ -171,6 +174,24 @@ export default fp(async (fastify) => {
         if (erased > 0) log.info({ erased }, 'accounts erased at the end of their grace period')
       },
       failed: 'erasing accounts due for deletion failed; tried again within the hour'
+    },
+    {
+      name: 'authorization-artifact-purge',
+      everyMs: HOUR,
+      atReady: true,
+      does: 'deletes the authorization server\'s expired sessions, codes, tokens and consents, in batches',
+      shared: 'every instance may run it: the deletes are idempotent and batched',
+      run: async () => {
+        const now = new Date().toISOString()
+        let removed = 0
+        for (let batch = 0; batch < ARTIFACT_PURGE_BATCHES; batch++) {
+          const deleted = await repositories.authorizationArtifacts.purgeExpired(now, ARTIFACT_PURGE_BATCH)
+          removed += deleted
+          if (deleted < ARTIFACT_PURGE_BATCH) break
+        }
+        if (removed > 0) log.info({ removed }, 'expired authorization server artifacts purged')
+      },
+      failed: 'purging expired authorization server artifacts failed; tried again within the hour'
     },
     {
       name: 'audit-retention-purge',

@@ -162,6 +162,7 @@ export default fp(async (fastify) => {
         { name: 'comments', description: 'Comments on posts' },
         { name: 'organizations', description: 'Organizations, their members and invitations' },
         { name: 'webhooks', description: 'Webhook endpoints and their deliveries; the events are under `webhooks`' },
+        { name: 'oauth-clients', description: 'The applications that sign people in with the service (its authorization server)' },
         { name: 'audit', description: 'Audit log' },
         { name: 'security', description: 'Zero-trust access check' },
         { name: 'keys', description: 'Public keys and discovery, for services that verify tokens' }

@@ -14,6 +14,8 @@ declare module 'fastify' {
 }
 
 const AUTH_PREFIX = '/api/v1/auth/'
+/** The forms of the authorization server's sign-in and consent pages: posted to, in the auth tier too. */
+const INTERACTION_PREFIX = '/oidc/interaction/'
 
 type StoreCallback = Parameters<FastifyRateLimitStore['incr']>[1]
 
@@ -24,9 +26,10 @@ export interface RateLimitOptions {
 
 /**
  * Three tiers per client address (IPv6 by /64), each a sliding window of RATE_LIMIT_WINDOW_MS:
- * general (RATE_LIMIT_MAX), `/api/v1/auth/*` (RATE_LIMIT_AUTH_MAX) and admin operations
- * (RATE_LIMIT_ADMIN_MAX), through @fastify/rate-limit with the sliding-window stores. Routes
- * with `config.rateLimit: false` (health probes) are exempt. The client address is Fastify's
+ * general (RATE_LIMIT_MAX), `/api/v1/auth/*` and POSTs to `/oidc/interaction/*`
+ * (RATE_LIMIT_AUTH_MAX) and admin operations (RATE_LIMIT_ADMIN_MAX), through
+ * @fastify/rate-limit with the sliding-window stores. Routes with `config.rateLimit: false`
+ * (health probes) are exempt. The client address is Fastify's
  * `request.ip`, which honours X-Forwarded-For only from TRUST_PROXY's proxies. Counters live
  * in Redis when REDIS_URL is set. If Redis cannot answer, limits fail open (requests pass, a
  * warning is logged): an outage of the cache must not take the API down, and sign-in stays
@@ -113,7 +116,8 @@ export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} 
     // The route's own path, not the request's: the router decodes %61uth and takes absolute-form
     // targets (http://host/api/v1/auth/…), either of which would otherwise escape the auth tier.
     const path = url ?? request.url
-    const limiter = config.adminOperation === true ? admin : path.startsWith(AUTH_PREFIX) ? auth : general
+    const signIn = path.startsWith(AUTH_PREFIX) || (request.method === 'POST' && path.startsWith(INTERACTION_PREFIX))
+    const limiter = config.adminOperation === true ? admin : signIn ? auth : general
     limiter.call(this, request, reply).then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['redis'] })

@@ -6,6 +6,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { OrganizationSelectionSchema } from '../../../schemas/organizations.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
+import grants from './grants.js'
 import identities from './identities.js'
 import mfa from './mfa.js'
 import oauth from './oauth.js'
@@ -20,6 +21,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(oauth, { prefix: '/oauth' })
   await fastify.register(passkeys, { prefix: '/passkeys' })
   await fastify.register(identities, { prefix: '/identities' })
+  await fastify.register(grants)
   await fastify.register(reauthentication, { prefix: '/reauthenticate' })
   await fastify.register(recovery)
 

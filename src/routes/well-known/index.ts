@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
@@ -10,6 +10,8 @@ import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
  * Caches may keep these: they hold no personal data, and a resource server that meets an
  * unknown `kid` fetches the set again (jose's createRemoteJWKSet does).
  */
+type OpenIdConfiguration = Static<typeof OpenIdConfigurationSchema>
+
 const PUBLIC_CACHING = 'public, max-age=300'
 const CACHING = { 'Cache-Control': Type.Literal(PUBLIC_CACHING, { description: 'Caches may keep the answer for 5 minutes' }) }
 const DISCOVERY_CACHING = {
@@ -46,6 +48,28 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
     return jwks
   })
 
+  /**
+   * The authorization server's discovery document (it serves it under /oidc), on JWT_ISSUER's
+   * address, with this service's own members kept (docs/api.md, "Authorization server").
+   */
+  async function readAuthorizationServerDocument (base: string): Promise<OpenIdConfiguration> {
+    const answer = await fastify.inject({ method: 'GET', url: '/oidc/.well-known/openid-configuration' })
+    const document = answer.json<OpenIdConfiguration>()
+    return {
+      ...document,
+      // The algorithms the service's own tokens are still verified with stay listed, the ID
+      // tokens' first, as they were before the authorization server (the same list when the
+      // service signs with a key of its own).
+      id_token_signing_alg_values_supported: [
+        ...new Set([...document.id_token_signing_alg_values_supported, ...algorithms])
+      ],
+      login_endpoint: `${base}/api/v1/auth/login`,
+      refresh_endpoint: `${base}/api/v1/auth/refresh`,
+      logout_endpoint: `${base}/api/v1/auth/logout`
+    }
+  }
+  let authorizationServerDocument: OpenIdConfiguration | undefined
+
   fastify.get('/openid-configuration', {
     config: { access: 'public' },
     schema: {
@@ -55,6 +79,11 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: described(OpenIdConfigurationSchema, 'The discovery document', DISCOVERY_CACHING), ...errorResponses({}) }
     }
   }, async (request, reply) => {
+    if (configuredBase !== null && fastify.authorizationServer !== null) {
+      reply.header('cache-control', PUBLIC_CACHING)
+      authorizationServerDocument ??= await readAuthorizationServerDocument(configuredBase)
+      return authorizationServerDocument
+    }
     const base = configuredBase ?? `${request.protocol}://${request.host}`
     reply.header('cache-control', discoveryCaching)
     return {

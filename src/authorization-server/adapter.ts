@@ -1,0 +1,83 @@
+import type { Adapter, AdapterPayload } from 'oidc-provider'
+import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
+import type { OAuthClientsTable } from '../store/types.js'
+
+/** What the adapter reads: the artifacts, and the clients an administrator registered. */
+export interface AdapterStores {
+  artifacts: AuthorizationArtifactsRepository
+  clients: { findById: (id: string) => Promise<OAuthClientsTable | undefined> }
+  now: () => number
+}
+
+/** A registered client as oidc-provider's client metadata; its secret is the hash (see compareClientSecret). */
+export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
+  const grantTypes = JSON.parse(row.grant_types) as string[]
+  const confidential = row.secret_hash !== null
+  return {
+    client_id: row.id,
+    client_name: row.name,
+    ...(confidential && { client_secret: row.secret_hash ?? undefined }),
+    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+    redirect_uris: JSON.parse(row.redirect_uris) as string[],
+    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
+    grant_types: grantTypes,
+    response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
+    scope: (JSON.parse(row.scopes) as string[]).join(' ')
+  }
+}
+
+/**
+ * oidc-provider's storage (its adapter interface) over the service's database: one adapter per
+ * model. Clients come from `oauth_clients`, a disabled one is not found; everything else is a
+ * row of `authorization_artifacts` (src/store/authorization-artifacts.ts).
+ */
+export function artifactAdapter (stores: AdapterStores): new (model: string) => Adapter {
+  const { artifacts, clients, now } = stores
+  const iso = (ms: number) => new Date(ms).toISOString()
+  const parsed = (payload: string | undefined) =>
+    payload === undefined ? undefined : JSON.parse(payload) as AdapterPayload
+
+  return class ArtifactAdapter implements Adapter {
+    constructor (private readonly model: string) {}
+
+    async upsert (id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      if (this.model === 'Client') throw new Error('clients are registered through /api/v1/oauth-clients')
+      await artifacts.upsert(this.model, id, JSON.stringify(payload), {
+        grant_id: payload.grantId ?? null,
+        user_code: payload.userCode ?? null,
+        uid: payload.uid ?? null,
+        account_id: payload.accountId ?? null,
+        client_id: payload.clientId ?? null,
+        expires_at: expiresIn > 0 ? iso(now() + expiresIn * 1000) : null
+      })
+    }
+
+    async find (id: string): Promise<AdapterPayload | undefined> {
+      if (this.model === 'Client') {
+        const row = await clients.findById(id)
+        return row === undefined || row.disabled_at !== null ? undefined : clientMetadata(row)
+      }
+      return parsed(await artifacts.find(this.model, id, iso(now())))
+    }
+
+    async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {
+      return parsed(await artifacts.findByUserCode(this.model, userCode, iso(now())))
+    }
+
+    async findByUid (uid: string): Promise<AdapterPayload | undefined> {
+      return parsed(await artifacts.findByUid(this.model, uid, iso(now())))
+    }
+
+    async consume (id: string): Promise<void> {
+      await artifacts.consume(this.model, id, Math.floor(now() / 1000))
+    }
+
+    async destroy (id: string): Promise<void> {
+      await artifacts.destroy(this.model, id)
+    }
+
+    async revokeByGrantId (grantId: string): Promise<void> {
+      await artifacts.revokeByGrantId(grantId)
+    }
+  }
+}

@@ -1,0 +1,171 @@
+import { hkdfSync, timingSafeEqual } from 'node:crypto'
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
+import { clientSecretHash } from '../security/client-secrets.js'
+import { idTokenKey, type SigningKeys } from '../security/signing-keys.js'
+import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
+import type { UsersRepository } from '../store/users.js'
+import { artifactAdapter, type AdapterStores } from './adapter.js'
+import { escapeHtml, page } from './pages.js'
+
+/** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
+export const ACR_VALUES = ['1', '2'] as const
+
+/** A consent is remembered this long (a year); revoking it ends it at once. */
+const GRANT_TTL_S = 365 * 24 * 60 * 60
+
+/** Where the authorization server is mounted in the service. */
+export const AUTHORIZATION_SERVER_PATH = '/oidc'
+
+/** Its pages' stylesheet, relative to the mount. */
+export const STYLESHEET_PATH = '/pages.css'
+
+export interface AuthorizationServerOptions {
+  /** The issuer: JWT_ISSUER, an http(s) URL. */
+  issuer: string
+  keys: Pick<SigningKeys, 'signingKey' | 'current'>
+  /** Scopes machine clients may be given (AUTHORIZATION_SERVER_SCOPES). */
+  scopes: string[]
+  /** How long a session at the authorization server, and its refresh tokens, last (SESSION_IDLE_TIMEOUT_S). */
+  sessionTtlS: number
+  /** Reads the scheme and host from X-Forwarded-Proto and -Host (which the mount sets to the issuer's). */
+  proxy: boolean
+  users: Pick<UsersRepository, 'findById' | 'findPrincipal'>
+  artifacts: AuthorizationArtifactsRepository
+  clients: AdapterStores['clients']
+  now?: () => number
+}
+
+/** The stylesheet's address as the pages link it. */
+const STYLESHEET = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
+
+/** A page of the provider's own (device codes, sign-out), in the service's style and escaped. */
+function render (ctx: KoaContextWithOIDC, title: string, body: string): void {
+  ctx.type = 'html'
+  ctx.body = page(title, body, STYLESHEET)
+}
+
+/**
+ * The service as an OAuth 2.1 / OpenID Connect provider (docs/api.md, "Authorization server"),
+ * on oidc-provider: authorization code with PKCE (S256 only), refresh tokens rotated on every
+ * use, client credentials, the device grant, introspection, revocation, userinfo, RP-initiated
+ * logout. Accounts, clients and every artifact live in the service's database.
+ */
+export function createAuthorizationServer (options: AuthorizationServerOptions): Provider {
+  const now = options.now ?? Date.now
+  const key = idTokenKey(options.keys)
+  const secret = options.keys.current.algorithm === 'HS256' ? options.keys.signingKey : key.privateJwk.d as string
+  const cookieKey = Buffer.from(hkdfSync('sha256', secret, '', 'authorization-server-cookies', 32)).toString('base64url')
+  const { users, artifacts } = options
+
+  const configuration: Configuration = {
+    adapter: artifactAdapter({ artifacts, clients: options.clients, now }),
+    async findAccount (_ctx, sub) {
+      const principal = await users.findPrincipal(sub)
+      if (principal === undefined) return undefined
+      return {
+        accountId: sub,
+        async claims () {
+          const user = await users.findById(sub)
+          return { sub, email: user?.email, email_verified: user?.email_verified, name: user?.name }
+        }
+      }
+    },
+    claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], email: ['email', 'email_verified'], profile: ['name'] },
+    scopes: [...STANDARD_SCOPES, ...options.scopes],
+    acrValues: [...ACR_VALUES],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    clientDefaults: { id_token_signed_response_alg: key.privateJwk.alg, token_endpoint_auth_method: 'client_secret_basic' },
+    enabledJWA: { idTokenSigningAlgValues: [key.privateJwk.alg] },
+    jwks: { keys: [key.privateJwk as never] },
+    cookies: { keys: [cookieKey] },
+    pkce: { required: () => true },
+    responseTypes: ['code'],
+    rotateRefreshToken: true,
+    // The administrator allowed the client refresh tokens: it gets one with every code. Without
+    // `offline_access` (granted only with prompt=consent, as OpenID Connect has it) it ends with
+    // the session at the authorization server.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // A consent is remembered per account and client, not per browser session: the one given
+    // before is read from the database (and `GET /api/v1/auth/grants` lists it).
+    async loadExistingGrant (ctx) {
+      const { Grant } = ctx.oidc.provider
+      const given = ctx.oidc.result?.consent?.grantId
+      if (given !== undefined) return await Grant.find(given)
+      const accountId = ctx.oidc.session?.accountId
+      const clientId = ctx.oidc.client?.clientId
+      if (accountId === undefined || clientId === undefined) return undefined
+      const stored = await artifacts.grantFor(accountId, clientId, new Date(now()).toISOString())
+      return stored === undefined ? undefined : await Grant.find(stored.id)
+    },
+    ttl: {
+      AccessToken: 900,
+      ClientCredentials: 900,
+      IdToken: 900,
+      AuthorizationCode: 60,
+      Interaction: 600,
+      DeviceCode: 600,
+      Session: options.sessionTtlS,
+      RefreshToken: options.sessionTtlS,
+      Grant: GRANT_TTL_S
+    },
+    interactions: { url: (_ctx, interaction) => `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}` },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: {
+        enabled: true,
+        // A public client learns only of its own tokens; a confidential one (a resource server) of any.
+        async allowedPolicy (ctx, client, token) {
+          return client.clientAuthMethod !== 'none' || token.clientId === ctx.oidc.client?.clientId
+        }
+      },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      // Tokens are for this service's userinfo and introspection; audiences for other APIs are not offered.
+      resourceIndicators: { enabled: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        async logoutSource (ctx, form) {
+          render(ctx, 'Sign out', `${form}<p>Sign out of ${escapeHtml(ctx.host)}?</p>
+<button type="submit" form="op.logoutForm" value="yes" name="logout">Sign out</button>
+<button type="submit" form="op.logoutForm">Stay signed in</button>`)
+        },
+        async postLogoutSuccessSource (ctx) {
+          render(ctx, 'Signed out', '<p>You are signed out.</p>')
+        }
+      },
+      deviceFlow: {
+        enabled: true,
+        async userCodeInputSource (ctx, form, _out, error) {
+          const message = error === undefined ? 'Enter the code your device shows.' : 'That code is not right, or no longer valid. Try again.'
+          render(ctx, 'Connect a device', `<p${error === undefined ? '' : ' class="error" role="alert"'}>${message}</p>${form}
+<label for="user_code">Code</label>
+<button type="submit" form="op.deviceInputForm">Continue</button>`)
+        },
+        async userCodeConfirmSource (ctx, form, client, _deviceInfo, userCode) {
+          render(ctx, 'Connect a device', `<p>Connect <strong>${escapeHtml(client.clientName ?? client.clientId)}</strong> with the code
+<code>${escapeHtml(userCode)}</code>? Continue only if your device shows this code.</p>${form}
+<button type="submit" form="op.deviceConfirmForm">Continue</button>
+<button type="submit" form="op.deviceConfirmForm" value="yes" name="abort">Cancel</button>`)
+        },
+        async successSource (ctx) {
+          render(ctx, 'Device connected', '<p>Your device is signed in. You may close this page.</p>')
+        }
+      }
+    },
+    async renderError (ctx, out) {
+      render(ctx, 'Something went wrong', `<p class="error" role="alert">${escapeHtml(String(out.error_description ?? out.error))}</p>`)
+    }
+  }
+  const provider = new Provider(options.issuer, configuration)
+  provider.proxy = options.proxy
+  // A client secret is kept as its hash (src/store/migrations/0020-authorization-server.ts): the
+  // presented one is hashed and compared in constant time.
+  provider.Client.prototype.compareClientSecret = function compare (this: { clientSecret?: string }, actual: string) {
+    const expected = Buffer.from(this.clientSecret ?? '')
+    const presented = Buffer.from(clientSecretHash(actual))
+    return expected.length === presented.length && timingSafeEqual(expected, presented)
+  }
+  return provider
+}

@@ -1,0 +1,66 @@
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import fp from 'fastify-plugin'
+import type Provider from 'oidc-provider'
+import { createAuthorizationServer } from '../../authorization-server/provider.js'
+import { isHttpBase } from '../../config/index.js'
+
+/** The authorization server, and the anti-forgery tokens of its pages' forms. */
+export interface AuthorizationServer {
+  provider: Provider
+  /** The token a page's forms carry for the interaction `uid`: an HMAC only the service can make. */
+  formToken: (uid: string) => string
+  isFormToken: (uid: string, token: unknown) => boolean
+  /**
+   * Makes a request one to the issuer's address before oidc-provider reads it: every address it
+   * builds (redirects, its discovery) is then the issuer's, whatever Host or X-Forwarded-*
+   * header the request carried, behind a proxy or not.
+   */
+  addressToIssuer: (request: IncomingMessage) => void
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** null unless JWT_ISSUER is an http(s) URL: an authorization server needs an address. */
+    authorizationServer: AuthorizationServer | null
+  }
+}
+
+/**
+ * The service as an OAuth 2.1 / OpenID Connect provider (docs/api.md, "Authorization server"),
+ * when JWT_ISSUER is an http(s) URL (its issuer); its routes are src/routes/oidc/.
+ */
+export default fp(async (fastify) => {
+  const { config, repositories } = fastify
+  const issuer = config.jwt.issuer
+  if (issuer === null || !isHttpBase(issuer)) {
+    fastify.decorate('authorizationServer', null)
+    return
+  }
+  const provider = createAuthorizationServer({
+    issuer: issuer.replace(/\/+$/, ''),
+    keys: config.jwt,
+    scopes: config.authorizationServerScopes,
+    sessionTtlS: config.session.idleTimeoutS,
+    proxy: true,
+    users: repositories.users,
+    artifacts: repositories.authorizationArtifacts,
+    clients: repositories.oauthClients
+  })
+  const { host, protocol } = new URL(issuer)
+  const formKey = Buffer.from(hkdfSync('sha256', config.jwtSecret, '', 'authorization-server-forms', 32))
+  const formToken = (uid: string) => createHmac('sha256', formKey).update(uid).digest('base64url')
+  fastify.decorate('authorizationServer', {
+    provider,
+    formToken,
+    addressToIssuer (request: IncomingMessage): void {
+      Object.assign(request.headers, { host, 'x-forwarded-host': host, 'x-forwarded-proto': protocol.slice(0, -1) })
+    },
+    isFormToken (uid: string, token: unknown): boolean {
+      if (typeof token !== 'string') return false
+      const expected = Buffer.from(formToken(uid))
+      const presented = Buffer.from(token)
+      return expected.length === presented.length && timingSafeEqual(expected, presented)
+    }
+  })
+}, { name: 'authorization-server', dependencies: ['repositories'] })

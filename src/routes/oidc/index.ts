@@ -1,0 +1,195 @@
+import formbody from '@fastify/formbody'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { consentForm, mfaForm, page, PAGE_CSP, PAGE_STYLESHEET, signInForm } from '../../authorization-server/pages.js'
+import { AUTHORIZATION_SERVER_PATH, STYLESHEET_PATH } from '../../authorization-server/provider.js'
+import { isServiceError } from '../../errors.js'
+import type { AuthorizationServer } from '../../plugins/application/authorization-server.js'
+import { idTokenKey, publicJwks } from '../../security/signing-keys.js'
+
+const PUBLIC = { access: 'public' as const }
+const HIDDEN = { hide: true }
+const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
+
+type FormBody = Record<string, string | string[] | undefined>
+type InteractionRequest = FastifyRequest<{ Params: { uid: string }, Body: FormBody }>
+
+/** The `acr` of a sign-in: two factors when its methods include `mfa`. */
+function acrOf (amr: string[]): string {
+  return amr.includes('mfa') ? '2' : '1'
+}
+
+/** A form field's one value, or '' when missing or sent twice. */
+function field (body: FormBody | undefined, name: string): string {
+  const value = body?.[name]
+  return typeof value === 'string' ? value : ''
+}
+
+/**
+ * The sign-in, MFA and consent pages of the authorization server (docs/api.md,
+ * "Authorization server"): server-rendered forms, each carrying the interaction's
+ * anti-forgery token, answered with the next page or a redirect back into the flow.
+ */
+function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
+  const { provider } = server
+  return async (fastify) => {
+    await fastify.register(formbody)
+    const { signIn } = fastify.services
+    const stylesheet = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
+
+    async function details (request: InteractionRequest, reply: FastifyReply) {
+      server.addressToIssuer(request.raw)
+      const interaction = await provider.interactionDetails(request.raw, reply.raw)
+      // The cookie binds the interaction to this browser; the address's uid must be the same one.
+      if (interaction.uid !== request.params.uid) throw new Error('interaction mismatch')
+      const client = await provider.Client.find(String(interaction.params.client_id))
+      return { interaction, clientName: client?.clientName ?? String(interaction.params.client_id) }
+    }
+
+    function send (reply: FastifyReply, status: number, title: string, body: string) {
+      return reply.code(status).header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8')
+        .send(page(title, body, stylesheet))
+    }
+
+    function expired (reply: FastifyReply) {
+      return send(reply, 400, 'Sign-in expired', '<p class="error" role="alert">This sign-in has expired or was opened in another browser. Go back to the application and start again.</p>')
+    }
+
+    async function finish (request: InteractionRequest, reply: FastifyReply, result: Record<string, unknown>) {
+      const to = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false })
+      return reply.redirect(to, 303)
+    }
+
+    /** The form of the interaction's prompt: sign-in or consent. */
+    async function show (request: InteractionRequest, reply: FastifyReply, error: string | null, email = '') {
+      const { interaction, clientName } = await details(request, reply)
+      const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`, csrf: server.formToken(interaction.uid), clientName, error }
+      if (interaction.prompt.name === 'login') return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email))
+      const scopes = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope !== '')
+      return send(reply, 200, 'Allow access', consentForm(form, scopes))
+    }
+
+    /** Every POST: the interaction must be this browser's, and the form the one the service rendered. */
+    async function checked (request: InteractionRequest, reply: FastifyReply) {
+      const found = await details(request, reply).catch(() => null)
+      if (found === null || !server.isFormToken(found.interaction.uid, field(request.body, 'csrf'))) return null
+      return found
+    }
+
+    const interactionRoute = { config: PUBLIC, schema: HIDDEN }
+
+    fastify.get<{ Params: { uid: string } }>('/interaction/:uid', interactionRoute, async (request, reply) => {
+      try {
+        return await show(request as InteractionRequest, reply, null)
+      } catch {
+        return expired(reply)
+      }
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/login', interactionRoute, async (request, reply) => {
+      const found = await checked(request, reply)
+      if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
+      const email = field(request.body, 'email')
+      try {
+        const proof = await signIn.proveWithPassword(request.serviceContext, { email, password: field(request.body, 'password') })
+        if ('mfa_required' in proof && proof.mfa_required) {
+          const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${found.interaction.uid}`, csrf: server.formToken(found.interaction.uid), clientName: found.clientName, error: null }
+          return send(reply, 200, 'Two-step verification', mfaForm(form, proof.mfa_token))
+        }
+        const { userId, amr } = proof as { userId: string, amr: string[] }
+        return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+      } catch (error) {
+        if (!isServiceError(error)) throw error
+        return await show(request, reply, error.message, email)
+      }
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa', interactionRoute, async (request, reply) => {
+      const found = await checked(request, reply)
+      if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
+      const mfaToken = field(request.body, 'mfa_token')
+      try {
+        const { userId, amr } = await signIn.proveChallenge(request.serviceContext, { mfa_token: mfaToken, code: field(request.body, 'code') })
+        return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+      } catch (error) {
+        if (!isServiceError(error)) throw error
+        const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${found.interaction.uid}`, csrf: server.formToken(found.interaction.uid), clientName: found.clientName, error: error.message }
+        return send(reply, 400, 'Two-step verification', mfaForm(form, mfaToken))
+      }
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/consent', interactionRoute, async (request, reply) => {
+      const found = await checked(request, reply)
+      const interaction = found?.interaction
+      if (interaction === undefined || interaction.prompt.name !== 'consent' || interaction.session?.accountId === undefined) return expired(reply)
+      const grant = interaction.grantId === undefined
+        ? new provider.Grant({
+          accountId: interaction.session.accountId, clientId: String(interaction.params.client_id)
+        })
+        : await provider.Grant.find(interaction.grantId)
+      if (grant === undefined) return expired(reply)
+      const missing = interaction.prompt.details as { missingOIDCScope?: string[], missingOIDCClaims?: string[] }
+      if (missing.missingOIDCScope !== undefined) grant.addOIDCScope(missing.missingOIDCScope.join(' '))
+      if (missing.missingOIDCClaims !== undefined) grant.addOIDCClaims(missing.missingOIDCClaims)
+      return await finish(request, reply, { consent: { grantId: await grant.save() } })
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/abort', interactionRoute, async (request, reply) => {
+      if (await checked(request, reply) === null) return expired(reply)
+      return await finish(request, reply, { error: 'access_denied', error_description: 'The person declined' })
+    })
+  }
+}
+
+/**
+ * Everything else under /oidc is oidc-provider's (authorization, token, userinfo, introspection,
+ * revocation, device, end-session, its discovery): handed the raw request with its body unread
+ * (oidc-provider reads bodies itself) and the security headers already set.
+ */
+function providerEndpoints (server: AuthorizationServer): FastifyPluginAsync {
+  const callback = server.provider.callback()
+  return async (fastify) => {
+    fastify.removeAllContentTypeParsers()
+    fastify.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
+    fastify.route({
+      method: ALL_METHODS,
+      url: '/*',
+      config: PUBLIC,
+      schema: HIDDEN,
+      handler (request, reply) {
+        server.addressToIssuer(request.raw)
+        reply.hijack()
+        const raw = reply.raw
+        for (const [name, value] of Object.entries(reply.getHeaders())) {
+          if (value !== undefined) raw.setHeader(name, value)
+        }
+        const original = request.raw.url ?? '/'
+        // oidc-provider builds its addresses from the part of the URL it was mounted at; the
+        // request log names the whole one, put back before the line is written.
+        Object.assign(request.raw, { originalUrl: original, url: original.slice(AUTHORIZATION_SERVER_PATH.length) || '/' })
+        raw.once('finish', () => { request.raw.url = original })
+        fastify.logWhenAnswered(request, reply)
+        void callback(request.raw, raw)
+      }
+    })
+  }
+}
+
+/** The authorization server's routes, under /oidc, when it is on. */
+const oidcRoutes: FastifyPluginAsync = async (fastify) => {
+  const server = fastify.authorizationServer
+  if (server === null) return
+  const idToken = idTokenKey(fastify.config.jwt).publicJwk
+  const apiKeys = publicJwks(fastify.config.jwt)
+  // The keys of both the API's tokens and the ID tokens (under HS256 the ID-token key is
+  // derived, and /.well-known/jwks.json, which the contract keeps empty then, lacks it).
+  const jwks = { keys: apiKeys.some((key) => key.kid === idToken.kid) ? apiKeys : [...apiKeys, idToken] }
+
+  fastify.get(STYLESHEET_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(PAGE_STYLESHEET))
+  fastify.get('/jwks', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.header('cache-control', 'public, max-age=300').type('application/jwk-set+json').send(jwks))
+  await fastify.register(interactionPages(server))
+  await fastify.register(providerEndpoints(server))
+}
+
+export default oidcRoutes

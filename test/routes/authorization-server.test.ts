@@ -1,0 +1,325 @@
+import * as client from 'openid-client'
+import t from 'tap'
+import { createAccount, withToken } from '../helpers/accounts.js'
+import {
+  authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, startAuthorizationServer
+} from '../helpers/authorization-server.js'
+import { backends } from '../helpers/database.js'
+
+/** The OAuth error a request of the relying party ended in (it must end in one). */
+async function refusal (request: Promise<unknown>): Promise<unknown> {
+  try {
+    await request
+  } catch (error) {
+    return error
+  }
+  throw new Error('the request was not refused')
+}
+
+const PERSON_SCOPES = ['openid', 'profile', 'email', 'offline_access']
+
+for (const backend of backends()) {
+  t.test(`the authorization server, to a relying party (${backend.name})`, async (t) => {
+    const server = await startAuthorizationServer(t, backend.url)
+    const { app, issuer } = server
+    const rp = await callbackServer(t)
+    const redirectUri = `${rp}/callback`
+    const registered = await server.register({
+      name: 'Relying party',
+      redirect_uris: [redirectUri],
+      post_logout_redirect_uris: [`${rp}/signed-out`],
+      grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
+      scopes: [...PERSON_SCOPES, 'api:read']
+    })
+    const other = await server.register({
+      name: 'Another application', redirect_uris: [`${rp}/other`], grant_types: ['authorization_code', 'refresh_token'], scopes: PERSON_SCOPES
+    })
+    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+    const otherConfig = await client.discovery(new URL(issuer), other.id, other.secret, undefined, insecure)
+
+    /** An authorization request of the relying party, its PKCE verifier and state. */
+    async function authorization (options: { scope?: string, redirect?: string, extra?: Record<string, string> } = {}) {
+      const verifier = client.randomPKCECodeVerifier()
+      const state = client.randomState()
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: options.redirect ?? redirectUri,
+        scope: options.scope ?? 'openid email profile offline_access',
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state,
+        ...options.extra
+      })
+      return { url: url.href, verifier, state }
+    }
+
+    /** Signs `person` in through the pages and answers the tokens the relying party gets for the code. */
+    async function signIn (person: { email: string, password: string }, browser = new CookieBrowser(issuer)) {
+      const request = await authorization()
+      const back = await authorizeWithPassword(browser, request.url, person)
+      return await exchange(config, new URL(back), request)
+    }
+
+    t.test('discovery: the provider\'s whole document at the issuer, the service\'s own members kept', async (t) => {
+      const answer = await fetch(`${issuer}/.well-known/openid-configuration`)
+      t.equal(answer.status, 200)
+      const document = await answer.json()
+      t.match(document, {
+        issuer,
+        authorization_endpoint: `${issuer}/oidc/auth`,
+        token_endpoint: `${issuer}/oidc/token`,
+        userinfo_endpoint: `${issuer}/oidc/me`,
+        introspection_endpoint: `${issuer}/oidc/token/introspection`,
+        revocation_endpoint: `${issuer}/oidc/token/revocation`,
+        device_authorization_endpoint: `${issuer}/oidc/device/auth`,
+        end_session_endpoint: `${issuer}/oidc/session/end`,
+        jwks_uri: `${issuer}/oidc/jwks`,
+        code_challenge_methods_supported: ['S256'],
+        authorization_response_iss_parameter_supported: true,
+        response_types_supported: ['code'],
+        login_endpoint: `${issuer}/api/v1/auth/login`,
+        refresh_endpoint: `${issuer}/api/v1/auth/refresh`,
+        logout_endpoint: `${issuer}/api/v1/auth/logout`
+      })
+      t.ok(document.grant_types_supported.includes('urn:ietf:params:oauth:grant-type:device_code'))
+      t.ok(document.grant_types_supported.includes('client_credentials'))
+      t.notOk(document.grant_types_supported.includes('implicit'))
+      const jwks = await (await fetch(document.jwks_uri)).json()
+      t.equal(jwks.keys.length, 1, 'under HS256: the ID-token key only (the API\'s secret is never published)')
+      t.notOk('d' in jwks.keys[0], 'a public key')
+    })
+
+    t.test('authorization code with PKCE: the ID token, userinfo, a rotated refresh token, introspection, revocation', async (t) => {
+      const person = await createAccount(app, { name: 'Ada Lovelace' })
+      const request = await authorization()
+      const back = await authorizeWithPassword(new CookieBrowser(issuer), request.url, person)
+      t.match(back, new RegExp(`^${redirectUri}\\?code=[^&]+&state=${request.state}&iss=${encodeURIComponent(issuer)}`), 'iss in the response (RFC 9207)')
+      const tokens = await exchange(config, new URL(back), request)
+      const claims = tokens.claims()
+      t.match(claims, { iss: issuer, sub: person.id, aud: registered.id, amr: ['pwd'], acr: '1', auth_time: Number })
+      t.equal(tokens.scope, 'openid email profile', 'offline_access only with prompt=consent (OpenID Connect Core 11)')
+      t.type(tokens.refresh_token, 'string')
+
+      const info = await client.fetchUserInfo(config, tokens.access_token, person.id)
+      t.same(info, { sub: person.id, email: person.email, email_verified: true, name: 'Ada Lovelace' })
+
+      const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token ?? '')
+      t.not(refreshed.refresh_token, tokens.refresh_token, 'rotated on use')
+      t.match(refreshed.claims(), { sub: person.id })
+
+      const introspected = await client.tokenIntrospection(config, refreshed.access_token)
+      t.match(introspected, { active: true, sub: person.id, client_id: registered.id })
+      await client.tokenRevocation(config, refreshed.access_token)
+      t.match(await client.tokenIntrospection(config, refreshed.access_token), { active: false })
+      await t.rejects(client.fetchUserInfo(config, refreshed.access_token, person.id), 'a revoked access token reads nothing')
+    })
+
+    t.test('a consent is remembered per account and client, listed, and revocable by the person', async (t) => {
+      const person = await createAccount(app)
+      const first = await signIn(person)
+      // Another browser (no session there): signs in again, but is not asked to consent again.
+      const request = await authorization()
+      const browser = new CookieBrowser(issuer)
+      const login = await browser.follow(request.url)
+      const html = await login.response.text()
+      const afterLogin = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(html), email: person.email, password: person.password } })
+      t.match(afterLogin.url, new RegExp(`^${redirectUri}\\?code=`), 'no consent page the second time')
+
+      const listed = await app.inject(withToken(person.token, { method: 'GET', url: '/api/v1/auth/grants' }))
+      t.equal(listed.statusCode, 200)
+      const grants = listed.json().data
+      t.match(grants, [{ client_id: registered.id, client_name: 'Relying party', scopes: ['openid', 'email', 'profile'] }])
+
+      const revoked = await app.inject(withToken(person.token, { method: 'DELETE', url: `/api/v1/auth/grants/${grants[0].id as string}` }))
+      t.equal(revoked.statusCode, 204)
+      t.match(await refusal(client.refreshTokenGrant(config, first.refresh_token ?? '')), { error: 'invalid_grant' }, 'the revoked consent\'s refresh token is dead')
+      t.match(await client.tokenIntrospection(config, first.access_token), { active: false })
+      const again = await app.inject(withToken(person.token, { method: 'DELETE', url: `/api/v1/auth/grants/${grants[0].id as string}` }))
+      t.equal(again.statusCode, 404)
+      const stranger = await createAccount(app)
+      const foreign = await app.inject(withToken(stranger.token, { method: 'DELETE', url: `/api/v1/auth/grants/${grants[0].id as string}` }))
+      t.equal(foreign.statusCode, 404, 'another person\'s consent is not found')
+      const audit = await app.inject(withToken(server.admin.token, { method: 'GET', url: `/api/v1/audit-logs?event=authorization_grant.revoked&actor_id=${person.id}` }))
+      t.equal(audit.json().data.length, 1)
+    })
+
+    t.test('client credentials: the scopes an administrator gave, nothing else', async (t) => {
+      const tokens = await client.clientCredentialsGrant(config, { scope: 'api:read' })
+      t.equal(tokens.scope, 'api:read')
+      t.match(await client.tokenIntrospection(config, tokens.access_token), { active: true, client_id: registered.id, scope: 'api:read' })
+      t.equal(tokens.expires_in, 900)
+      t.match(await refusal(client.clientCredentialsGrant(config, { scope: 'api:write' })), { error: 'invalid_scope' }, 'a scope the client was not given')
+      t.match(await refusal(client.clientCredentialsGrant(otherConfig)), { error: 'invalid_request', error_description: 'requested grant type is not allowed for this client' }, 'a client without the grant')
+    })
+
+    t.test('a new password, a suspension end the account\'s sessions, consents and tokens at the authorization server', async (t) => {
+      const person = await createAccount(app)
+      const tokens = await signIn(person)
+      const changed = await app.inject(withToken(person.token, { method: 'PATCH', url: `/api/v1/users/${person.id}`, payload: { password: 'another-long-password-1', current_password: person.password } }))
+      t.equal(changed.statusCode, 200, changed.body)
+      t.match(await refusal(client.refreshTokenGrant(config, tokens.refresh_token ?? '')), { error: 'invalid_grant' })
+      t.match(await client.tokenIntrospection(config, tokens.access_token), { active: false })
+
+      const suspended = await createAccount(app)
+      const its = await signIn(suspended)
+      const suspension = await app.inject(withToken(server.admin.token, { method: 'POST', url: `/api/v1/users/${suspended.id}/suspension`, payload: { reason: 'test' } }))
+      t.equal(suspension.statusCode, 200)
+      t.match(await refusal(client.refreshTokenGrant(config, its.refresh_token ?? '')), { error: 'invalid_grant' })
+      const request = await authorization()
+      const browser = new CookieBrowser(issuer)
+      const login = await browser.follow(request.url)
+      const refused = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: suspended.email, password: suspended.password } })
+      t.equal(refused.response.status, 400, 'the sign-in page refuses a suspended account')
+      t.match(await refused.response.text(), /suspended/i)
+    })
+
+    t.test('attacks', async (t) => {
+      const person = await createAccount(app)
+
+      t.test('a redirect URI that is not exactly a registered one is refused on the service\'s page, never redirected to', async (t) => {
+        for (const redirect of [`${redirectUri}/extra`, `${rp}/CALLBACK`, `${redirectUri}x`, `${rp}/`, redirectUri.replace('127.0.0.1', 'localhost'), `${redirectUri}?next=1`]) {
+          const request = await authorization({ redirect })
+          const answer = await fetch(request.url, { redirect: 'manual' })
+          t.equal(answer.status, 400, redirect)
+          t.equal(answer.headers.get('location'), null)
+        }
+      })
+
+      t.test('PKCE: required, S256 only, and the verifier must match', async (t) => {
+        const noChallenge = new URL((await authorization()).url)
+        noChallenge.searchParams.delete('code_challenge')
+        noChallenge.searchParams.delete('code_challenge_method')
+        const missing = await fetch(noChallenge, { redirect: 'manual' })
+        t.match(missing.headers.get('location'), /error=invalid_request/)
+        const plain = new URL((await authorization()).url)
+        plain.searchParams.set('code_challenge_method', 'plain')
+        t.match((await fetch(plain, { redirect: 'manual' })).headers.get('location'), /error=invalid_request/)
+
+        const request = await authorization()
+        const back = await authorizeWithPassword(new CookieBrowser(issuer), request.url, person)
+        const forged = { ...request, verifier: client.randomPKCECodeVerifier() }
+        const anotherVerifier = exchange(config, new URL(back), forged)
+        t.match(await refusal(anotherVerifier), { error: 'invalid_grant' }, 'another verifier')
+        const code = new URL(back).searchParams.get('code') ?? ''
+        const withoutVerifier = await fetch(`${issuer}/oidc/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${registered.id}:${registered.secret}`).toString('base64')}` },
+          body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri }).toString()
+        })
+        t.equal(withoutVerifier.status, 400)
+        t.match(await withoutVerifier.json(), { error: 'invalid_grant' })
+      })
+
+      t.test('a code is good once: replayed, it is refused and the tokens it gave are revoked', async (t) => {
+        const request = await authorization()
+        const back = new URL(await authorizeWithPassword(new CookieBrowser(issuer), request.url, person))
+        const tokens = await exchange(config, back, request)
+        t.match(await refusal(exchange(config, back, request)), { error: 'invalid_grant' })
+        t.match(await client.tokenIntrospection(config, tokens.access_token), { active: false })
+      })
+
+      t.test('a code, or a refresh token, of another client is refused', async (t) => {
+        const request = await authorization()
+        const back = new URL(await authorizeWithPassword(new CookieBrowser(issuer), request.url, person))
+        const stolen = new URL(`${rp}/other?${back.searchParams.toString()}`)
+        t.match(await refusal(exchange(otherConfig, stolen, request)), { error: 'invalid_grant' })
+        const tokens = await exchange(config, back, request)
+        t.match(await refusal(client.refreshTokenGrant(otherConfig, tokens.refresh_token ?? '')), { error: 'invalid_grant' })
+        t.type((await client.refreshTokenGrant(config, tokens.refresh_token ?? '')).access_token, 'string', 'still good for its own client')
+      })
+
+      t.test('a refresh token presented again after its rotation ends the whole grant', async (t) => {
+        const tokens = await signIn(person)
+        const rotated = await client.refreshTokenGrant(config, tokens.refresh_token ?? '')
+        t.match(await refusal(client.refreshTokenGrant(config, tokens.refresh_token ?? '')), { error: 'invalid_grant' })
+        t.match(await refusal(client.refreshTokenGrant(config, rotated.refresh_token ?? '')), { error: 'invalid_grant' }, 'the thief\'s or the owner\'s: both dead')
+      })
+
+      t.test('consent forgery: a form post without the page\'s token, with another interaction\'s, or from another browser changes nothing', async (t) => {
+        const victim = await createAccount(app)
+        const browser = new CookieBrowser(issuer)
+        const request = await authorization({ extra: { prompt: 'consent' } })
+        const login = await browser.follow(request.url)
+        const consent = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: victim.email, password: victim.password } })
+        t.match(consent.url, /\/oidc\/interaction\//)
+        const html = await consent.response.text()
+        t.match(html, /asks to/)
+        const otherLogin = await new CookieBrowser(issuer).follow((await authorization()).url)
+        const otherToken = formToken(await otherLogin.response.text())
+
+        for (const [label, form, from] of [
+          ['no token', {}, browser], ['another interaction\'s token', { csrf: otherToken }, browser],
+          ['another browser', { csrf: formToken(html) }, new CookieBrowser(issuer)]
+        ] as const) {
+          const forged = await from.request(`${consent.url}/consent`, { form })
+          t.equal(forged.status, 400, label)
+          t.equal(forged.headers.get('location'), null, label)
+        }
+        const listed = await app.inject(withToken(victim.token, { method: 'GET', url: '/api/v1/auth/grants' }))
+        t.same(listed.json().data, [], 'no consent was recorded')
+        const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(html) } })
+        t.match(allowed.url, new RegExp(`^${redirectUri}\\?code=`), 'the real page\'s form still works')
+      })
+
+      t.test('the pages cannot be framed, run no script and send no cache', async (t) => {
+        const page = await new CookieBrowser(issuer).follow((await authorization()).url)
+        t.equal(page.response.status, 200)
+        const csp = page.response.headers.get('content-security-policy') ?? ''
+        t.match(csp, /frame-ancestors 'none'/)
+        t.match(csp, /default-src 'none'/)
+        t.notMatch(csp, /script-src/)
+        t.equal(page.response.headers.get('x-frame-options'), 'DENY')
+        t.equal(page.response.headers.get('cache-control'), 'no-store')
+        t.notMatch(await page.response.text(), /<script|style=/)
+      })
+
+      t.test('RP-initiated logout redirects only to a registered post-logout address', async (t) => {
+        const tokens = await signIn(person)
+        const open = client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: 'https://attacker.example/' })
+        const refused = await fetch(open, { redirect: 'manual' })
+        t.equal(refused.status, 400)
+        t.equal(refused.headers.get('location'), null)
+        const registeredOne = client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: `${rp}/signed-out` })
+        const asked = await fetch(registeredOne, { redirect: 'manual' })
+        t.equal(asked.status, 200, 'the sign-out confirmation page')
+      })
+
+      t.test('a disabled client is refused at the token endpoint and the authorization endpoint; its tokens are gone', async (t) => {
+        const doomed = await server.register({ name: 'Doomed', redirect_uris: [redirectUri], grant_types: ['client_credentials'], scopes: ['api:read'] })
+        const doomedConfig = await client.discovery(new URL(issuer), doomed.id, doomed.secret, undefined, insecure)
+        const before = await client.clientCredentialsGrant(doomedConfig, { scope: 'api:read' })
+        const disabled = await app.inject(withToken(server.admin.token, { method: 'PATCH', url: `/api/v1/oauth-clients/${doomed.id}`, payload: { disabled: true } }))
+        t.equal(disabled.statusCode, 200)
+        t.match(await refusal(client.clientCredentialsGrant(doomedConfig, { scope: 'api:read' })), { error: 'invalid_client' })
+        t.match(await client.tokenIntrospection(config, before.access_token), { active: false })
+        const url = new URL((await authorization()).url)
+        url.searchParams.set('client_id', doomed.id)
+        t.equal((await fetch(url, { redirect: 'manual' })).status, 400)
+      })
+
+      t.test('a wrong client secret, or a rotated one, is refused', async (t) => {
+        const wrong = await client.discovery(new URL(issuer), registered.id, `${registered.secret}x`, undefined, insecure)
+        t.match(await refusal(client.clientCredentialsGrant(wrong, { scope: 'api:read' })), { error: 'invalid_client' })
+        const rotating = await server.register({ name: 'Rotating', redirect_uris: [], grant_types: ['client_credentials'], scopes: ['api:read'] })
+        const rotated = await app.inject(withToken(server.admin.token, { method: 'POST', url: `/api/v1/oauth-clients/${rotating.id}/secret` }))
+        t.equal(rotated.statusCode, 200)
+        const old = await client.discovery(new URL(issuer), rotating.id, rotating.secret, undefined, insecure)
+        t.match(await refusal(client.clientCredentialsGrant(old, { scope: 'api:read' })), { error: 'invalid_client' })
+        const newSecret = rotated.json().data.client_secret as string
+        const fresh = await client.discovery(new URL(issuer), rotating.id, newSecret, undefined, insecure)
+        t.type((await client.clientCredentialsGrant(fresh, { scope: 'api:read' })).access_token, 'string')
+      })
+
+      t.test('a wrong password on the sign-in page counts toward the lockout and says only that it is wrong', async (t) => {
+        const browser = new CookieBrowser(issuer)
+        const login = await browser.follow((await authorization()).url)
+        const wrong = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: person.email, password: 'not-the-password' } })
+        t.equal(wrong.response.status, 400)
+        const html = await wrong.response.text()
+        t.match(html, /Invalid email or password/i)
+        t.match(html, new RegExp(`value="${person.email}"`), 'the address is kept in the form')
+        const audit = await app.inject(withToken(server.admin.token, { method: 'GET', url: `/api/v1/audit-logs?event=auth.login_failed&actor_id=${person.id}` }))
+        t.equal(audit.json().data.length, 1)
+      })
+    })
+  })
+}
