@@ -41,7 +41,8 @@ export function serviceEnv (databasePath: string): Record<string, string> {
 /**
  * Starts a server (in `cwd`, this process's by default) with its output going to a file:
  * piped back to this process, two log lines per request would tax the load generator, not
- * the server.
+ * the server. It listens on `env.PORT` when given (a server that must know its own address
+ * beforehand, such as an issuer), on a free port otherwise.
  */
 export async function start (
   command: string[],
@@ -49,7 +50,7 @@ export async function start (
   logFile: string,
   cwd?: string
 ): Promise<{ child: ChildProcess, base: string }> {
-  const port = await freePort()
+  const port = env.PORT === undefined ? await freePort() : Number(env.PORT)
   const output = openSync(logFile, 'a')
   const child = spawn(process.execPath, command, { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', output, 'inherit'] })
   const base = `http://127.0.0.1:${port}`
@@ -73,7 +74,7 @@ export async function stop (child: ChildProcess): Promise<void> {
 }
 
 /** CPU time (user + system) the process has used, in microseconds: /proc/<pid>/stat counts clock ticks of 10 ms. */
-function cpuMicros (pid: number | undefined): number {
+export function cpuMicros (pid: number | undefined): number {
   if (pid === undefined) return 0
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
   return (Number(fields[11]) + Number(fields[12])) * 10_000

@@ -3,7 +3,9 @@ import { TimestampSchema } from './common.js'
 import { component } from './components.js'
 
 /** The id of a consent: the authorization server's grant id. */
-export const GrantIdSchema = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'The consent\'s id' })
+export const GrantIdSchema = Type.String({
+  minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', examples: ['Xb3kQm9yR2Lw7eHc1AqZpT5vN0dJ8sUfGhKiOjYtBrW'], description: 'The consent\'s id'
+})
 
 /** A consent the caller gave an application (docs/api.md, "Authorization server"). */
 export const AuthorizationGrantSchema = Type.Object({

@@ -96,3 +96,40 @@ export const OAUTH_CLIENT_FIELDS = {
 export const OAuthClientResponseSchema = DataEnvelope(OAuthClientSchema)
 export const OAuthClientWithSecretResponseSchema = DataEnvelope(OAuthClientWithSecretSchema)
 export const OAuthClientCollectionSchema = CollectionEnvelope(ListItem(OAuthClientSchema, 'OAuthClientListItem'))
+
+/**
+ * A dynamic client registration request (RFC 7591), when the operator enables it: the members
+ * the service reads; others are ignored, as the RFC has it.
+ */
+export const DynamicRegistrationSchema = Type.Object({
+  client_name: Type.Optional(NameSchema),
+  redirect_uris: Type.Optional(RedirectUrisSchema),
+  post_logout_redirect_uris: Type.Optional(PostLogoutRedirectUrisSchema),
+  grant_types: Type.Optional(GrantTypesSchema),
+  response_types: Type.Optional(Type.Array(Type.Literal('code'), { maxItems: 1 })),
+  token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('none')])),
+  scope: Type.Optional(Type.String({ maxLength: 1400, pattern: '^[a-z][a-z0-9_.:-]{0,63}( [a-z][a-z0-9_.:-]{0,63}){0,19}$' }))
+}, { additionalProperties: true, title: 'DynamicRegistration' })
+export type DynamicRegistration = Static<typeof DynamicRegistrationSchema>
+
+/** The registered client as RFC 7591 answers it; the secret is in this answer only. */
+export const DynamicRegistrationResponseSchema = Type.Object({
+  client_id: Type.String(),
+  client_secret: Type.Optional(Type.String()),
+  client_id_issued_at: Type.Integer(),
+  client_secret_expires_at: Type.Optional(Type.Literal(0)),
+  client_name: Type.String(),
+  redirect_uris: Type.Array(Type.String()),
+  post_logout_redirect_uris: Type.Array(Type.String()),
+  grant_types: Type.Array(Type.String()),
+  response_types: Type.Array(Type.String()),
+  token_endpoint_auth_method: Type.String(),
+  scope: Type.String()
+}, { title: 'DynamicRegistrationResponse' })
+export type DynamicRegistrationResponse = Static<typeof DynamicRegistrationResponseSchema>
+
+/** RFC 7591's error answer. */
+export const DynamicRegistrationErrorSchema = Type.Object({
+  error: Type.Union([Type.Literal('invalid_client_metadata'), Type.Literal('invalid_redirect_uri'), Type.Literal('invalid_token')]),
+  error_description: Type.String()
+}, { title: 'DynamicRegistrationError' })

@@ -98,6 +98,9 @@ export const EnvSchema = Type.Object({
     pattern: '^([a-z][a-z0-9_.:-]{0,63}(,[a-z][a-z0-9_.:-]{0,63})*)?$',
     description: 'a comma-separated list of scopes (lower-case letters, digits, _ . : -)'
   }),
+  AUTHORIZATION_SERVER_REGISTRATION_TOKEN: Type.Optional(Type.String({
+    minLength: 32, maxLength: 512, pattern: '^[\\x21-\\x7e]+$', description: 'at least 32 printable characters without spaces'
+  })),
   ACCOUNT_DELETION_GRACE_DAYS: Type.String({ default: '0', pattern: '^(0|[1-9][0-9]{0,3})$', description: 'a whole number of days, 0 to 9999' }),
   AUDIT_STREAM: oneOf(['off', 'stdout', 'file', 'webhooks'], 'off'),
   AUDIT_STREAM_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a file path' })),

@@ -88,6 +88,8 @@ export interface Config {
   accountDeletionGraceDays: number
   /** Scopes machine clients of the authorization server may be given (AUTHORIZATION_SERVER_SCOPES). */
   authorizationServerScopes: string[]
+  /** The initial access token of dynamic client registration (RFC 7591); null: registration is off. */
+  authorizationServerRegistrationToken: string | null
   /** Where every audit entry is also written: NDJSON to stdout or a file, or `audit.entry` webhook events. */
   auditStream: { kind: Env['AUDIT_STREAM'], file: string | null }
   logLevel: Env['LOG_LEVEL']
@@ -218,6 +220,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     },
     accountDeletionGraceDays: Number(env.ACCOUNT_DELETION_GRACE_DAYS),
     authorizationServerScopes: env.AUTHORIZATION_SERVER_SCOPES.split(',').filter((scope) => scope !== ''),
+    authorizationServerRegistrationToken: env.AUTHORIZATION_SERVER_REGISTRATION_TOKEN ?? null,
     auditStream: { kind: env.AUDIT_STREAM, file: env.AUDIT_STREAM_FILE ?? null },
     logLevel: env.LOG_LEVEL,
     warnings

@@ -1,6 +1,6 @@
 import {
-  OAUTH_CLIENT_FIELDS, type OAuthClient, type OAuthClientCreate, type OAuthClientUpdate, type OAuthClientWithSecret,
-  type OAuthGrantType, STANDARD_SCOPES
+  type DynamicRegistration, type DynamicRegistrationResponse, OAUTH_CLIENT_FIELDS, type OAuthClient,
+  type OAuthClientCreate, type OAuthClientUpdate, type OAuthClientWithSecret, type OAuthGrantType, STANDARD_SCOPES
 } from '../../schemas/oauth-clients.js'
 import type { ValidationIssue } from '../../schemas/errors.js'
 import type { CursorCodec } from '../collection/cursor.js'
@@ -134,7 +134,6 @@ export class OAuthClientService {
 
   /** Registers a client; a confidential one's secret is in this answer only. */
   async create (context: RequestContext, input: OAuthClientCreate): Promise<OAuthClientWithSecret> {
-    const caller = callerOf(context)
     const registration: ClientRegistration = {
       confidential: input.confidential !== false,
       redirect_uris: input.redirect_uris,
@@ -142,19 +141,66 @@ export class OAuthClientService {
       grant_types: input.grant_types,
       scopes: input.scopes
     }
+    return await this.#register(context, input.name, registration, callerOf(context).id, 'admin_api')
+  }
+
+  /**
+   * Dynamic client registration (RFC 7591, docs/api.md "Authorization server"): an application
+   * registering itself with the operator's initial access token, held to the same rules as one
+   * an administrator registers; no custom scope (those are for clients an administrator trusts).
+   */
+  async registerDynamically (
+    context: RequestContext,
+    input: DynamicRegistration
+  ): Promise<DynamicRegistrationResponse> {
+    const method = input.token_endpoint_auth_method ?? 'client_secret_basic'
+    const registration: ClientRegistration = {
+      confidential: method !== 'none',
+      redirect_uris: input.redirect_uris ?? [],
+      post_logout_redirect_uris: input.post_logout_redirect_uris ?? [],
+      grant_types: input.grant_types ?? ['authorization_code'],
+      scopes: input.scope?.split(' ') ?? ['openid']
+    }
+    const custom = registration.scopes.findIndex((scope) => !STANDARD.has(scope))
+    if (custom >= 0) throw validationFailed([{ path: `/scopes/${custom}`, message: `"${registration.scopes[custom] ?? ''}" cannot be registered dynamically: openid, profile, email, offline_access` }])
+    const name = input.client_name ?? 'Unnamed application'
+    const client = await this.#register(context, name, registration, null, 'dynamic_registration')
+    return {
+      client_id: client.id,
+      ...(client.client_secret !== null && {
+        client_secret: client.client_secret, client_secret_expires_at: 0 as const
+      }),
+      client_id_issued_at: Math.floor(Date.parse(client.created_at) / 1000),
+      client_name: client.name,
+      redirect_uris: client.redirect_uris,
+      post_logout_redirect_uris: client.post_logout_redirect_uris,
+      grant_types: client.grant_types,
+      response_types: client.grant_types.includes('authorization_code') ? ['code'] : [],
+      token_endpoint_auth_method: client.confidential ? method : 'none',
+      scope: client.scopes.join(' ')
+    }
+  }
+
+  async #register (
+    context: RequestContext,
+    name: string,
+    registration: ClientRegistration,
+    createdBy: string | null,
+    through: 'admin_api' | 'dynamic_registration'
+  ): Promise<OAuthClientWithSecret> {
     assertRegistration(registration, this.#customScopes)
     const secret = registration.confidential ? newClientSecret() : null
     const now = new Date(this.#now()).toISOString()
     const client = await this.deps.audit.recordChange(context, async (trx) => await this.deps.clients.create({
       id: newClientId(),
-      name: input.name,
+      name,
       secret_hash: secret === null ? null : clientSecretHash(secret),
       redirect_uris: JSON.stringify(registration.redirect_uris),
       post_logout_redirect_uris: JSON.stringify(registration.post_logout_redirect_uris),
       grant_types: JSON.stringify(registration.grant_types),
       scopes: JSON.stringify(registration.scopes),
       disabled_at: null,
-      created_by: caller.id,
+      created_by: createdBy,
       created_at: now,
       updated_at: now
     }, trx), (created) => [{
@@ -163,6 +209,7 @@ export class OAuthClientService {
       details: {
         client_id: created.id,
         name: created.name,
+        through,
         confidential: created.confidential,
         grant_types: created.grant_types,
         scopes: created.scopes,

@@ -323,3 +323,76 @@ for (const backend of backends()) {
     })
   })
 }
+
+t.test('dynamic client registration (RFC 7591), with the operator\'s initial access token', async (t) => {
+  const initialAccessToken = 'registration-token-that-is-long-enough-1234'
+  const env = { AUTHORIZATION_SERVER_REGISTRATION_TOKEN: initialAccessToken }
+  const server = await startAuthorizationServer(t, null, env)
+  const { app, issuer } = server
+  const rp = await callbackServer(t)
+  const register = async (metadata: Record<string, unknown>, token = initialAccessToken) => await fetch(`${issuer}/oidc/reg`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(metadata)
+  })
+  const document = await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()
+  t.equal(document.registration_endpoint, `${issuer}/oidc/reg`)
+
+  t.test('without the token, or with another, nothing is registered', async (t) => {
+    const missing = await fetch(`${issuer}/oidc/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    t.equal(missing.status, 401)
+    t.match(await missing.json(), { error: 'invalid_token' })
+    t.equal((await register({ redirect_uris: [`${rp}/cb`] }, `${initialAccessToken}x`)).status, 401)
+  })
+
+  t.test('a public client registers itself and signs a person in with PKCE', async (t) => {
+    const answer = await register({ client_name: 'MCP client', redirect_uris: [`${rp}/cb`], token_endpoint_auth_method: 'none', scope: 'openid email' })
+    t.equal(answer.status, 201)
+    const registered = await answer.json()
+    t.match(registered, { client_name: 'MCP client', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], scope: 'openid email' })
+    t.notOk('client_secret' in registered)
+    const config = await client.discovery(new URL(issuer), registered.client_id, undefined, client.None(), insecure)
+    const person = await createAccount(app)
+    const verifier = client.randomPKCECodeVerifier()
+    const state = client.randomState()
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: `${rp}/cb`, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+    })
+    const back = await authorizeWithPassword(new CookieBrowser(issuer), url.href, person)
+    const tokens = await exchange(config, new URL(back), { verifier, state })
+    t.match(tokens.claims(), { sub: person.id, aud: registered.client_id })
+    const audit = await app.inject(withToken(server.admin.token, { method: 'GET', url: '/api/v1/audit-logs?event=oauth_client.created' }))
+    t.match(audit.json().data, [{ actor_id: null, details: { client_id: registered.client_id, through: 'dynamic_registration' } }])
+  })
+
+  t.test('a confidential client gets its secret once; the admin API\'s rules hold', async (t) => {
+    const answer = await register({ redirect_uris: [`${rp}/cb`] })
+    t.equal(answer.status, 201)
+    const registered = await answer.json()
+    t.match(registered, { client_secret: String, client_secret_expires_at: 0, token_endpoint_auth_method: 'client_secret_basic', client_name: 'Unnamed application' })
+    const listed = await app.inject(withToken(server.admin.token, { method: 'GET', url: `/api/v1/oauth-clients/${registered.client_id as string}` }))
+    t.equal(listed.statusCode, 200)
+    t.notMatch(listed.body, registered.client_secret)
+
+    for (const [label, metadata, error] of [
+      ['javascript: redirect', { redirect_uris: ['javascript:alert(1)//'] }, 'invalid_redirect_uri'],
+      ['plain http to another host', { redirect_uris: ['http://attacker.example/cb'] }, 'invalid_redirect_uri'],
+      ['no redirect URI for the code grant', { redirect_uris: [] }, 'invalid_redirect_uri'],
+      ['a scope for machine clients', { grant_types: ['client_credentials'], scope: 'api:read' }, 'invalid_client_metadata'],
+      ['an unknown grant', { redirect_uris: [`${rp}/cb`], grant_types: ['implicit'] }, 'invalid_client_metadata'],
+      ['a public client with client credentials', { token_endpoint_auth_method: 'none', grant_types: ['client_credentials'] }, 'invalid_client_metadata']
+    ] as const) {
+      const refused = await register(metadata)
+      t.equal(refused.status, 400, label)
+      t.match(await refused.json(), { error, error_description: String }, label)
+    }
+  })
+})
+
+t.test('without an initial access token, registration is not offered', async (t) => {
+  const server = await startAuthorizationServer(t, null)
+  const document = await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()
+  t.notOk('registration_endpoint' in document)
+  const answer = await fetch(`${server.issuer}/oidc/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  t.equal(answer.status, 404)
+})

@@ -304,7 +304,7 @@ for (const backend of backends()) {
       t.ok(entries.every((entry) => entry.actor_id === operator.id))
       const details = entries.map((entry) => JSON.parse(entry.details))
       const { name: _name, ...registration } = WEB_APP
-      t.same(details[0], { client_id: client.id, name: 'Audited', confidential: true, ...registration })
+      t.same(details[0], { client_id: client.id, name: 'Audited', through: 'admin_api', confidential: true, ...registration })
       t.same(details[1], { client_id: client.id, name: 'Audited', changed: ['scopes', 'disabled'], scopes: ['openid'], disabled: true, artifacts_removed: 0 })
       t.same(details[2], { client_id: client.id, name: 'Audited' })
       t.same(details[3], { client_id: client.id, name: 'Audited', artifacts_removed: 0 })

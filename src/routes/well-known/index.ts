@@ -65,7 +65,8 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
       ],
       login_endpoint: `${base}/api/v1/auth/login`,
       refresh_endpoint: `${base}/api/v1/auth/refresh`,
-      logout_endpoint: `${base}/api/v1/auth/logout`
+      logout_endpoint: `${base}/api/v1/auth/logout`,
+      ...(fastify.config.authorizationServerRegistrationToken !== null && { registration_endpoint: `${base}/oidc/reg` })
     }
   }
   let authorizationServerDocument: OpenIdConfiguration | undefined
