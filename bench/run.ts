@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
-import { compareAlgorithms } from './algorithms.js'
+import { compareAlgorithms, type Report } from './algorithms.js'
+import { benchAuthorizationServer, machine } from './authorization-server.js'
 import { CONNECTIONS, json, load, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 
 /**
@@ -14,7 +15,8 @@ import { CONNECTIONS, json, load, type Measured, median, ROOT, ROUNDS, SECONDS, 
  * each target with its ratio and appends the table to bench/RESULTS.md.
  * BENCH_SECONDS (default 4) sets each measurement's length, BENCH_ROUNDS (default 5) how many
  * interleaved rounds each comparison with the ceiling takes (the cluster's takes 3),
- * BENCH_SOAK_SECONDS (default 60) the soak.
+ * BENCH_SOAK_SECONDS (default 60) the soak. BENCH_ONLY=authorization-server runs only the
+ * authorization server's token endpoint (authorization-server.ts).
  *
  * The machine's speed drifts by tens of percent within a minute (shared host), so each
  * comparison alternates its sides over several short rounds and compares medians: a drift
@@ -56,7 +58,57 @@ function summary (rounds: Measured[]): Measured {
 /** One server a comparison measures: where to send the request, and the process to charge its CPU to. */
 interface Side { base: string, path: string, headers?: Record<string, string>, pid: number | undefined }
 
+/** Scenario groups that run alone with BENCH_ONLY. */
+const ALONE = ['authorization-server']
+const ONLY = process.env.BENCH_ONLY
+
+/**
+ * A row of the table as printed and appended; rows whose target is only "reported" carry no
+ * verdict and are not counted.
+ */
+function reporter (results: string[], verdicts: boolean[]): Report {
+  return (name, ratio, target, holds, detail) => {
+    const reported = target.startsWith('reported')
+    if (!reported) verdicts.push(holds)
+    const verdict = reported ? (holds ? '—' : 'FAILED') : holds ? 'holds' : 'MISSED'
+    const line = `| ${name} | ${ratio.toFixed(2)} | ${target} | ${verdict} | ${detail} |`
+    results.push(line)
+    process.stdout.write(`${line}\n`)
+  }
+}
+
+/** Appends a run's table to bench/RESULTS.md under a heading of the date, the commit and `what` was measured. */
+function appendResults (what: string, results: string[]): void {
+  const commit = execSync('git rev-parse --short HEAD').toString().trim()
+  appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
+    '',
+    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — ${what}, ${CONNECTIONS} connections, SQLite, ${machine()}`,
+    '',
+    '| scenario | ratio | target | verdict | measured |',
+    '|---|---|---|---|---|',
+    ...results,
+    ''
+  ].join('\n'))
+}
+
+/** BENCH_ONLY=authorization-server: the token endpoint alone. */
+async function authorizationServerAlone (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
+  const results: string[] = []
+  try {
+    await benchAuthorizationServer(dir, reporter(results, []))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  appendResults(`authorization server alone: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, results)
+}
+
 async function main () {
+  if (ONLY !== undefined) {
+    if (!ALONE.includes(ONLY)) throw new Error(`BENCH_ONLY=${ONLY}: it is one of ${ALONE.join(', ')}`)
+    await authorizationServerAlone()
+    return
+  }
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
   const env = serviceEnv(join(dir, 'bench.db'))
   const service = await start([...START_FLAGS, 'dist/src/server.js'], env, join(dir, 'service.log'))
@@ -69,15 +121,7 @@ async function main () {
   const betterAuth = await start([join(ROOT, 'bench', 'peers', 'better-auth', 'server.js')], { DATABASE_PATH: join(dir, 'better-auth.db'), ADMIN_EMAIL: 'bench@example.com' }, join(dir, 'better-auth.log'))
   const results: string[] = []
   const verdicts: boolean[] = []
-  /** A row; rows whose target is only "reported" carry no verdict and are not counted. */
-  const report = (name: string, ratio: number, target: string, holds: boolean, detail: string) => {
-    const reported = target.startsWith('reported')
-    if (!reported) verdicts.push(holds)
-    const verdict = reported ? (holds ? '—' : 'FAILED') : holds ? 'holds' : 'MISSED'
-    const line = `| ${name} | ${ratio.toFixed(2)} | ${target} | ${verdict} | ${detail} |`
-    results.push(line)
-    process.stdout.write(`${line}\n`)
-  }
+  const report = reporter(results, verdicts)
   try {
     const password = 'bench-password-1'
     const created = await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }) })
@@ -210,6 +254,7 @@ async function main () {
       `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
 
     await compareAlgorithms(dir, report)
+    await benchAuthorizationServer(dir, report)
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on
     // the same database (reported: on a 2-core machine the load generator takes a core), in
@@ -246,16 +291,7 @@ async function main () {
     rmSync(dir, { recursive: true, force: true })
   }
 
-  const commit = execSync('git rev-parse --short HEAD').toString().trim()
-  appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
-    '',
-    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — medians of ${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, SQLite`,
-    '',
-    '| scenario | ratio | target | verdict | measured |',
-    '|---|---|---|---|---|',
-    ...results,
-    ''
-  ].join('\n'))
+  appendResults(`medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, results)
   process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
 }
 

@@ -1,6 +1,7 @@
 /**
- * The authorization server's pages (docs/api.md, "Authorization server"): plain HTML forms,
- * no script and no inline style, so that the pages' CSP can forbid both; every value is escaped.
+ * The authorization server's pages (docs/api.md, "Authorization server"): plain HTML forms, no
+ * inline script or style, so that the pages' CSP can forbid both; every value is escaped. Only
+ * the sign-in page loads a script, the service's own, for passkeys; without it the page works.
  */
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
@@ -17,16 +18,49 @@ export function escapeHtml (text: string): string {
  */
 export const PAGE_CSP = "default-src 'none';style-src 'self';img-src 'self';frame-ancestors 'none';base-uri 'none'"
 
+/** The sign-in page's: the service's own scripts (the passkey button), and requests to it (the passkey options). */
+export const SIGN_IN_PAGE_CSP = `${PAGE_CSP};script-src 'self';connect-src 'self'`
+
+/**
+ * The sign-in page's script: the passkey button, shown when the browser has WebAuthn. It asks
+ * the API for a challenge, lets the authenticator answer it through @simplewebauthn/browser
+ * (served beside it), and posts the answer with the page's form.
+ */
+export const PAGE_SCRIPT = `'use strict'
+const form = document.getElementById('passkey-form')
+const button = document.getElementById('passkey-button')
+const problem = document.getElementById('passkey-error')
+if (form !== null && button !== null && window.PublicKeyCredential !== undefined) {
+  button.hidden = false
+  button.addEventListener('click', async () => {
+    problem.hidden = true
+    try {
+      const answer = await fetch(form.dataset.options, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      if (!answer.ok) throw new Error('no challenge')
+      const { data } = await answer.json()
+      const response = await SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: data.options })
+      form.elements.response.value = JSON.stringify({ challenge_id: data.challenge_id, response })
+      form.submit()
+    } catch {
+      problem.hidden = false
+    }
+  })
+}
+`
 /** The pages' stylesheet, served by the service (`style-src 'self'`). */
 export const PAGE_STYLESHEET = `body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;line-height:1.5}
 label{display:block;margin:.75rem 0}input{display:block;width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}
 button{padding:.5rem 1rem;font-size:1rem;margin:.75rem .5rem 0 0}.error{color:#a00}ul{padding-left:1.25rem}`
 
+/** Where a page finds the service's assets. */
+export interface PageAssets { stylesheet: string, scripts?: string[] }
+
 /** A whole page: its title, and its body, already HTML. */
-export function page (title: string, body: string, stylesheet: string): string {
+export function page (title: string, body: string, { stylesheet, scripts = [] }: PageAssets): string {
+  const scriptTags = scripts.map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join('')
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${escapeHtml(stylesheet)}"></head>
+<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${escapeHtml(stylesheet)}">${scriptTags}</head>
 <body><main><h1>${escapeHtml(title)}</h1>
 ${body}
 </main></body></html>`
@@ -50,7 +84,15 @@ export interface FormPage {
   error: string | null
 }
 
-export function signInForm ({ action, csrf, clientName, error }: FormPage, email: string): string {
+/**
+ * The sign-in form, and the passkey form the page's script fills and posts (with its button
+ * hidden until the script finds WebAuthn). `passkeyOptions`: where the script asks for a challenge.
+ */
+export function signInForm (
+  { action, csrf, clientName, error }: FormPage,
+  email: string,
+  passkeyOptions: string
+): string {
   return `<p>Sign in to continue to <strong>${escapeHtml(clientName)}</strong>.</p>
 ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}/login">
@@ -58,6 +100,11 @@ ${hidden('csrf', csrf)}
 <label>E-mail <input type="email" name="email" autocomplete="username" required value="${escapeHtml(email)}" autofocus></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button>
+</form>
+<form id="passkey-form" method="post" action="${escapeHtml(action)}/passkey" data-options="${escapeHtml(passkeyOptions)}">
+${hidden('csrf', csrf)}${hidden('response', '')}
+<button type="button" id="passkey-button" hidden>Sign in with a passkey</button>
+<p id="passkey-error" class="error" role="alert" hidden>The passkey did not sign you in. Try again, or use your password.</p>
 </form>
 <form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
 }

@@ -17,8 +17,10 @@ const GRANT_TTL_S = 365 * 24 * 60 * 60
 /** Where the authorization server is mounted in the service. */
 export const AUTHORIZATION_SERVER_PATH = '/oidc'
 
-/** Its pages' stylesheet, relative to the mount. */
+/** Its pages' stylesheet and scripts, relative to the mount. */
 export const STYLESHEET_PATH = '/pages.css'
+export const SCRIPT_PATH = '/pages.js'
+export const WEBAUTHN_SCRIPT_PATH = '/webauthn.js'
 
 export interface AuthorizationServerOptions {
   /** The issuer: JWT_ISSUER, an http(s) URL. */
@@ -42,7 +44,7 @@ const STYLESHEET = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
 /** A page of the provider's own (device codes, sign-out), in the service's style and escaped. */
 function render (ctx: KoaContextWithOIDC, title: string, body: string): void {
   ctx.type = 'html'
-  ctx.body = page(title, body, STYLESHEET)
+  ctx.body = page(title, body, { stylesheet: STYLESHEET })
 }
 
 /**

@@ -168,10 +168,22 @@ export class SignInService {
    * apply as after one. Audited as `auth.login` with the method `passkey`.
    */
   async withPasskey (context: RequestContext, body: PasskeyAuthenticationBody): Promise<SignInResult> {
+    return await this.#passkey(context, body, this.#session)
+  }
+
+  /** The authorization server's sign-in page with a passkey: `withPasskey`'s rules, ending in the proof. */
+  async proveWithPasskey (
+    context: RequestContext,
+    body: PasskeyAuthenticationBody
+  ): Promise<(SignInProof & { mfa_required: false }) | MfaChallenge> {
+    return await this.#passkey(context, body, this.#proof)
+  }
+
+  async #passkey<Ended> (context: RequestContext, body: PasskeyAuthenticationBody, end: SignInEnding<Ended>) {
     const { userId, userVerified } = await this.deps.passkeys.verifyAssertion(context, body)
     const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
-    if (userVerified) return { ...await this.#session(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false }
-    return await this.#complete(context, principal, undefined, 'passkey', ['hwk'], this.#session)
+    if (userVerified) return { ...await end(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false as const }
+    return await this.#complete(context, principal, undefined, 'passkey', ['hwk'], end)
   }
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */

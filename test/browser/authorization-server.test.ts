@@ -18,7 +18,7 @@ function consoleErrors (page: Page): string[] {
 
 /** The page as a person sees it: a PNG of its size, not blank, with the form's button visible. */
 async function checkScreenshot (t: Test, page: Page, button: string): Promise<void> {
-  t.ok(await page.getByRole('button', { name: button }).isVisible(), `the "${button}" button is shown`)
+  t.ok(await page.getByRole('button', { name: button, exact: true }).isVisible(), `the "${button}" button is shown`)
   const png = PNG.sync.read(await page.screenshot({ fullPage: true }))
   t.ok(png.width > 0 && png.height > 0, 'a screenshot was taken')
   const colours = new Set<number>()
@@ -68,7 +68,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         await checkScreenshot(t, page, 'Sign in')
         await page.getByLabel('E-mail').fill(person.email)
         await page.getByLabel('Password').fill(person.password)
-        await page.getByRole('button', { name: 'Sign in' }).click()
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click()
 
         await page.waitForURL(`${issuer}/oidc/interaction/**`)
         t.equal(await page.title(), 'Allow access')
@@ -114,7 +114,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         await page.goto(request.url)
         await page.getByLabel('E-mail').fill(person.email)
         await page.getByLabel('Password').fill(person.password)
-        await page.getByRole('button', { name: 'Sign in' }).click()
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click()
         await page.waitForSelector('input[name=code]')
         t.equal(await page.title(), 'Two-step verification')
         await checkScreenshot(t, page, 'Continue')
@@ -155,7 +155,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         await page.waitForURL(`${issuer}/oidc/interaction/**`)
         await page.getByLabel('E-mail').fill(person.email)
         await page.getByLabel('Password').fill(person.password)
-        await page.getByRole('button', { name: 'Sign in' }).click()
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click()
         await page.waitForURL(`${issuer}/oidc/interaction/**`)
         await page.getByRole('button', { name: 'Allow' }).click()
         await page.waitForFunction(() => document.title === 'Device connected')
@@ -166,4 +166,50 @@ t.test('relying parties sign people in with the service, in Chromium, through op
       })
     })
   }
+
+  t.test('a passkey on the sign-in page, through the one script the pages load', async (t) => {
+    const server = await startAuthorizationServer(t, null, {}, 'localhost')
+    const { app, issuer } = server
+    const rp = await callbackServer(t)
+    const redirectUri = `${rp}/callback`
+    const registered = await server.register({ name: 'Notes', redirect_uris: [redirectUri], grant_types: ['authorization_code'], scopes: ['openid'] })
+    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+    const person = await createAccount(app)
+
+    const context = await browser.newContext()
+    t.teardown(async () => await context.close())
+    const page = await context.newPage()
+    const errors = consoleErrors(page)
+    const devtools = await context.newCDPSession(page)
+    await devtools.send('WebAuthn.enable')
+    await devtools.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true }
+    })
+    // The person adds a passkey through the API, from a page of the service's origin.
+    await page.goto(`${issuer}/oidc/pages.css`)
+    await page.addScriptTag({ url: '/oidc/webauthn.js' })
+    const added = await page.evaluate(async (token) => {
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+      const options = await (await fetch('/api/v1/auth/passkeys/registration/options', { method: 'POST', headers: { authorization: headers.authorization } })).json()
+      const response = await (window as any).SimpleWebAuthnBrowser.startRegistration({ optionsJSON: options.data })
+      return (await fetch('/api/v1/auth/passkeys', { method: 'POST', headers, body: JSON.stringify({ response, name: 'Laptop' }) })).status
+    }, person.token)
+    t.equal(added, 201)
+
+    const verifier = client.randomPKCECodeVerifier()
+    const state = client.randomState()
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+    })
+    await page.goto(url.href)
+    await page.waitForURL(`${issuer}/oidc/interaction/**`)
+    await checkScreenshot(t, page, 'Sign in with a passkey')
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+    await page.waitForSelector('text=asks to')
+    await page.getByRole('button', { name: 'Allow' }).click()
+    await page.waitForURL(`${redirectUri}?**`)
+    const tokens = await exchange(config, new URL(page.url()), { verifier, state })
+    t.match(tokens.claims(), { sub: person.id, acr: '2', amr: ['hwk', 'user', 'mfa'] }, 'a verified passkey proves two factors')
+    t.same(errors, [])
+  })
 })

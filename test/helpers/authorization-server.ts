@@ -17,15 +17,24 @@ export interface RunningAuthorizationServer {
   register: (client: Record<string, unknown>) => Promise<{ id: string, secret: string }>
 }
 
-/** The service with JWT_ISSUER its own address (the authorization server on); an administrator to register clients. */
+/**
+ * The service with JWT_ISSUER its own address (the authorization server on); an administrator to
+ * register clients. `host` names it in the issuer: `localhost` for WebAuthn, which takes no IP
+ * address as its relying party (it listens on 127.0.0.1 either way).
+ */
 export async function startAuthorizationServer (
   t: TestContext,
   postgresUrl: string | null,
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  host = '127.0.0.1'
 ): Promise<RunningAuthorizationServer> {
   const port = await freePort()
-  const issuer = `http://127.0.0.1:${port}`
-  const app = await build(t, { postgresUrl, env: { JWT_ISSUER: issuer, AUTHORIZATION_SERVER_SCOPES: 'api:read,api:write', ...env } })
+  const issuer = `http://${host}:${port}`
+  // Passkeys for the pages' origin, where it can be a relying party's.
+  const webauthn = host === 'localhost' ? { WEBAUTHN_RP_ID: host, WEBAUTHN_ORIGINS: issuer } : {}
+  const app = await build(t, {
+    postgresUrl, env: { JWT_ISSUER: issuer, AUTHORIZATION_SERVER_SCOPES: 'api:read,api:write', ...webauthn, ...env }
+  })
   await app.listen({ port, host: '127.0.0.1' })
   const admin = await createAccount(app, { roles: ['super_admin'] })
   return {

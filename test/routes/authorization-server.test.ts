@@ -260,16 +260,27 @@ for (const backend of backends()) {
         t.match(allowed.url, new RegExp(`^${redirectUri}\\?code=`), 'the real page\'s form still works')
       })
 
-      t.test('the pages cannot be framed, run no script and send no cache', async (t) => {
-        const page = await new CookieBrowser(issuer).follow((await authorization()).url)
-        t.equal(page.response.status, 200)
-        const csp = page.response.headers.get('content-security-policy') ?? ''
-        t.match(csp, /frame-ancestors 'none'/)
-        t.match(csp, /default-src 'none'/)
-        t.notMatch(csp, /script-src/)
-        t.equal(page.response.headers.get('x-frame-options'), 'DENY')
-        t.equal(page.response.headers.get('cache-control'), 'no-store')
-        t.notMatch(await page.response.text(), /<script|style=/)
+      t.test('the pages cannot be framed, run no inline script and send no cache; only the sign-in page loads one, the service\'s own', async (t) => {
+        const browser = new CookieBrowser(issuer)
+        const signInPage = await browser.follow((await authorization({ extra: { prompt: 'consent' } })).url)
+        t.equal(signInPage.response.status, 200)
+        const html = await signInPage.response.text()
+        const consentPage = await browser.follow(`${signInPage.url}/login`, { form: { csrf: formToken(html), email: person.email, password: person.password } })
+        t.match(await consentPage.response.text(), /asks to/)
+        for (const [label, { response }, scripts] of [['sign-in', signInPage, true], ['consent', consentPage, false]] as const) {
+          const csp = response.headers.get('content-security-policy') ?? ''
+          t.match(csp, /frame-ancestors 'none'/, label)
+          t.match(csp, /default-src 'none'/, label)
+          t.notMatch(csp, /unsafe-inline|unsafe-eval/, label)
+          if (scripts) t.match(csp, /script-src 'self'(;|$)/, label)
+          else t.notMatch(csp, /script-src/, label)
+          t.equal(response.headers.get('x-frame-options'), 'DENY', label)
+          t.equal(response.headers.get('cache-control'), 'no-store', label)
+        }
+        t.same([...html.matchAll(/<script[^>]*>/g)].map(([tag]) => tag), [
+          '<script src="/oidc/webauthn.js" defer>', '<script src="/oidc/pages.js" defer>'
+        ], 'scripts by address only, from the service')
+        t.notMatch(html, /\sstyle=|\son[a-z]+=/, 'no inline style or handler')
       })
 
       t.test('RP-initiated logout redirects only to a registered post-logout address', async (t) => {

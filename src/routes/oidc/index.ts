@@ -1,16 +1,29 @@
 import { timingSafeEqual } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import formbody from '@fastify/formbody'
+import { Value } from '@sinclair/typebox/value'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { consentForm, mfaForm, page, PAGE_CSP, PAGE_STYLESHEET, signInForm } from '../../authorization-server/pages.js'
-import { AUTHORIZATION_SERVER_PATH, STYLESHEET_PATH } from '../../authorization-server/provider.js'
+import {
+  consentForm, mfaForm, page, PAGE_CSP, PAGE_SCRIPT, PAGE_STYLESHEET, signInForm, SIGN_IN_PAGE_CSP
+} from '../../authorization-server/pages.js'
+import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/provider.js'
 import {
   type DynamicRegistration, DynamicRegistrationErrorSchema, DynamicRegistrationResponseSchema, DynamicRegistrationSchema
 } from '../../../schemas/oauth-clients.js'
+import type { MfaChallenge } from '../../../schemas/mfa.js'
+import { type PasskeyAuthenticationBody, PasskeyAuthenticationBodySchema } from '../../../schemas/passkeys.js'
 import { isServiceError } from '../../errors.js'
 import type { AuthorizationServer } from '../../plugins/application/authorization-server.js'
+import type { SignInProof } from '../../services/sign-in.js'
 import { idTokenKey, publicJwks } from '../../security/signing-keys.js'
 
 const PUBLIC = { access: 'public' as const }
+/** Where the sign-in page's script asks for a passkey challenge: the API's own route. */
+const PASSKEY_OPTIONS = '/api/v1/auth/passkeys/authentication/options'
+/** @simplewebauthn/browser's browser build, served to the sign-in page as it is published. */
+const WEBAUTHN_LIBRARY = readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle', 'index.umd.min.js'))
 const HIDDEN = { hide: true }
 const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
 
@@ -20,6 +33,11 @@ type InteractionRequest = FastifyRequest<{ Params: { uid: string }, Body: FormBo
 /** The `acr` of a sign-in: two factors when its methods include `mfa`. */
 function acrOf (amr: string[]): string {
   return amr.includes('mfa') ? '2' : '1'
+}
+
+/** A passkey's answer as the page's script posts it, held to the API route's schema. */
+function isPasskeyAnswer (value: unknown): value is PasskeyAuthenticationBody {
+  return Value.Check(PasskeyAuthenticationBodySchema, value)
 }
 
 /** A form field's one value, or '' when missing or sent twice. */
@@ -39,6 +57,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     await fastify.register(formbody)
     const { signIn } = fastify.services
     const stylesheet = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
+    const scripts = [WEBAUTHN_SCRIPT_PATH, SCRIPT_PATH].map((path) => `${AUTHORIZATION_SERVER_PATH}${path}`)
 
     async function details (request: InteractionRequest, reply: FastifyReply) {
       server.addressToIssuer(request.raw)
@@ -49,9 +68,10 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       return { interaction, clientName: client?.clientName ?? String(interaction.params.client_id) }
     }
 
-    function send (reply: FastifyReply, status: number, title: string, body: string) {
-      return reply.code(status).header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8')
-        .send(page(title, body, stylesheet))
+    function send (reply: FastifyReply, status: number, title: string, body: string, signIn = false) {
+      return reply.code(status).header('content-security-policy', signIn ? SIGN_IN_PAGE_CSP : PAGE_CSP)
+        .type('text/html; charset=utf-8')
+        .send(page(title, body, { stylesheet, scripts: signIn ? scripts : [] }))
     }
 
     function expired (reply: FastifyReply) {
@@ -67,9 +87,27 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     async function show (request: InteractionRequest, reply: FastifyReply, error: string | null, email = '') {
       const { interaction, clientName } = await details(request, reply)
       const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`, csrf: server.formToken(interaction.uid), clientName, error }
-      if (interaction.prompt.name === 'login') return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email))
+      if (interaction.prompt.name === 'login') {
+        return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS), true)
+      }
       const scopes = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope !== '')
       return send(reply, 200, 'Allow access', consentForm(form, scopes))
+    }
+
+    /** A first factor proved: the MFA page when the account's rules ask for more, else back into the flow. */
+    async function signedIn (
+      request: InteractionRequest,
+      reply: FastifyReply,
+      found: { interaction: { uid: string }, clientName: string },
+      proof: SignInProof | MfaChallenge
+    ) {
+      if ('mfa_token' in proof) {
+        const { uid } = found.interaction
+        const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: null }
+        return send(reply, 200, 'Two-step verification', mfaForm(form, proof.mfa_token))
+      }
+      const { userId, amr } = proof
+      return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
     }
 
     /** Every POST: the interaction must be this browser's, and the form the one the service rendered. */
@@ -95,15 +133,28 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       const email = field(request.body, 'email')
       try {
         const proof = await signIn.proveWithPassword(request.serviceContext, { email, password: field(request.body, 'password') })
-        if ('mfa_required' in proof && proof.mfa_required) {
-          const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${found.interaction.uid}`, csrf: server.formToken(found.interaction.uid), clientName: found.clientName, error: null }
-          return send(reply, 200, 'Two-step verification', mfaForm(form, proof.mfa_token))
-        }
-        const { userId, amr } = proof as { userId: string, amr: string[] }
-        return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+        return await signedIn(request, reply, found, proof)
       } catch (error) {
         if (!isServiceError(error)) throw error
         return await show(request, reply, error.message, email)
+      }
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/passkey', interactionRoute, async (request, reply) => {
+      const found = await checked(request, reply)
+      if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
+      let body: unknown
+      try {
+        body = JSON.parse(field(request.body, 'response'))
+      } catch {
+        return await show(request, reply, 'The passkey did not sign you in. Try again, or use your password.')
+      }
+      if (!isPasskeyAnswer(body)) return await show(request, reply, 'The passkey did not sign you in. Try again, or use your password.')
+      try {
+        return await signedIn(request, reply, found, await signIn.proveWithPasskey(request.serviceContext, body))
+      } catch (error) {
+        if (!isServiceError(error)) throw error
+        return await show(request, reply, error.message)
       }
     })
 
@@ -239,6 +290,10 @@ const oidcRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get(STYLESHEET_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(PAGE_STYLESHEET))
+  fastify.get(SCRIPT_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(PAGE_SCRIPT))
+  fastify.get(WEBAUTHN_SCRIPT_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(WEBAUTHN_LIBRARY))
   fastify.get('/jwks', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=300').type('application/jwk-set+json').send(jwks))
   await fastify.register(interactionPages(server))
