@@ -109,14 +109,38 @@ ${hidden('csrf', csrf)}${hidden('response', '')}
 <form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
 }
 
-export function mfaForm ({ action, csrf, clientName, error }: FormPage, mfaToken: string): string {
-  return `<p>Enter the code from your authenticator app, or a backup code, to continue to <strong>${escapeHtml(clientName)}</strong>.</p>
-${errorLine(error)}
+/** The second factors a challenge offers (`MfaChallenge['methods']`), as the MFA page names them. */
+const FACTOR_NAMES: Record<string, string> = {
+  totp: 'the code from your authenticator app', backup_code: 'a backup code', email: 'a code sent by e-mail', sms: 'a code sent by SMS'
+}
+
+/**
+ * The second-factor page: a code for the challenge `mfaToken`, and for each factor sent by message
+ * a button that sends one. `sent` says a code just went out. An account whose only second factor
+ * is a passkey is told to sign in with it.
+ */
+export function mfaForm (
+  { action, csrf, clientName, error }: FormPage,
+  challenge: { mfaToken: string, methods: string[] },
+  sent: string | null = null
+): string {
+  const { mfaToken, methods } = challenge
+  const carried = `${hidden('csrf', csrf)}${hidden('mfa_token', mfaToken)}${hidden('methods', methods.join(','))}`
+  const ways = methods.flatMap((method) => FACTOR_NAMES[method] ?? [])
+  const intro = ways.length === 0
+    ? '<p>This account signs in with a passkey as its second step: go back and sign in with the passkey.</p>'
+    : `<p>Enter ${escapeHtml(ways.join(', or '))} to continue to <strong>${escapeHtml(clientName)}</strong>.</p>`
+  const senders = methods.filter((method) => method === 'email' || method === 'sms').map((method) => `<form method="post" action="${escapeHtml(action)}/mfa/code">
+${carried}${hidden('method', method)}<button type="submit">Send a code by ${method === 'email' ? 'e-mail' : 'SMS'}</button>
+</form>`).join('\n')
+  return `${intro}
+${errorLine(error)}${sent === null ? '' : `<p role="status">${escapeHtml(sent)}</p>`}
 <form method="post" action="${escapeHtml(action)}/mfa">
-${hidden('csrf', csrf)}${hidden('mfa_token', mfaToken)}
-<label>Code <input name="code" autocomplete="one-time-code" inputmode="numeric" required autofocus></label>
+${carried}
+<label>Code <input name="code" autocomplete="one-time-code" required autofocus></label>
 <button type="submit">Continue</button>
 </form>
+${senders}
 <form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
 }
 

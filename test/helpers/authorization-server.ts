@@ -31,7 +31,7 @@ export async function startAuthorizationServer (
   const port = await freePort()
   const issuer = `http://${host}:${port}`
   // Passkeys for the pages' origin, where it can be a relying party's.
-  const webauthn = host === 'localhost' ? { WEBAUTHN_RP_ID: host, WEBAUTHN_ORIGINS: issuer } : {}
+  const webauthn: Record<string, string> = host === 'localhost' ? { WEBAUTHN_RP_ID: host, WEBAUTHN_ORIGINS: issuer } : {}
   const app = await build(t, {
     postgresUrl, env: { JWT_ISSUER: issuer, AUTHORIZATION_SERVER_SCOPES: 'api:read,api:write', ...webauthn, ...env }
   })

@@ -5,6 +5,7 @@ import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { backends } from '../helpers/database.js'
+import { MailServer } from '../helpers/servers/mail-server.js'
 
 /** The OAuth error a request of the relying party ended in (it must end in one). */
 async function refusal (request: Promise<unknown>): Promise<unknown> {
@@ -406,4 +407,39 @@ t.test('without an initial access token, registration is not offered', async (t)
   t.notOk('registration_endpoint' in document)
   const answer = await fetch(`${server.issuer}/oidc/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
   t.equal(answer.status, 404)
+})
+
+t.test('a second factor by e-mail on the pages: the code is sent on request, entered, and the flow goes on', async (t) => {
+  const smtp = await new MailServer().start()
+  t.teardown(async () => await smtp.stop())
+  const server = await startAuthorizationServer(t, null, { SMTP_URL: smtp.url() })
+  const { app, issuer } = server
+  const rp = await callbackServer(t)
+  const registered = await server.register({ name: 'Mail app', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid'] })
+  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  const person = await createAccount(app)
+  t.equal((await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))).statusCode, 204)
+
+  const verifier = client.randomPKCECodeVerifier()
+  const state = client.randomState()
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+  })
+  const browser = new CookieBrowser(issuer)
+  const login = await browser.follow(url.href)
+  const mfa = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: person.email, password: person.password } })
+  const page = await mfa.response.text()
+  t.match(page, /a code sent by e-mail/)
+  t.match(page, /Send a code by e-mail/)
+  const carried = Object.fromEntries(['csrf', 'mfa_token', 'methods'].map((name) => [name, new RegExp(`name="${name}" value="([^"]*)"`).exec(page)?.[1] ?? '']))
+  t.match(carried, { methods: 'email' })
+
+  const sent = await browser.follow(`${login.url}/mfa/code`, { form: { ...carried, method: 'email' } })
+  t.equal(sent.response.status, 200)
+  t.match(await sent.response.text(), /A code was sent by e-mail/)
+  const code = /\b(\d{6})\b/.exec((await smtp.next((mail) => mail.to.includes(person.email) && /code/i.test(mail.subject))).text)?.[1] ?? ''
+  const consent = await browser.follow(`${login.url}/mfa`, { form: { ...carried, code } })
+  const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(await consent.response.text()) } })
+  const tokens = await exchange(config, new URL(allowed.url), { verifier, state })
+  t.match(tokens.claims(), { sub: person.id, acr: '2', amr: ['pwd', 'otp', 'mfa'] })
 })

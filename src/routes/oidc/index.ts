@@ -40,6 +40,11 @@ function isPasskeyAnswer (value: unknown): value is PasskeyAuthenticationBody {
   return Value.Check(PasskeyAuthenticationBodySchema, value)
 }
 
+/** The challenge a second-factor form carries: its token, and the factors it offers (which only choose the buttons). */
+function challengeOf (body: FormBody | undefined): { mfaToken: string, methods: string[] } {
+  return { mfaToken: field(body, 'mfa_token'), methods: field(body, 'methods').split(',').filter((method) => method !== '') }
+}
+
 /** A form field's one value, or '' when missing or sent twice. */
 function field (body: FormBody | undefined, name: string): string {
   const value = body?.[name]
@@ -104,10 +109,24 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       if ('mfa_token' in proof) {
         const { uid } = found.interaction
         const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: null }
-        return send(reply, 200, 'Two-step verification', mfaForm(form, proof.mfa_token))
+        return send(reply, 200, 'Two-step verification', mfaForm(form, { mfaToken: proof.mfa_token, methods: proof.methods }))
       }
       const { userId, amr } = proof
       return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+    }
+
+    /** The second-factor page again, with what just happened: a refusal (400) or a code sent. */
+    function mfaPage (
+      reply: FastifyReply,
+      found: { interaction: { uid: string }, clientName: string },
+      challenge: { mfaToken: string, methods: string[] },
+      outcome: { error?: string, sent?: string }
+    ) {
+      const { uid } = found.interaction
+      const form = {
+        action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: outcome.error ?? null
+      }
+      return send(reply, outcome.error === undefined ? 200 : 400, 'Two-step verification', mfaForm(form, challenge, outcome.sent ?? null))
     }
 
     /** Every POST: the interaction must be this browser's, and the form the one the service rendered. */
@@ -161,14 +180,28 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa', interactionRoute, async (request, reply) => {
       const found = await checked(request, reply)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
-      const mfaToken = field(request.body, 'mfa_token')
+      const challenge = challengeOf(request.body)
       try {
-        const { userId, amr } = await signIn.proveChallenge(request.serviceContext, { mfa_token: mfaToken, code: field(request.body, 'code') })
+        const { userId, amr } = await signIn.proveChallenge(request.serviceContext, { mfa_token: challenge.mfaToken, code: field(request.body, 'code') })
         return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
       } catch (error) {
         if (!isServiceError(error)) throw error
-        const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${found.interaction.uid}`, csrf: server.formToken(found.interaction.uid), clientName: found.clientName, error: error.message }
-        return send(reply, 400, 'Two-step verification', mfaForm(form, mfaToken))
+        return mfaPage(reply, found, challenge, { error: error.message })
+      }
+    })
+
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa/code', interactionRoute, async (request, reply) => {
+      const found = await checked(request, reply)
+      if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
+      const challenge = challengeOf(request.body)
+      const method = field(request.body, 'method')
+      if (method !== 'email' && method !== 'sms') return mfaPage(reply, found, challenge, { error: 'Choose how to receive the code.' })
+      try {
+        await signIn.sendChallengeCode(request.serviceContext, { mfa_token: challenge.mfaToken, method })
+        return mfaPage(reply, found, challenge, { sent: `A code was sent by ${method === 'email' ? 'e-mail' : 'SMS'}; it is good for 5 minutes.` })
+      } catch (error) {
+        if (!isServiceError(error)) throw error
+        return mfaPage(reply, found, challenge, { error: error.message })
       }
     })
 
