@@ -6,6 +6,7 @@ import { idTokenKey, type SigningKeys } from '../security/signing-keys.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
+import { AUTHORIZATION_SERVER_PATH, STYLESHEET_PATH } from './paths.js'
 import { escapeHtml, page } from './pages.js'
 
 /** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
@@ -13,14 +14,6 @@ export const ACR_VALUES = ['1', '2'] as const
 
 /** A consent is remembered this long (a year); revoking it ends it at once. */
 const GRANT_TTL_S = 365 * 24 * 60 * 60
-
-/** Where the authorization server is mounted in the service. */
-export const AUTHORIZATION_SERVER_PATH = '/oidc'
-
-/** Its pages' stylesheet and scripts, relative to the mount. */
-export const STYLESHEET_PATH = '/pages.css'
-export const SCRIPT_PATH = '/pages.js'
-export const WEBAUTHN_SCRIPT_PATH = '/webauthn.js'
 
 export interface AuthorizationServerOptions {
   /** The issuer: JWT_ISSUER, an http(s) URL. */

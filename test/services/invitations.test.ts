@@ -98,7 +98,8 @@ for (const backend of backends()) {
       // Read before the outbox is drained: the message was stored with the invitation.
       const stored = await database.db.selectFrom('outbox').select(['recipient', 'subject', 'text_body', 'html_body'])
         .where('recipient', '=', email).execute()
-      t.equal(stored.length, 1, 'the message waits in the outbox')
+      // The outbox may have sent it already (it is kicked when the invitation is stored).
+      t.ok(stored.length === 1 || fixture.sent.some((mail) => mail.to === email), 'the message was stored with the invitation, and waits or went out')
       const { message, token } = await invitationSent(fixture, email)
       t.match(message.subject, /Invited Org/)
       t.match(message.text, `${APP_URL}/accept-invitation?token=${token}`, 'a link to the application')

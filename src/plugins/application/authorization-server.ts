@@ -2,7 +2,6 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
-import { createAuthorizationServer } from '../../authorization-server/provider.js'
 import { isHttpBase } from '../../config/index.js'
 
 /** The authorization server, and the anti-forgery tokens of its pages' forms. */
@@ -37,6 +36,8 @@ export default fp(async (fastify) => {
     fastify.decorate('authorizationServer', null)
     return
   }
+  // Loaded only when on: oidc-provider is large, and warns at load on Node.js 20.
+  const { createAuthorizationServer } = await import('../../authorization-server/provider.js')
   const provider = createAuthorizationServer({
     issuer: issuer.replace(/\/+$/, ''),
     keys: config.jwt,

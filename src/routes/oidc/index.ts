@@ -8,7 +8,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import {
   consentForm, mfaForm, page, PAGE_CSP, PAGE_SCRIPT, PAGE_STYLESHEET, signInForm, SIGN_IN_PAGE_CSP
 } from '../../authorization-server/pages.js'
-import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/provider.js'
+import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
 import {
   type DynamicRegistration, DynamicRegistrationErrorSchema, DynamicRegistrationResponseSchema, DynamicRegistrationSchema
 } from '../../../schemas/oauth-clients.js'
@@ -23,7 +23,9 @@ const PUBLIC = { access: 'public' as const }
 /** Where the sign-in page's script asks for a passkey challenge: the API's own route. */
 const PASSKEY_OPTIONS = '/api/v1/auth/passkeys/authentication/options'
 /** @simplewebauthn/browser's browser build, served to the sign-in page as it is published. */
-const WEBAUTHN_LIBRARY = readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle', 'index.umd.min.js'))
+function webauthnLibrary (): Buffer {
+  return readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle', 'index.umd.min.js'))
+}
 const HIDDEN = { hide: true }
 const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
 
@@ -320,13 +322,14 @@ const oidcRoutes: FastifyPluginAsync = async (fastify) => {
   // The keys of both the API's tokens and the ID tokens (under HS256 the ID-token key is
   // derived, and /.well-known/jwks.json, which the contract keeps empty then, lacks it).
   const jwks = { keys: apiKeys.some((key) => key.kid === idToken.kid) ? apiKeys : [...apiKeys, idToken] }
+  const library = webauthnLibrary()
 
   fastify.get(STYLESHEET_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(PAGE_STYLESHEET))
   fastify.get(SCRIPT_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(PAGE_SCRIPT))
   fastify.get(WEBAUTHN_SCRIPT_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
-    await reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(WEBAUTHN_LIBRARY))
+    await reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(library))
   fastify.get('/jwks', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=300').type('application/jwk-set+json').send(jwks))
   await fastify.register(interactionPages(server))
