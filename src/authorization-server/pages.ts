@@ -88,11 +88,18 @@ export interface FormPage {
  * The sign-in form, and the passkey form the page's script fills and posts (with its button
  * hidden until the script finds WebAuthn). `passkeyOptions`: where the script asks for a challenge.
  */
+/** A provider the sign-in page offers: its name as shown, and where its sign-in starts. */
+export interface ProviderLink { name: string, href: string }
+
 export function signInForm (
   { action, csrf, clientName, error }: FormPage,
   email: string,
-  passkeyOptions: string
+  passkeyOptions: string,
+  providers: ProviderLink[]
 ): string {
+  const links = providers.length === 0
+    ? ''
+    : `<ul class="providers">${providers.map(({ name, href }) => `<li><a href="${escapeHtml(href)}">Continue with ${escapeHtml(name)}</a></li>`).join('')}</ul>\n`
   return `<p>Sign in to continue to <strong>${escapeHtml(clientName)}</strong>.</p>
 ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}/login">
@@ -106,7 +113,7 @@ ${hidden('csrf', csrf)}${hidden('response', '')}
 <button type="button" id="passkey-button" hidden>Sign in with a passkey</button>
 <p id="passkey-error" class="error" role="alert" hidden>The passkey did not sign you in. Try again, or use your password.</p>
 </form>
-<form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
+${links}<form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
 }
 
 /** The second factors a challenge offers (`MfaChallenge['methods']`), as the MFA page names them. */

@@ -2,7 +2,7 @@ import { ROLES, type Role } from '../../schemas/rbac.js'
 import { passwordPolicyProblems } from '../security/password-policy.js'
 import type { SigningKeys } from '../security/signing-keys.js'
 import { ACCESS_TOKEN_TTL_S } from '../security/tokens.js'
-import { type DatabaseConfig, isCidr, parseDatabaseUrl, readTrustProxy, readWebauthnOrigins } from './addresses.js'
+import { type DatabaseConfig, isCidr, isHttpBase, parseDatabaseUrl, readTrustProxy, readWebauthnOrigins } from './addresses.js'
 import { type Env, list, readEnvironment } from './environment.js'
 import { type OAuthProviderConfig, readOAuth, readRedirectUrls } from './oauth-providers.js'
 import { ConfigError } from './problems.js'
@@ -226,3 +226,15 @@ export function loadConfig (source: Record<string, string | undefined> = process
     warnings
   }
 }
+
+/**
+ * The authorization server's issuer (docs/api.md, "Authorization server"): JWT_ISSUER when it is
+ * an http(s) URL, without a trailing slash; null when the server is off.
+ */
+export function authorizationServerIssuer (config: Pick<Config, 'jwt'>): string | null {
+  const issuer = config.jwt.issuer
+  return issuer !== null && isHttpBase(issuer) ? issuer.replace(/\/+$/, '') : null
+}
+
+/** Where a provider's sign-in started on the authorization server's sign-in page comes back to. */
+export const FEDERATED_RETURN_PATH = '/oidc/federated'

@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../collection/cursor.js'
-import type { Config } from '../config/index.js'
+import { authorizationServerIssuer, type Config, FEDERATED_RETURN_PATH } from '../config/index.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { outboundPolicy } from '../security/outbound-addresses.js'
 import { SecretBox } from '../security/secret-box.js'
@@ -123,9 +123,11 @@ export function createServices (deps: ServiceDependencies) {
     audit,
     reauthentication
   })
+  const issuer = authorizationServerIssuer(config)
   const oauth = new OAuthService({
     providers: config.oauth,
-    redirectUrls: config.oauthRedirectUrls,
+    // The authorization server's sign-in page starts providers' sign-ins as a browser application does.
+    redirectUrls: issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${FEDERATED_RETURN_PATH}`],
     states: deps.singleUse.oauthStates,
     exchanges: deps.singleUse.oauthExchanges,
     users,

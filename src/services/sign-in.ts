@@ -124,13 +124,26 @@ export class SignInService {
   }
 
   /** A browser application's one-time code and PKCE verifier: what the callback would have answered. */
-  async withExchangeCode (
+  async withExchangeCode (context: RequestContext, body: OAuthExchangeBody): Promise<SignInResult> {
+    return await this.#exchangeCode(context, body, this.#session)
+  }
+
+  /** The authorization server's sign-in page, back from a provider: `withExchangeCode`'s rules, ending in the proof. */
+  async proveWithExchangeCode (
     context: RequestContext,
-    { code, code_verifier: codeVerifier }: OAuthExchangeBody
-  ): Promise<SignInResult> {
+    body: OAuthExchangeBody
+  ): Promise<(SignInProof & { mfa_required: false }) | MfaChallenge> {
+    return await this.#exchangeCode(context, body, this.#proof)
+  }
+
+  async #exchangeCode<Ended> (
+    context: RequestContext,
+    { code, code_verifier: codeVerifier }: OAuthExchangeBody,
+    end: SignInEnding<Ended>
+  ) {
     const { userId, provider } = await this.deps.oauth.takeExchangeCode(code, codeVerifier)
     const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
-    return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'], this.#session)
+    return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'], end)
   }
 
   /**

@@ -25,15 +25,16 @@ export interface RunningAuthorizationServer {
 export async function startAuthorizationServer (
   t: TestContext,
   postgresUrl: string | null,
-  env: Record<string, string> = {},
+  env: Record<string, string> | ((issuer: string) => Promise<Record<string, string>>) = {},
   host = '127.0.0.1'
 ): Promise<RunningAuthorizationServer> {
   const port = await freePort()
   const issuer = `http://${host}:${port}`
+  const variables = typeof env === 'function' ? await env(issuer) : env
   // Passkeys for the pages' origin, where it can be a relying party's.
   const webauthn: Record<string, string> = host === 'localhost' ? { WEBAUTHN_RP_ID: host, WEBAUTHN_ORIGINS: issuer } : {}
   const app = await build(t, {
-    postgresUrl, env: { JWT_ISSUER: issuer, AUTHORIZATION_SERVER_SCOPES: 'api:read,api:write', ...webauthn, ...env }
+    postgresUrl, env: { JWT_ISSUER: issuer, AUTHORIZATION_SERVER_SCOPES: 'api:read,api:write', ...webauthn, ...variables }
   })
   await app.listen({ port, host: '127.0.0.1' })
   const admin = await createAccount(app, { roles: ['super_admin'] })

@@ -1,11 +1,12 @@
 import * as client from 'openid-client'
 import t from 'tap'
-import { createAccount, withToken } from '../helpers/accounts.js'
+import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { backends } from '../helpers/database.js'
 import { MailServer } from '../helpers/servers/mail-server.js'
+import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
 
 /** The OAuth error a request of the relying party ended in (it must end in one). */
 async function refusal (request: Promise<unknown>): Promise<unknown> {
@@ -442,4 +443,62 @@ t.test('a second factor by e-mail on the pages: the code is sent on request, ent
   const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(await consent.response.text()) } })
   const tokens = await exchange(config, new URL(allowed.url), { verifier, state })
   t.match(tokens.claims(), { sub: person.id, acr: '2', amr: ['pwd', 'otp', 'mfa'] })
+})
+
+t.test('a provider\'s sign-in started on the sign-in page: back on the pages, then to the application', async (t) => {
+  const providers: OpenIdTestProvider[] = []
+  const server = await startAuthorizationServer(t, null, async (issuer) => {
+    const callback = `${issuer}/api/v1/auth/oauth/corp/callback`
+    const corp = await new OpenIdTestProvider({ id: 'pages-corp', secret: 'pages-corp-secret', redirectUri: callback }).start()
+    t.teardown(async () => await corp.stop())
+    providers.push(corp)
+    return { OAUTH_PROVIDERS: 'corp', OAUTH_CORP_ISSUER: corp.issuer, OAUTH_CORP_CLIENT_ID: 'pages-corp', OAUTH_CORP_CLIENT_SECRET: 'pages-corp-secret', OAUTH_CORP_REDIRECT_URI: callback }
+  })
+  const [corp] = providers
+  if (corp === undefined) throw new Error('no provider')
+  const { issuer } = server
+  const rp = await callbackServer(t)
+  const registered = await server.register({ name: 'Wiki', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
+  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  const email = uniqueEmail('federated')
+  corp.accounts.set('grace', { email, email_verified: true, name: 'Grace Hopper' })
+
+  const verifier = client.randomPKCECodeVerifier()
+  const state = client.randomState()
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: `${rp}/cb`, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+  })
+  const browser = new CookieBrowser(issuer)
+  const login = await browser.follow(url.href)
+  const html = await login.response.text()
+  const link = /<a href="([^"]+)">Continue with Corp<\/a>/.exec(html)?.[1]?.replaceAll('&amp;', '&')
+  t.type(link, 'string', 'the sign-in page offers the provider')
+  const toProvider = await browser.follow(link ?? '')
+  t.ok(toProvider.url.startsWith(corp.issuer), 'the browser goes to the provider')
+  const callback = await corp.signIn(toProvider.url, 'grace')
+  const consent = await browser.follow(callback.href)
+  t.match(consent.url, /\/oidc\/interaction\//, 'back on the pages')
+  const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(await consent.response.text()) } })
+  const tokens = await exchange(config, new URL(allowed.url), { verifier, state })
+  t.match(tokens.claims(), { amr: ['fed'], acr: '1' })
+  t.match(await client.fetchUserInfo(config, tokens.access_token, String(tokens.claims()?.sub)), { email })
+
+  t.test('a code from the provider\'s sign-in is bound to the interaction that started it', async (t) => {
+    const other = new CookieBrowser(issuer)
+    const otherLogin = await other.follow((client.buildAuthorizationUrl(config, {
+      redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+    })).href)
+    t.equal(otherLogin.response.status, 200)
+    // Another browser's sign-in at the provider, its one-time code replayed into this interaction.
+    const theirs = new CookieBrowser(issuer)
+    const theirLogin = await theirs.follow(url.href)
+    const theirLink = /<a href="([^"]+)">Continue with Corp<\/a>/.exec(await theirLogin.response.text())?.[1]?.replaceAll('&amp;', '&') ?? ''
+    const theirCallback = await corp.signIn((await theirs.follow(theirLink)).url, 'grace')
+    const back = await theirs.request(theirCallback.href)
+    const federated = new URL(back.headers.get('location') ?? '', issuer)
+    t.match(federated.pathname, '/oidc/federated')
+    const replayed = await other.follow(federated.href)
+    t.equal(replayed.response.status, 400, 'refused: the verifier is this interaction\'s')
+    t.match(await replayed.response.text(), /Sign in/)
+  })
 })

@@ -2,11 +2,13 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
-import { isHttpBase } from '../../config/index.js'
+import { authorizationServerIssuer } from '../../config/index.js'
 
 /** The authorization server, and the anti-forgery tokens of its pages' forms. */
 export interface AuthorizationServer {
   provider: Provider
+  /** Its issuer: JWT_ISSUER without a trailing slash. */
+  issuer: string
   /** The token a page's forms carry for the interaction `uid`: an HMAC only the service can make. */
   formToken: (uid: string) => string
   isFormToken: (uid: string, token: unknown) => boolean
@@ -31,15 +33,15 @@ declare module 'fastify' {
  */
 export default fp(async (fastify) => {
   const { config, repositories } = fastify
-  const issuer = config.jwt.issuer
-  if (issuer === null || !isHttpBase(issuer)) {
+  const issuer = authorizationServerIssuer(config)
+  if (issuer === null) {
     fastify.decorate('authorizationServer', null)
     return
   }
   // Loaded only when on: oidc-provider is large, and warns at load on Node.js 20.
   const { createAuthorizationServer } = await import('../../authorization-server/provider.js')
   const provider = createAuthorizationServer({
-    issuer: issuer.replace(/\/+$/, ''),
+    issuer,
     keys: config.jwt,
     scopes: config.authorizationServerScopes,
     sessionTtlS: config.session.idleTimeoutS,
@@ -53,6 +55,7 @@ export default fp(async (fastify) => {
   const formToken = (uid: string) => createHmac('sha256', formKey).update(uid).digest('base64url')
   fastify.decorate('authorizationServer', {
     provider,
+    issuer,
     formToken,
     addressToIssuer (request: IncomingMessage): void {
       Object.assign(request.headers, { host, 'x-forwarded-host': host, 'x-forwarded-proto': protocol.slice(0, -1) })

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -9,11 +9,13 @@ import {
   consentForm, mfaForm, page, PAGE_CSP, PAGE_SCRIPT, PAGE_STYLESHEET, signInForm, SIGN_IN_PAGE_CSP
 } from '../../authorization-server/pages.js'
 import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
+import { FEDERATED_RETURN_PATH } from '../../config/index.js'
 import {
   type DynamicRegistration, DynamicRegistrationErrorSchema, DynamicRegistrationResponseSchema, DynamicRegistrationSchema
 } from '../../../schemas/oauth-clients.js'
 import type { MfaChallenge } from '../../../schemas/mfa.js'
 import { type PasskeyAuthenticationBody, PasskeyAuthenticationBodySchema } from '../../../schemas/passkeys.js'
+import { ERROR_TABLE } from '../../../schemas/errors.js'
 import { isServiceError } from '../../errors.js'
 import type { AuthorizationServer } from '../../plugins/application/authorization-server.js'
 import type { SignInProof } from '../../services/sign-in.js'
@@ -47,6 +49,17 @@ function challengeOf (body: FormBody | undefined): { mfaToken: string, methods: 
   return { mfaToken: field(body, 'mfa_token'), methods: field(body, 'methods').split(',').filter((method) => method !== '') }
 }
 
+/** A provider's name as the sign-in page shows it. */
+function displayName (name: string): string {
+  return name === 'github' ? 'GitHub' : `${name.charAt(0).toUpperCase()}${name.slice(1)}`
+}
+
+/** What the page says when a provider's sign-in came back with an error code (docs/api.md, "Browser applications"). */
+function federatedFailure (code: string): string {
+  const known = Object.values(ERROR_TABLE).find((entry) => entry.code === code)
+  return known === undefined ? 'The sign-in with the provider did not finish.' : known.message.replace(/%s/g, '').trim()
+}
+
 /** A form field's one value, or '' when missing or sent twice. */
 function field (body: FormBody | undefined, name: string): string {
   const value = body?.[name]
@@ -64,13 +77,25 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     await fastify.register(formbody)
     const { signIn } = fastify.services
     const stylesheet = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
+    const providers = Object.keys(fastify.config.oauth)
+    const federatedReturn = `${server.issuer}${FEDERATED_RETURN_PATH}`
+    /**
+     * Where the page's link for `name` starts its sign-in: the API's, as a browser application
+     * starts one, coming back to /oidc/federated with a one-time code whose PKCE verifier only
+     * the service can make again for this interaction (an HMAC of its uid).
+     */
+    function providerStart (name: string, uid: string): string {
+      const challenge = createHash('sha256').update(server.formToken(`federated:${uid}`)).digest('base64url')
+      const query = new URLSearchParams({ redirect_to: federatedReturn, code_challenge: challenge, code_challenge_method: 'S256' })
+      return `/api/v1/auth/oauth/${encodeURIComponent(name)}/authorize?${query.toString()}`
+    }
     const scripts = [WEBAUTHN_SCRIPT_PATH, SCRIPT_PATH].map((path) => `${AUTHORIZATION_SERVER_PATH}${path}`)
 
     async function details (request: InteractionRequest, reply: FastifyReply) {
       server.addressToIssuer(request.raw)
       const interaction = await provider.interactionDetails(request.raw, reply.raw)
-      // The cookie binds the interaction to this browser; the address's uid must be the same one.
-      if (interaction.uid !== request.params.uid) throw new Error('interaction mismatch')
+      // The cookie binds the interaction to this browser; the address's uid, when it names one, must be the same.
+      if (request.params.uid !== undefined && interaction.uid !== request.params.uid) throw new Error('interaction mismatch')
       const client = await provider.Client.find(String(interaction.params.client_id))
       return { interaction, clientName: client?.clientName ?? String(interaction.params.client_id) }
     }
@@ -95,7 +120,8 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       const { interaction, clientName } = await details(request, reply)
       const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`, csrf: server.formToken(interaction.uid), clientName, error }
       if (interaction.prompt.name === 'login') {
-        return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS), true)
+        const links = providers.map((name) => ({ name: displayName(name), href: providerStart(name, interaction.uid) }))
+        return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links), true)
       }
       const scopes = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope !== '')
       return send(reply, 200, 'Allow access', consentForm(form, scopes))
@@ -158,6 +184,24 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       } catch (error) {
         if (!isServiceError(error)) throw error
         return await show(request, reply, error.message, email)
+      }
+    })
+
+    fastify.get<{ Querystring: { code?: string, error?: string } }>('/federated', interactionRoute, async (request, reply) => {
+      const interactionRequest = request as unknown as InteractionRequest
+      const found = await details(interactionRequest, reply).catch(() => null)
+      if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
+      const { code, error } = request.query
+      if (typeof code !== 'string' || code === '') {
+        return await show(interactionRequest, reply, error === undefined ? 'The sign-in with the provider did not finish.' : federatedFailure(error))
+      }
+      try {
+        const verifier = server.formToken(`federated:${found.interaction.uid}`)
+        const proof = await signIn.proveWithExchangeCode(request.serviceContext, { code, code_verifier: verifier })
+        return await signedIn(interactionRequest, reply, found, proof)
+      } catch (failure) {
+        if (!isServiceError(failure)) throw failure
+        return await show(interactionRequest, reply, failure.message)
       }
     })
 
