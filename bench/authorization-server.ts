@@ -230,7 +230,7 @@ export async function benchAuthorizationServer (dir: string, report: Report): Pr
         headers: { ...form, authorization: basic(webClient.id, webClient.secret) },
         requests: [{
           setupRequest: (request) => {
-            // autocannon builds a connection's next request before it is needed: a code may go unsent, never twice.
+            // Called once per request sent (`amount` in all): each code once, the spare ones a margin.
             const { code, verifier } = codes[next++] ?? { code: 'exhausted', verifier: '' }
             const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier })
             return { ...request, body: body.toString() }

@@ -1,5 +1,6 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
+import { clientOf } from '../store/oauth-clients.js'
 import type { OAuthClientsTable } from '../store/types.js'
 
 /** What the adapter reads: the artifacts, and the clients an administrator registered. */
@@ -11,18 +12,17 @@ export interface AdapterStores {
 
 /** A registered client as oidc-provider's client metadata; its secret is the hash (see compareClientSecret). */
 export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
-  const grantTypes = JSON.parse(row.grant_types) as string[]
-  const confidential = row.secret_hash !== null
+  const client = clientOf(row)
   return {
-    client_id: row.id,
-    client_name: row.name,
-    ...(confidential && { client_secret: row.secret_hash ?? undefined }),
-    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
-    redirect_uris: JSON.parse(row.redirect_uris) as string[],
-    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
-    grant_types: grantTypes,
-    response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
-    scope: (JSON.parse(row.scopes) as string[]).join(' ')
+    client_id: client.id,
+    client_name: client.name,
+    ...(row.secret_hash !== null && { client_secret: row.secret_hash }),
+    token_endpoint_auth_method: client.confidential ? 'client_secret_basic' : 'none',
+    redirect_uris: client.redirect_uris,
+    post_logout_redirect_uris: client.post_logout_redirect_uris,
+    grant_types: client.grant_types,
+    response_types: client.grant_types.includes('authorization_code') ? ['code'] : [],
+    scope: client.scopes.join(' ')
   }
 }
 

@@ -9,7 +9,6 @@ import type { CollectionQueryInput } from '../collection/query.js'
 import { Errors, validationFailed } from '../errors.js'
 import { clientSecretHash, newClientId, newClientSecret } from '../security/client-secrets.js'
 import { type ClientChanges, clientOf, type OAuthClientsRepository } from '../store/oauth-clients.js'
-import type { OAuthClientsTable } from '../store/types.js'
 import type { AuditTrail } from './audit/trail.js'
 import { callerOf, type RequestContext } from './context.js'
 
@@ -93,18 +92,6 @@ export function registrationProblems (
 function assertRegistration (client: ClientRegistration, customScopes: ReadonlySet<string>): void {
   const issues = registrationProblems(client, customScopes)
   if (issues.length > 0) throw validationFailed(issues)
-}
-
-function registrationOf (row: OAuthClientsTable): ClientRegistration & { name: string, disabled: boolean } {
-  return {
-    name: row.name,
-    confidential: row.secret_hash !== null,
-    redirect_uris: JSON.parse(row.redirect_uris) as string[],
-    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
-    grant_types: JSON.parse(row.grant_types) as OAuthGrantType[],
-    scopes: JSON.parse(row.scopes) as string[],
-    disabled: row.disabled_at !== null
-  }
 }
 
 const LIST_FIELDS = ['redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes'] as const
@@ -247,7 +234,7 @@ export class OAuthClientService {
     const result = await audit.recordChange(context, async (trx) => {
       const row = await clients.findById(id, trx)
       if (row === undefined) return undefined
-      const current = registrationOf(row)
+      const current = clientOf(row)
       const next = { ...current, ...input }
       assertRegistration(next, this.#customScopes)
       const changed = (Object.keys(input) as Array<keyof OAuthClientUpdate>)

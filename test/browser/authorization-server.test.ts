@@ -28,6 +28,13 @@ async function checkScreenshot (t: Test, page: Page, button: string): Promise<vo
 
 t.test('relying parties sign people in with the service, in Chromium, through openid-client', async (t) => {
   const browser = await launchChromium(t)
+  /** A new browser profile's page, closed at the test's end, and its console errors. */
+  async function freshPage (t: Test) {
+    const context = await browser.newContext()
+    t.teardown(async () => await context.close())
+    const page = await context.newPage()
+    return { context, page, errors: consoleErrors(page) }
+  }
 
   for (const backend of backends()) {
     t.test(backend.name, async (t) => {
@@ -55,10 +62,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
 
       t.test('sign-in page, consent page, back with a code; then RP-initiated logout ends the session', async (t) => {
         const person = await createAccount(app, { name: 'Grace Hopper' })
-        const context = await browser.newContext()
-        t.teardown(async () => await context.close())
-        const page = await context.newPage()
-        const errors = consoleErrors(page)
+        const { page, errors } = await freshPage(t)
         const request = await authorizationRequest()
 
         await page.goto(request.url)
@@ -106,10 +110,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         const secret = setup.json().data.secret as string
         const enabled = await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: generateSync({ secret }) } }))
         const backupCodes = enabled.json().data.backup_codes as string[]
-        const context = await browser.newContext()
-        t.teardown(async () => await context.close())
-        const page = await context.newPage()
-        const errors = consoleErrors(page)
+        const { page, errors } = await freshPage(t)
         const request = await authorizationRequest()
         await page.goto(request.url)
         await page.getByLabel('E-mail').fill(person.email)
@@ -143,10 +144,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         const person = await createAccount(app)
         const device = await client.initiateDeviceAuthorization(cliConfig, { scope: 'openid email' })
         t.match(device.user_code, /^[A-Z]{4}-[A-Z]{4}$/)
-        const context = await browser.newContext()
-        t.teardown(async () => await context.close())
-        const page = await context.newPage()
-        const errors = consoleErrors(page)
+        const { page, errors } = await freshPage(t)
         await page.goto(device.verification_uri_complete ?? '')
         t.equal(await page.title(), 'Connect a device')
         t.match(await page.textContent('main'), /Command line/)
@@ -176,10 +174,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
     const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
     const person = await createAccount(app)
 
-    const context = await browser.newContext()
-    t.teardown(async () => await context.close())
-    const page = await context.newPage()
-    const errors = consoleErrors(page)
+    const { context, page, errors } = await freshPage(t)
     const devtools = await context.newCDPSession(page)
     await devtools.send('WebAuthn.enable')
     await devtools.send('WebAuthn.addVirtualAuthenticator', {
