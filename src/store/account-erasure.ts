@@ -1,4 +1,5 @@
 import { withoutAddress } from '../security/redaction.js'
+import type { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
 import type { Db } from './types.js'
 
 /**
@@ -8,7 +9,7 @@ import type { Db } from './types.js'
  * personal data (here).
  */
 export class AccountErasureRepository {
-  constructor (private readonly db: Db) {}
+  constructor (private readonly db: Db, private readonly artifacts: Pick<AuthorizationArtifactsRepository, 'endAccount'>) {}
 
   /** Schedules the erasure of an account at `dueAt`. */
   async schedule (userId: string, dueAt: string, db: Db = this.db): Promise<void> {
@@ -25,7 +26,8 @@ export class AccountErasureRepository {
   /**
    * What the account leaves outside its row, before the row is deleted: its audit entries (as
    * actor or target) keep the id and lose the address, client address and user agent;
-   * messages waiting for the address and invitations to it go.
+   * messages waiting for the address and invitations to it go, and whatever the authorization
+   * server holds for it.
    */
   async eraseTraces (user: { id: string, email: string }, db: Db = this.db): Promise<void> {
     for (const column of ['actor_id', 'target_id'] as const) {
@@ -38,5 +40,7 @@ export class AccountErasureRepository {
     }
     await db.deleteFrom('outbox').where('recipient', '=', user.email).execute()
     await db.deleteFrom('organization_invitations').where('email', '=', user.email).execute()
+    // The authorization server's sessions, consents and tokens name the account by id, without a foreign key.
+    await this.artifacts.endAccount(user.id, db)
   }
 }

@@ -27,6 +27,7 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
   const pages: PageStore = { db, dialect, cursors, read: readRows }
   const users = new UsersRepository(db, readRows, pages)
   const outbox = new OutboxRepository(db)
+  const authorizationArtifacts = new AuthorizationArtifactsRepository(db)
   return {
     users,
     outbox,
@@ -36,7 +37,7 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     impersonations: new ImpersonationsRepository(db),
     signInFailures: new SignInFailuresRepository(db, readRows),
     auditLogs: new AuditLogsRepository(db, pages),
-    accountErasure: new AccountErasureRepository(db),
+    accountErasure: new AccountErasureRepository(db, authorizationArtifacts),
     devices: new DevicesRepository(db, pages),
     mfa: new MfaRepository(db, (userId) => users.invalidate(userId)),
     identities: new IdentitiesRepository(db),
@@ -46,6 +47,6 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     organizations: new OrganizationsRepository(db, pages, outbox),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
-    authorizationArtifacts: new AuthorizationArtifactsRepository(db)
+    authorizationArtifacts
   }
 }

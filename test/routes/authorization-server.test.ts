@@ -153,7 +153,7 @@ for (const backend of backends()) {
       t.match(await refusal(client.clientCredentialsGrant(otherConfig)), { error: 'invalid_request', error_description: 'requested grant type is not allowed for this client' }, 'a client without the grant')
     })
 
-    t.test('a new password, a suspension end the account\'s sessions, consents and tokens at the authorization server', async (t) => {
+    t.test('a new password, a suspension, a deletion end the account\'s sessions, consents and tokens at the authorization server', async (t) => {
       const person = await createAccount(app)
       const tokens = await signIn(person)
       const changed = await app.inject(withToken(person.token, { method: 'PATCH', url: `/api/v1/users/${person.id}`, payload: { password: 'another-long-password-1', current_password: person.password } }))
@@ -172,6 +172,15 @@ for (const backend of backends()) {
       const refused = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: suspended.email, password: suspended.password } })
       t.equal(refused.response.status, 400, 'the sign-in page refuses a suspended account')
       t.match(await refused.response.text(), /suspended/i)
+
+      const leaving = await createAccount(app)
+      const theirs = await signIn(leaving)
+      const deleted = await app.inject(withToken(leaving.token, { method: 'DELETE', url: '/api/v1/users/me' }))
+      t.equal(deleted.statusCode, 204)
+      t.match(await refusal(client.refreshTokenGrant(config, theirs.refresh_token ?? '')), { error: 'invalid_grant' }, 'a deleted account\'s tokens end')
+      t.match(await client.tokenIntrospection(config, theirs.access_token), { active: false })
+      const left = await app.database.db.selectFrom('authorization_artifacts').select('id').where('account_id', '=', leaving.id).execute()
+      t.same(left, [], 'nothing of the erased account is kept')
     })
 
     t.test('attacks', async (t) => {
