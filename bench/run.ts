@@ -77,12 +77,22 @@ function reporter (results: string[], verdicts: boolean[]): Report {
   }
 }
 
+/**
+ * The commit measured, read when the run starts (`npm run bench` has just built it), and
+ * whether the service's sources (src/, schemas/) had changes beyond it: the heading must name
+ * what was measured, not what HEAD became by the end of the run.
+ */
+const COMMIT = (() => {
+  const commit = execSync('git rev-parse --short HEAD').toString().trim()
+  const changed = execSync('git status --porcelain -- src schemas').toString().trim() !== ''
+  return changed ? `${commit} with uncommitted changes to the service` : commit
+})()
+
 /** Appends a run's table to bench/RESULTS.md under a heading of the date, the commit and `what` was measured. */
 function appendResults (what: string, results: string[]): void {
-  const commit = execSync('git rev-parse --short HEAD').toString().trim()
   appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
     '',
-    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — ${what}, ${CONNECTIONS} connections, SQLite, ${machine()}`,
+    `## ${new Date().toISOString().slice(0, 10)} — commit ${COMMIT} — ${what}, ${CONNECTIONS} connections, SQLite, ${machine()}`,
     '',
     '| scenario | ratio | target | verdict | measured |',
     '|---|---|---|---|---|',
