@@ -511,3 +511,33 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
     t.match(await replayed.response.text(), /Sign in/)
   })
 })
+
+t.test('hostile requests to the authorization server get its errors or the pages\' refusals, never a 500', async (t) => {
+  const server = await startAuthorizationServer(t, null)
+  const { issuer } = server
+  const form = 'application/x-www-form-urlencoded'
+  const cases: Array<[string, string, RequestInit?]> = [
+    ['token without a grant type', '/oidc/token', { method: 'POST', headers: { 'content-type': form }, body: 'x=1' }],
+    ['token with a JSON body', '/oidc/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"client_credentials"}' }],
+    ['token with a broken Basic header', '/oidc/token', { method: 'POST', headers: { 'content-type': form, authorization: 'Basic %%%' }, body: 'grant_type=client_credentials' }],
+    ['token with a huge code', '/oidc/token', { method: 'POST', headers: { 'content-type': form }, body: `grant_type=authorization_code&code=${'a'.repeat(40_000)}` }],
+    ['authorization for an unknown client', '/oidc/auth?client_id=nobody&response_type=code&scope=openid'],
+    ['authorization with repeated parameters', '/oidc/auth?client_id=a&client_id=b'],
+    ['userinfo with a forged token', '/oidc/me', { headers: { authorization: 'Bearer not-a-token' } }],
+    ['introspection unauthenticated', '/oidc/token/introspection', { method: 'POST', headers: { 'content-type': form }, body: 'token=x' }],
+    ['a page for an unknown interaction', '/oidc/interaction/nothing-here'],
+    ['a form for an unknown interaction', '/oidc/interaction/nothing-here/login', { method: 'POST', headers: { 'content-type': form }, body: 'csrf=x&email=a&password=b' }],
+    ['a form posted as JSON', '/oidc/interaction/nothing-here/consent', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"csrf":["x"]}' }],
+    ['the provider return without an interaction', '/oidc/federated?code=abc'],
+    ['registration when it is off', '/oidc/reg', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
+    ['a device code page with a wrong code', '/oidc/device?user_code=%00%00'],
+    ['end session with a forged hint', '/oidc/session/end?id_token_hint=a.b.c'],
+    ['an unknown path', '/oidc/../../etc/passwd'],
+    ['an unknown method', '/oidc/token', { method: 'PATCH' }]
+  ]
+  for (const [label, path, init] of cases) {
+    const answer = await fetch(`${issuer}${path}`, { redirect: 'manual', ...init })
+    t.ok(answer.status < 500, `${label}: ${answer.status}`)
+    t.notMatch(await answer.text(), /at .*\.js:\d+|node_modules|Error: /, `${label}: no internals`)
+  }
+})
