@@ -8,10 +8,16 @@ import { callbackServer, exchange, insecure, startAuthorizationServer } from '..
 import { launchChromium } from '../helpers/chromium.js'
 import { backends } from '../helpers/database.js'
 
-/** Every console error and uncaught exception of the page (a CSP violation is one). */
+/**
+ * Every console error and uncaught exception of the page (a CSP violation is one), but the
+ * browser's own request for /favicon.ico, which the service does not serve (some Chromium builds
+ * ask for it, and report its 404).
+ */
 function consoleErrors (page: Page): string[] {
   const errors: string[] = []
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()) })
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text())
+  })
   page.on('pageerror', (error) => { errors.push(error.message) })
   return errors
 }
