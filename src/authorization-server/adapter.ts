@@ -1,14 +1,20 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import { clientOf } from '../store/oauth-clients.js'
+import type { RedisShortLivedArtifacts } from '../store/short-lived-artifacts.js'
 import type { OAuthClientsTable } from '../store/types.js'
 
 /** What the adapter reads: the artifacts, and the clients an administrator registered. */
 export interface AdapterStores {
   artifacts: AuthorizationArtifactsRepository
+  /** Where the short-lived models live instead, when Redis is configured. */
+  shortLived: RedisShortLivedArtifacts | null
   clients: { findById: (id: string) => Promise<OAuthClientsTable | undefined> }
   now: () => number
 }
+
+/** The models that live minutes and hold no account's state: in Redis when there is one. */
+const SHORT_LIVED_MODELS = new Set(['Interaction', 'ReplayDetection', 'PushedAuthorizationRequest'])
 
 /** A registered client as oidc-provider's client metadata; its secret is the hash (see compareClientSecret). */
 export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
@@ -32,7 +38,58 @@ export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
  * row of `authorization_artifacts` (src/store/authorization-artifacts.ts).
  */
 export function artifactAdapter (stores: AdapterStores): new (model: string) => Adapter {
-  const { artifacts, clients, now } = stores
+  const { artifacts, clients, now, shortLived } = stores
+  if (shortLived !== null) {
+    const DatabaseAdapter = artifactAdapter({ ...stores, shortLived: null })
+    return class ShortLivedAdapter implements Adapter {
+      readonly #inDatabase: Adapter
+      constructor (private readonly model: string) {
+        this.#inDatabase = new DatabaseAdapter(model)
+      }
+
+      #redis (): RedisShortLivedArtifacts | null {
+        return SHORT_LIVED_MODELS.has(this.model) ? shortLived : null
+      }
+
+      async upsert (id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+        const redis = this.#redis()
+        if (redis === null) return await this.#inDatabase.upsert(id, payload, expiresIn)
+        await redis.upsert(this.model, id, payload as Record<string, unknown>, expiresIn)
+      }
+
+      async find (id: string): Promise<AdapterPayload | undefined> {
+        const redis = this.#redis()
+        if (redis === null) return await this.#inDatabase.find(id) ?? undefined
+        return await redis.find(this.model, id) as AdapterPayload | undefined
+      }
+
+      async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {
+        return await this.#inDatabase.findByUserCode(userCode) ?? undefined
+      }
+
+      async findByUid (uid: string): Promise<AdapterPayload | undefined> {
+        const redis = this.#redis()
+        if (redis === null) return await this.#inDatabase.findByUid(uid) ?? undefined
+        return await redis.findByUid(this.model, uid) as AdapterPayload | undefined
+      }
+
+      async consume (id: string): Promise<void> {
+        const redis = this.#redis()
+        if (redis === null) return await this.#inDatabase.consume(id)
+        await redis.consume(this.model, id, Math.floor(now() / 1000))
+      }
+
+      async destroy (id: string): Promise<void> {
+        const redis = this.#redis()
+        if (redis === null) return await this.#inDatabase.destroy(id)
+        await redis.destroy(this.model, id)
+      }
+
+      async revokeByGrantId (grantId: string): Promise<void> {
+        await this.#inDatabase.revokeByGrantId(grantId)
+      }
+    }
+  }
   const iso = (ms: number) => new Date(ms).toISOString()
   const parsed = (payload: string | undefined) =>
     payload === undefined ? undefined : JSON.parse(payload) as AdapterPayload

@@ -27,6 +27,7 @@ export interface AuthorizationServerOptions {
   proxy: boolean
   users: Pick<UsersRepository, 'findById' | 'findPrincipal'>
   artifacts: AuthorizationArtifactsRepository
+  shortLived: AdapterStores['shortLived']
   clients: AdapterStores['clients']
   now?: () => number
 }
@@ -54,7 +55,7 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   const { users, artifacts } = options
 
   const configuration: Configuration = {
-    adapter: artifactAdapter({ artifacts, clients: options.clients, now }),
+    adapter: artifactAdapter({ artifacts, shortLived: options.shortLived, clients: options.clients, now }),
     async findAccount (_ctx, sub) {
       const principal = await users.findPrincipal(sub)
       if (principal === undefined) return undefined

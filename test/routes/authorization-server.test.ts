@@ -4,6 +4,7 @@ import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, startAuthorizationServer
 } from '../helpers/authorization-server.js'
+import { redisReady } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
 import { MailServer } from '../helpers/servers/mail-server.js'
 import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
@@ -541,3 +542,37 @@ t.test('hostile requests to the authorization server get its errors or the pages
     t.notMatch(await answer.text(), /at .*\.js:\d+|node_modules|Error: /, `${label}: no internals`)
   }
 })
+
+const testRedisUrl = process.env.TEST_REDIS_URL
+if (testRedisUrl !== undefined && testRedisUrl !== '') {
+  t.test('with Redis, interactions live there, with their expiry, and never in the database; the flow is unchanged', async (t) => {
+    const server = await startAuthorizationServer(t, null, { REDIS_URL: testRedisUrl })
+    const { app, issuer } = server
+    await redisReady(app)
+    const redis = app.redis
+    if (redis === null) throw new Error('no Redis')
+    const rp = await callbackServer(t)
+    const registered = await server.register({ name: 'Cached', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid'] })
+    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+    const person = await createAccount(app)
+    const verifier = client.randomPKCECodeVerifier()
+    const state = client.randomState()
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+    })
+    const browser = new CookieBrowser(issuer)
+    const login = await browser.follow(url.href)
+    const uid = /\/oidc\/interaction\/([^/?]+)$/.exec(login.url)?.[1] ?? ''
+    const ttl = await redis.pttl(`authorization:Interaction:${uid}`)
+    t.ok(ttl > 0 && ttl <= 600_000, `the interaction is in Redis for its 10 minutes (${ttl} ms left)`)
+    const inDatabase = await app.database.db.selectFrom('authorization_artifacts').select('id').where('model', '=', 'Interaction').execute()
+    t.same(inDatabase, [], 'and not in the database')
+    const consent = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: person.email, password: person.password } })
+    const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(await consent.response.text()) } })
+    const tokens = await exchange(config, new URL(allowed.url), { verifier, state })
+    t.match(tokens.claims(), { sub: person.id })
+    t.equal(await redis.exists(`authorization:Interaction:${uid}`), 0, 'an interaction finished is gone')
+    const sessions = await app.database.db.selectFrom('authorization_artifacts').select('id').where('model', '=', 'Session').where('account_id', '=', person.id).execute()
+    t.equal(sessions.length, 1, 'the session, an account\'s state, is in the database')
+  })
+}

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import { authorizationServerIssuer } from '../../config/index.js'
+import { RedisShortLivedArtifacts } from '../../store/short-lived-artifacts.js'
 
 /** The authorization server, and the anti-forgery tokens of its pages' forms. */
 export interface AuthorizationServer {
@@ -48,6 +49,7 @@ export default fp(async (fastify) => {
     proxy: true,
     users: repositories.users,
     artifacts: repositories.authorizationArtifacts,
+    shortLived: fastify.redis === null ? null : new RedisShortLivedArtifacts(fastify.redis),
     clients: repositories.oauthClients
   })
   const { host, protocol } = new URL(issuer)
@@ -67,4 +69,4 @@ export default fp(async (fastify) => {
       return expected.length === presented.length && timingSafeEqual(expected, presented)
     }
   })
-}, { name: 'authorization-server', dependencies: ['repositories'] })
+}, { name: 'authorization-server', dependencies: ['repositories', 'redis'] })
