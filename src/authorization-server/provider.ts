@@ -2,7 +2,7 @@ import { hkdfSync, timingSafeEqual } from 'node:crypto'
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
 import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
 import { clientSecretHash } from '../security/client-secrets.js'
-import { idTokenKey, type SigningKeys } from '../security/signing-keys.js'
+import type { IdTokenKey, SigningKeys } from '../security/signing-keys.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
@@ -19,6 +19,8 @@ export interface AuthorizationServerOptions {
   /** The issuer: JWT_ISSUER, an http(s) URL. */
   issuer: string
   keys: Pick<SigningKeys, 'signingKey' | 'current'>
+  /** What ID tokens are signed with (src/security/signing-keys.ts, idTokenKey). */
+  idTokenKey: IdTokenKey
   /** Scopes machine clients may be given (AUTHORIZATION_SERVER_SCOPES). */
   scopes: string[]
   /** How long a session at the authorization server, and its refresh tokens, last (SESSION_IDLE_TIMEOUT_S). */
@@ -49,7 +51,7 @@ function render (ctx: KoaContextWithOIDC, title: string, body: string): void {
  */
 export function createAuthorizationServer (options: AuthorizationServerOptions): Provider {
   const now = options.now ?? Date.now
-  const key = idTokenKey(options.keys)
+  const key = options.idTokenKey
   const secret = options.keys.current.algorithm === 'HS256' ? options.keys.signingKey : key.privateJwk.d as string
   const cookieKey = Buffer.from(hkdfSync('sha256', secret, '', 'authorization-server-cookies', 32)).toString('base64url')
   const { users, artifacts } = options

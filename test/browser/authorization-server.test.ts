@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core'
 import { PNG } from 'pngjs'
 import t, { type Test } from 'tap'
 import { createAccount, withToken } from '../helpers/accounts.js'
-import { callbackServer, exchange, insecure, startAuthorizationServer } from '../helpers/authorization-server.js'
+import { callbackServer, exchange, insecure, pkceAuthorization, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium } from '../helpers/chromium.js'
 import { backends } from '../helpers/database.js'
 
@@ -58,11 +58,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
       const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
 
       async function authorizationRequest () {
-        const verifier = client.randomPKCECodeVerifier()
-        const state = client.randomState()
-        const url = client.buildAuthorizationUrl(config, {
-          redirect_uri: redirectUri, scope: 'openid email profile', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-        })
+        const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid email profile')
         return { url: url.href, verifier, state }
       }
 
@@ -197,11 +193,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
     }, person.token)
     t.equal(added, 201)
 
-    const verifier = client.randomPKCECodeVerifier()
-    const state = client.randomState()
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-    })
+    const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid')
     await page.goto(url.href)
     await page.waitForURL(`${issuer}/oidc/interaction/**`)
     await checkScreenshot(t, page, 'Sign in with a passkey')

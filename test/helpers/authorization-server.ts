@@ -148,3 +148,15 @@ export async function exchange (config: client.Configuration, back: URL, request
     pkceCodeVerifier: request.verifier, expectedState: request.state
   })
 }
+
+/** A relying party's authorization request with a fresh PKCE pair and state: its URL, verifier and state. */
+export async function pkceAuthorization (
+  config: client.Configuration, redirectUri: string, scope: string, extra: Record<string, string> = {}
+): Promise<{ url: URL, verifier: string, state: string }> {
+  const verifier = client.randomPKCECodeVerifier()
+  const state = client.randomState()
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri, scope, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, ...extra
+  })
+  return { url, verifier, state }
+}

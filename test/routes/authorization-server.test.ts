@@ -2,7 +2,8 @@ import * as client from 'openid-client'
 import t from 'tap'
 import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
-  authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, startAuthorizationServer
+  authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, pkceAuthorization,
+  startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { redisReady } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
@@ -42,17 +43,8 @@ for (const backend of backends()) {
 
     /** An authorization request of the relying party, its PKCE verifier and state. */
     async function authorization (options: { scope?: string, redirect?: string, extra?: Record<string, string> } = {}) {
-      const verifier = client.randomPKCECodeVerifier()
-      const state = client.randomState()
-      const url = client.buildAuthorizationUrl(config, {
-        redirect_uri: options.redirect ?? redirectUri,
-        scope: options.scope ?? 'openid email profile offline_access',
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-        state,
-        ...options.extra
-      })
-      return { url: url.href, verifier, state }
+      const request = await pkceAuthorization(config, options.redirect ?? redirectUri, options.scope ?? 'openid email profile offline_access', options.extra)
+      return { ...request, url: request.url.href }
     }
 
     /** Signs `person` in through the pages and answers the tokens the relying party gets for the code. */
@@ -376,11 +368,7 @@ t.test('dynamic client registration (RFC 7591), with the operator\'s initial acc
     t.notOk('client_secret' in registered)
     const config = await client.discovery(new URL(issuer), registered.client_id, undefined, client.None(), insecure)
     const person = await createAccount(app)
-    const verifier = client.randomPKCECodeVerifier()
-    const state = client.randomState()
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: `${rp}/cb`, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-    })
+    const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid email')
     const back = await authorizeWithPassword(new CookieBrowser(issuer), url.href, person)
     const tokens = await exchange(config, new URL(back), { verifier, state })
     t.match(tokens.claims(), { sub: person.id, aud: registered.client_id })
@@ -431,11 +419,7 @@ t.test('a second factor by e-mail on the pages: the code is sent on request, ent
   const person = await createAccount(app)
   t.equal((await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))).statusCode, 204)
 
-  const verifier = client.randomPKCECodeVerifier()
-  const state = client.randomState()
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-  })
+  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid')
   const browser = new CookieBrowser(issuer)
   const login = await browser.follow(url.href)
   const mfa = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: person.email, password: person.password } })
@@ -473,11 +457,7 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
   const email = uniqueEmail('federated')
   corp.accounts.set('grace', { email, email_verified: true, name: 'Grace Hopper' })
 
-  const verifier = client.randomPKCECodeVerifier()
-  const state = client.randomState()
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: `${rp}/cb`, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-  })
+  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid email')
   const browser = new CookieBrowser(issuer)
   const login = await browser.follow(url.href)
   const html = await login.response.text()
@@ -555,11 +535,7 @@ if (testRedisUrl !== undefined && testRedisUrl !== '') {
     const registered = await server.register({ name: 'Cached', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid'] })
     const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
     const person = await createAccount(app)
-    const verifier = client.randomPKCECodeVerifier()
-    const state = client.randomState()
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
-    })
+    const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid')
     const browser = new CookieBrowser(issuer)
     const login = await browser.follow(url.href)
     const uid = /\/oidc\/interaction\/([^/?]+)$/.exec(login.url)?.[1] ?? ''

@@ -19,7 +19,7 @@ import { ERROR_TABLE } from '../../../schemas/errors.js'
 import { isServiceError } from '../../errors.js'
 import type { AuthorizationServer } from '../../plugins/application/authorization-server.js'
 import type { SignInProof } from '../../services/sign-in.js'
-import { idTokenKey, publicJwks } from '../../security/signing-keys.js'
+import { publicJwks } from '../../security/signing-keys.js'
 
 const PUBLIC = { access: 'public' as const }
 /** Where the sign-in page's script asks for a passkey challenge: the API's own route. */
@@ -361,7 +361,7 @@ function providerEndpoints (server: AuthorizationServer): FastifyPluginAsync {
 const oidcRoutes: FastifyPluginAsync = async (fastify) => {
   const server = fastify.authorizationServer
   if (server === null) return
-  const idToken = idTokenKey(fastify.config.jwt).publicJwk
+  const idToken = server.idTokenJwk
   const apiKeys = publicJwks(fastify.config.jwt)
   // The keys of both the API's tokens and the ID tokens (under HS256 the ID-token key is
   // derived, and /.well-known/jwks.json, which the contract keeps empty then, lacks it).
