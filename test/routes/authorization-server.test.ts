@@ -1,13 +1,13 @@
 import * as client from 'openid-client'
 import t from 'tap'
-import { createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { createAccount, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, pkceAuthorization,
   startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { redisReady } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
-import { MailServer } from '../helpers/servers/mail-server.js'
+import { MailServer, tokenIn } from '../helpers/servers/mail-server.js'
 import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
 
 /** The OAuth error a request of the relying party ended in (it must end in one). */
@@ -552,3 +552,33 @@ if (testRedisUrl !== undefined && testRedisUrl !== '') {
     t.equal(sessions.length, 1, 'the session, an account\'s state, is in the database')
   })
 }
+
+t.test('an unclaimed account\'s consents and tokens do not survive its claiming; an application\'s token is no bearer for the API', async (t) => {
+  const smtp = await new MailServer().start()
+  t.teardown(async () => await smtp.stop())
+  const server = await startAuthorizationServer(t, null, { SMTP_URL: smtp.url() })
+  const { app, issuer } = server
+  const rp = await callbackServer(t)
+  const registered = await server.register({
+    name: 'Early app', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'email']
+  })
+  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  // Registered, its address not proved yet: unclaimed (docs/security.md, "Account claiming").
+  const email = uniqueEmail('unclaimed')
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Early', password: TEST_PASSWORD } })
+  t.equal(created.statusCode, 201)
+  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid email')
+  const back = await authorizeWithPassword(new CookieBrowser(issuer), url.href, { email, password: TEST_PASSWORD })
+  const tokens = await exchange(config, new URL(back), { verifier, state })
+  t.type(tokens.refresh_token, 'string')
+
+  const asBearer = await app.inject(withToken(tokens.access_token, { method: 'GET', url: '/api/v1/auth/me' }))
+  t.equal(asBearer.statusCode, 401, 'the application\'s access token opens none of the API')
+
+  const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/email/verify', payload: { token: tokenIn(await smtp.next((mail) => mail.to.includes(email))) } })
+  t.equal(verified.statusCode, 200, 'the address is claimed')
+  t.match(await refusal(client.refreshTokenGrant(config, tokens.refresh_token ?? '')), { error: 'invalid_grant' }, 'the consent given before the claim is gone')
+  t.match(await client.tokenIntrospection(config, tokens.access_token), { active: false })
+  const held = await app.database.db.selectFrom('authorization_artifacts').select('model').where('account_id', '=', created.json().data.id).execute()
+  t.same(held, [], 'nothing attached before the claim is kept')
+})
