@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { CONNECTIONS, json, load, type Measured, median, ROOT, SECONDS, serviceEnv, START_FLAGS, start, stop } from './harness.js'
+import { CONNECTIONS, json, load, loadAverage, machine, type Measured, median, ROOT, SECONDS, serviceEnv, START_FLAGS, start, stop } from './harness.js'
 
 /**
  * `npm run bench:ab -- <git ref> [<git ref>]`: the service as it was at the first ref (A)
@@ -58,7 +58,8 @@ async function main () {
     }
     const [a, b] = sides as [Side, Side]
 
-    process.stdout.write(`A = ${treeA.commit}, B = ${treeB.commit}: medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections\n\n`)
+    process.stdout.write(`A = ${treeA.commit}, B = ${treeB.commit}: medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ` +
+      `${CONNECTIONS} connections, ${machine()}, load average ${loadAverage()} at the start\n\n`)
     process.stdout.write('| scenario | A req/s | B req/s | B/A | B/A per round | A µs CPU/req | B µs CPU/req |\n|---|---|---|---|---|---|---|\n')
     const scenarios: Array<{
       name: string, path: (side: Side) => string, headers: (side: Side) => Record<string, string>

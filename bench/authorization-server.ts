@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { cpus } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import type { Report } from './algorithms.js'
 import { freePort } from './free-port.js'
 import {
-  CONNECTIONS, cpuMicros, json, median, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
+  CONNECTIONS, cpuMicros, cpuShare, json, machine, median, perCore, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start,
+  stop, WARM_UP_SECONDS
 } from './harness.js'
 
 /**
@@ -186,11 +186,6 @@ function summary (runs: Run[]): Run {
   }
 }
 
-/** The CPU model and how many cores Node sees, as the rows are read beside them. */
-export function machine (): string {
-  return `${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length}`
-}
-
 export async function benchAuthorizationServer (dir: string, report: Report): Promise<void> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
@@ -284,13 +279,10 @@ export async function benchAuthorizationServer (dir: string, report: Report): Pr
       }
     }
 
-    const perCore = (cpuUs: number) => cpuUs > 0 ? 1_000_000 / cpuUs : 0
     const row = (name: string, runs: Run[], unit: string) => {
       const side = summary(runs)
-      const cores = side.rps * side.cpuUs / 1_000_000
       report(name, perCore(side.cpuUs) / KEYCLOAK_GRANTS_PER_VCPU, `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
-        `${side.rps.toFixed(0)} req/s; p50 ${side.p50} ms, p99 ${side.p99} ms; server CPU per request ${side.cpuUs.toFixed(0)} µs, ` +
-        `so ${cores.toFixed(2)} cores used and ${perCore(side.cpuUs).toFixed(0)} ${unit}/s per core`)
+        `${side.rps.toFixed(0)} req/s; p50 ${side.p50} ms, p99 ${side.p99} ms; ${cpuShare(side, unit)}`)
       return side
     }
     row('POST /oidc/token, client_credentials (Basic)', credentialRuns, 'grants')

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { openSync, readFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
+import pg from 'pg'
 import { freePort } from './free-port.js'
 
 /** What the benchmarks share: starting and stopping servers, one measurement, medians. */
@@ -14,6 +16,14 @@ export const CONNECTIONS = 32
 /** Throughput, latency, and the server's CPU time per request in microseconds (0 when not measured). */
 export interface Measured { rps: number, p50: number, p99: number, cpuUs: number }
 
+/** The PostgreSQL the benchmarks use, a schema of its own for each database they make. */
+export const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+/**
+ * The Redis the benchmarks use. Its own database number: the service's keys have fixed
+ * prefixes, and tests may use the same server's database 0 at the same time.
+ */
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/9'
+
 /** The repository, from dist/bench/ where this runs compiled. */
 export const ROOT = join(import.meta.dirname, '..', '..')
 
@@ -21,11 +31,14 @@ export const ROOT = join(import.meta.dirname, '..', '..')
 export const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
   .scripts.start.split(' ').filter((word) => word.startsWith('--'))
 
+/** The signing secret of every service the benchmarks start. */
+export const JWT_SECRET = 'bench-secret-bench-secret-bench-secret'
+
 /** The service's environment under load: SQLite at `databasePath`, every protection on. */
 export function serviceEnv (databasePath: string): Record<string, string> {
   return {
     DATABASE_URL: `sqlite://${databasePath}`,
-    JWT_SECRET: 'bench-secret-bench-secret-bench-secret',
+    JWT_SECRET,
     CORS_ORIGINS: 'http://localhost',
     // Every protection stays on; the limits are set out of reach so the store still counts.
     // A 1 s window keeps the sliding log (one entry per admitted request) at a realistic size:
@@ -64,6 +77,50 @@ export async function start (
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return { child, base }
+}
+
+/** The CPU model and how many cores Node sees: figures from different machines are not one series. */
+export function machine (): string {
+  return `${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length}`
+}
+
+/** The 1-minute load average: on the shared machine, how much else was running. */
+export function loadAverage (): string {
+  return (loadavg()[0] ?? 0).toFixed(2)
+}
+
+/** Requests per second one core of the server would answer: 1 s of CPU over the CPU per request. */
+export function perCore (cpuUs: number): number {
+  return cpuUs > 0 ? 1_000_000 / cpuUs : 0
+}
+
+/** A measurement's CPU per request, as cores used and requests per core (the figures robust to contention). */
+export function cpuShare ({ rps, cpuUs }: Measured, unit: string): string {
+  return `server CPU per request ${cpuUs.toFixed(0)} µs, so ${(rps * cpuUs / 1_000_000).toFixed(2)} cores used and ` +
+    `${perCore(cpuUs).toFixed(0)} ${unit}/s per core`
+}
+
+async function onPostgres (statement: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  try {
+    await admin.query(statement)
+  } finally {
+    await admin.end()
+  }
+}
+
+/** `schema` made anew in POSTGRES_URL; the URL of a database whose tables go there. */
+export async function freshPostgresSchema (schema: string): Promise<string> {
+  await dropPostgresSchema(schema)
+  await onPostgres(`create schema ${schema}`)
+  const url = new URL(POSTGRES_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return url.toString()
+}
+
+export async function dropPostgresSchema (schema: string): Promise<void> {
+  await onPostgres(`drop schema if exists ${schema} cascade`)
 }
 
 export async function stop (child: ChildProcess): Promise<void> {

@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
 import { compareAlgorithms, type Report } from './algorithms.js'
-import { benchAuthorizationServer, machine } from './authorization-server.js'
-import { CONNECTIONS, json, load, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
+import { benchAuthorizationServer } from './authorization-server.js'
+import { CONNECTIONS, json, load, loadAverage, machine, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
+import { benchSessions } from './sessions.js'
 
 /**
  * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
@@ -16,7 +17,9 @@ import { CONNECTIONS, json, load, type Measured, median, ROOT, ROUNDS, SECONDS, 
  * BENCH_SECONDS (default 4) sets each measurement's length, BENCH_ROUNDS (default 5) how many
  * interleaved rounds each comparison with the ceiling takes (the cluster's takes 3),
  * BENCH_SOAK_SECONDS (default 60) the soak. BENCH_ONLY=authorization-server runs only the
- * authorization server's token endpoint (authorization-server.ts).
+ * authorization server's token endpoint (authorization-server.ts), BENCH_ONLY=sessions only the
+ * refreshes and the read beside 100,000 revocations, on SQLite and on PostgreSQL + Redis
+ * (sessions.ts).
  *
  * The machine's speed drifts by tens of percent within a minute (shared host), so each
  * comparison alternates its sides over several short rounds and compares medians: a drift
@@ -58,9 +61,14 @@ function summary (rounds: Measured[]): Measured {
 /** One server a comparison measures: where to send the request, and the process to charge its CPU to. */
 interface Side { base: string, path: string, headers?: Record<string, string>, pid: number | undefined }
 
-/** Scenario groups that run alone with BENCH_ONLY. */
-const ALONE = ['authorization-server']
+/** Scenario groups that run alone with BENCH_ONLY: each, and the databases it runs on. */
+const ALONE: Record<string, { bench: typeof benchSessions, databases: string }> = {
+  'authorization-server': { bench: benchAuthorizationServer, databases: 'SQLite' },
+  sessions: { bench: benchSessions, databases: 'SQLite, and PostgreSQL + Redis' }
+}
 const ONLY = process.env.BENCH_ONLY
+/** The load average when the run started: the heading gives it beside the one at the end. */
+const LOAD_AT_START = loadAverage()
 
 /**
  * A row of the table as printed and appended; rows whose target is only "reported" carry no
@@ -88,11 +96,15 @@ const COMMIT = (() => {
   return changed ? `${commit} with uncommitted changes to the service` : commit
 })()
 
-/** Appends a run's table to bench/RESULTS.md under a heading of the date, the commit and `what` was measured. */
-function appendResults (what: string, results: string[]): void {
+/**
+ * Appends a run's table to bench/RESULTS.md under a heading of the date, the commit, `what` was
+ * measured on which `databases`, the machine and its load.
+ */
+function appendResults (what: string, databases: string, results: string[]): void {
   appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
     '',
-    `## ${new Date().toISOString().slice(0, 10)} — commit ${COMMIT} — ${what}, ${CONNECTIONS} connections, SQLite, ${machine()}`,
+    `## ${new Date().toISOString().slice(0, 10)} — commit ${COMMIT} — ${what}, ${CONNECTIONS} connections, ${databases}, ${machine()}, ` +
+      `load average ${LOAD_AT_START} at the start and ${loadAverage()} at the end`,
     '',
     '| scenario | ratio | target | verdict | measured |',
     '|---|---|---|---|---|',
@@ -101,22 +113,25 @@ function appendResults (what: string, results: string[]): void {
   ].join('\n'))
 }
 
-/** BENCH_ONLY=authorization-server: the token endpoint alone. */
-async function authorizationServerAlone (): Promise<void> {
+/** BENCH_ONLY=<name>: that scenario group alone. */
+async function alone (name: string): Promise<void> {
+  const group = ALONE[name]
+  if (group === undefined) throw new Error(`BENCH_ONLY=${name}: it is one of ${Object.keys(ALONE).join(', ')}`)
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
   const results: string[] = []
+  const verdicts: boolean[] = []
   try {
-    await benchAuthorizationServer(dir, reporter(results, []))
+    await group.bench(dir, reporter(results, verdicts))
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-  appendResults(`authorization server alone: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, results)
+  appendResults(`${name} alone: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, group.databases, results)
+  process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
 }
 
 async function main () {
   if (ONLY !== undefined) {
-    if (!ALONE.includes(ONLY)) throw new Error(`BENCH_ONLY=${ONLY}: it is one of ${ALONE.join(', ')}`)
-    await authorizationServerAlone()
+    await alone(ONLY)
     return
   }
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
@@ -265,6 +280,7 @@ async function main () {
 
     await compareAlgorithms(dir, report)
     await benchAuthorizationServer(dir, report)
+    await benchSessions(dir, report)
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on
     // the same database (reported: on a 2-core machine the load generator takes a core), in
@@ -301,7 +317,7 @@ async function main () {
     rmSync(dir, { recursive: true, force: true })
   }
 
-  appendResults(`medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, results)
+  appendResults(`medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, 'SQLite (sessions also on PostgreSQL + Redis)', results)
   process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
 }
 

@@ -2,9 +2,9 @@ import { execSync } from 'node:child_process'
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { cpus, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { json, load, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
+import { json, load, loadAverage, machine, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 
 /**
  * `npm run bench:webhooks`: what webhooks cost a change, and how fast one instance sends them.
@@ -19,6 +19,7 @@ import { json, load, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, S
 const ADMIN = { email: 'bench-admin@example.com', password: 'bench-admin-passphrase-1' }
 
 async function main (): Promise<void> {
+  const loadAtStart = loadAverage()
   let received = 0
   let lastReceivedAt = 0
   const receiver = createServer((request, response) => {
@@ -93,7 +94,8 @@ async function main (): Promise<void> {
   const commit = execSync('git rev-parse --short HEAD').toString().trim()
   const table = [
     '',
-    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — webhooks: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s, SQLite, ${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length}`,
+    `## ${new Date().toISOString().slice(0, 10)} — commit ${commit} — webhooks: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s, SQLite, ${machine()}, ` +
+      `load average ${loadAtStart} at the start and ${loadAverage()} at the end`,
     '',
     '| scenario | throughput | server CPU per request | deliveries |',
     '|---|---|---|---|',
