@@ -21,7 +21,9 @@ function generators (dialect: Dialect, count: number) {
  * Fills an empty, migrated database with `count` users, `count` posts (one each) and `count`
  * audit entries (actors: the first 1,000 users), generated inside the database (one statement per table), for the scale
  * benchmark (bench/scale.ts). The triggers of migration 0010 run as for any insert, so the
- * maintained counts and search indexes cover the rows. One name in 1,000 holds "zebrafish".
+ * maintained counts and search indexes cover the rows. Selective terms for the searches and
+ * filters: one name and one post title in 1,000 hold "zebrafish", one in 10 "Jones" and "dogs";
+ * one audit entry in 10 is `auth.logout`, each actor's one in 1,000.
  */
 export async function bulkSeed (db: Db, dialect: Dialect, count: number): Promise<void> {
   const { postgres, id, at, sequence } = generators(dialect, count)
@@ -30,13 +32,14 @@ export async function bulkSeed (db: Db, dialect: Dialect, count: number): Promis
     if (postgres) await sql`set local statement_timeout = 0`.execute(trx)
     await sql.raw(`${sequence} insert into users (id, email, name, email_verified, created_at, updated_at)
       select ${id('00000000')}, 'user' || i || '@example.com',
-        'User ' || i || case when i % 1000 = 7 then ' Zebrafish' else ' Smith' end, 1, ${at}, ${at} from seq`).execute(trx)
+        'User ' || i || case when i % 1000 = 7 then ' Zebrafish' when i % 10 = 3 then ' Jones' else ' Smith' end, 1, ${at}, ${at} from seq`).execute(trx)
     await sql.raw(`${sequence} insert into posts (id, author_id, title, body, status, created_at, updated_at)
-      select ${id('00000001')}, ${id('00000000')}, 'Post ' || i || case when i % 1000 = 7 then ' on zebrafish' else ' on cats' end,
+      select ${id('00000001')}, ${id('00000000')}, 'Post ' || i || case when i % 1000 = 7 then ' on zebrafish' when i % 10 = 3 then ' on dogs' else ' on cats' end,
         'Body of post ' || i || ': lorem ipsum dolor sit amet', case i % 3 when 0 then 'published' when 1 then 'draft' else 'archived' end,
         ${at}, ${at} from seq`).execute(trx)
     await sql.raw(`${sequence} insert into audit_logs (id, event, actor_id, target_id, ip, user_agent, outcome, details, created_at)
-      select ${id('00000002')}, case i % 3 when 0 then 'auth.login' when 1 then 'user.created' else 'user.updated' end,
+      select ${id('00000002')},
+        case when i % 10 = 3 then 'auth.logout' when i % 3 = 0 then 'auth.login' when i % 3 = 1 then 'user.created' else 'user.updated' end,
         ${id('00000000', 'i % 1000')},
         null, '127.0.0.1', 'bench', 'success', '{}', ${at} from seq`).execute(trx)
     for (const table of ['users', 'posts', 'audit_logs']) await sql`analyze ${sql.table(table)}`.execute(trx)
