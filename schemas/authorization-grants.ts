@@ -13,6 +13,9 @@ export const AuthorizationGrantSchema = Type.Object({
   client_id: Type.String({ description: 'The application\'s client id' }),
   client_name: Type.String({ description: 'The application\'s registered name (empty once it was deleted)' }),
   scopes: Type.Array(Type.String(), { description: 'What the application may see or do' }),
+  organization_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The organization chosen for the `organization` scope (its tokens\' `org_id`), or null'
+  }),
   granted_at: TimestampSchema,
   expires_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the consent lapses, or null' })
 }, { title: 'AuthorizationGrant' })

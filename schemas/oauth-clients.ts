@@ -9,7 +9,10 @@ export const OAUTH_GRANT_TYPES = [
 export type OAuthGrantType = typeof OAUTH_GRANT_TYPES[number]
 
 /** The scopes of OpenID Connect the authorization server knows; any other is a custom scope, for machine clients. */
-export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const
+export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access', 'organization'] as const
+
+/** The scopes' list as messages and descriptions name it. */
+export const STANDARD_SCOPES_LISTED = STANDARD_SCOPES.join(', ')
 
 /** A client's id: 22 base64url characters (128 random bits), not a UUID. */
 export const OAuthClientIdSchema = Type.String({
@@ -42,7 +45,7 @@ const ScopesSchema = Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_.:-]{0,63}
   maxItems: 20,
   uniqueItems: true,
   examples: [['openid', 'profile', 'email']],
-  description: 'The scopes the client may ask for: openid, profile, email, offline_access, or custom scopes (a client with client_credentials only)'
+  description: `The scopes the client may ask for: ${STANDARD_SCOPES_LISTED}, or custom scopes (a client with client_credentials only)`
 })
 
 export const OAuthClientSchema = Type.Object({

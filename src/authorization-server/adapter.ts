@@ -10,6 +10,8 @@ export interface AdapterStores {
   /** Where the short-lived models live instead, when Redis is configured. */
   shortLived: RedisShortLivedArtifacts | null
   clients: { findById: (id: string) => Promise<OAuthClientsTable | undefined> }
+  /** Whether the service's session an account's session here is bound to is live (a use of it). */
+  liveSession: (accountId: string, uid: string) => Promise<boolean>
   now: () => number
 }
 
@@ -38,7 +40,7 @@ export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
  * row of `authorization_artifacts` (src/store/authorization-artifacts.ts).
  */
 export function artifactAdapter (stores: AdapterStores): new (model: string) => Adapter {
-  const { artifacts, clients, now, shortLived } = stores
+  const { artifacts, clients, liveSession, now, shortLived } = stores
   if (shortLived !== null) {
     const DatabaseAdapter = artifactAdapter({ ...stores, shortLived: null })
     return class ShortLivedAdapter implements Adapter {
@@ -114,7 +116,11 @@ export function artifactAdapter (stores: AdapterStores): new (model: string) => 
         const row = await clients.findById(id)
         return row === undefined || row.disabled_at !== null ? undefined : clientMetadata(row)
       }
-      return parsed(await artifacts.find(this.model, id, iso(now())))
+      const payload = parsed(await artifacts.find(this.model, id, iso(now())))
+      // A session here is the service's session (docs/api.md, "Authorization server"): over when that one is.
+      if (this.model === 'Session' && typeof payload?.accountId === 'string' &&
+        !await liveSession(payload.accountId, String(payload.uid))) return undefined
+      return payload
     }
 
     async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {

@@ -50,7 +50,8 @@ if (form !== null && button !== null && window.PublicKeyCredential !== undefined
 /** The pages' stylesheet, served by the service (`style-src 'self'`). */
 export const PAGE_STYLESHEET = `body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;line-height:1.5}
 label{display:block;margin:.75rem 0}input{display:block;width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}
-button{padding:.5rem 1rem;font-size:1rem;margin:.75rem .5rem 0 0}.error{color:#a00}ul{padding-left:1.25rem}`
+button{padding:.5rem 1rem;font-size:1rem;margin:.75rem .5rem 0 0}.error{color:#a00}ul{padding-left:1.25rem}
+fieldset{margin:.75rem 0}input[type=radio]{display:inline;width:auto;margin-right:.5rem}`
 
 /** Where a page finds the service's assets. */
 export interface PageAssets { stylesheet: string, scripts?: string[] }
@@ -156,14 +157,25 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   openid: 'Know who you are (your account id)',
   profile: 'See your name',
   email: 'See your e-mail address and whether it is verified',
-  offline_access: 'Stay signed in when you are away (a refresh token)'
+  offline_access: 'Stay signed in when you are away (a refresh token)',
+  organization: 'Know which organization you chose, and your role in it'
 }
 
-export function consentForm ({ action, csrf, clientName, error }: FormPage, scopes: string[]): string {
+export function consentForm (
+  { action, csrf, clientName, error }: FormPage,
+  scopes: string[],
+  organizations: Array<{ id: string, name: string }> = []
+): string {
   const items = scopes.map((scope) => `<li>${escapeHtml(SCOPE_DESCRIPTIONS[scope] ?? scope)}</li>`).join('')
+  // The `organization` scope: the application's tokens speak for the one organization chosen here.
+  const choice = organizations.length === 0
+    ? ''
+    : `<fieldset><legend>For which organization?</legend>
+${organizations.map(({ id, name }, index) => `<label><input type="radio" name="organization" value="${escapeHtml(id)}" required${index === 0 ? ' checked' : ''}> ${escapeHtml(name)}</label>`).join('\n')}
+</fieldset>`
   return `<p><strong>${escapeHtml(clientName)}</strong> asks to:</p>
 <ul>${items}</ul>
 ${errorLine(error)}
-<form method="post" action="${escapeHtml(action)}/consent">${hidden('csrf', csrf)}<button type="submit">Allow</button></form>
+<form method="post" action="${escapeHtml(action)}/consent">${hidden('csrf', csrf)}${choice}<button type="submit">Allow</button></form>
 <form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Deny</button></form>`
 }

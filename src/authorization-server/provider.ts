@@ -1,8 +1,10 @@
 import { hkdfSync, timingSafeEqual } from 'node:crypto'
-import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import Provider, { type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider'
 import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
 import { clientSecretHash } from '../security/client-secrets.js'
 import type { IdTokenKey, SigningKeys } from '../security/signing-keys.js'
+import type { AuthorizationGrantService } from '../services/authorization-grants.js'
+import type { SessionService } from '../services/sessions.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
@@ -11,6 +13,12 @@ import { escapeHtml, page } from './pages.js'
 
 /** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
 export const ACR_VALUES = ['1', '2'] as const
+
+/** The scope whose tokens speak for an organization the person chose on the consent page. */
+export const ORGANIZATION_SCOPE: (typeof STANDARD_SCOPES)[number] = 'organization'
+
+/** What a sign-in at the pages hands oidc-provider (interactionResult): its `login`, and the session it opened. */
+export interface PagesLogin { accountId: string, amr: string[], acr: string, remember: false, sessionId: string }
 
 /** A consent is remembered this long (a year); revoking it ends it at once. */
 const GRANT_TTL_S = 365 * 24 * 60 * 60
@@ -29,6 +37,10 @@ export interface AuthorizationServerOptions {
   proxy: boolean
   users: Pick<UsersRepository, 'findById' | 'findPrincipal'>
   artifacts: AuthorizationArtifactsRepository
+  /** The service's sessions, which the provider's are bound to. */
+  sessions: Pick<SessionService, 'useAuthorizationSession' | 'linkAuthorizationSession' | 'endAuthorizationSession'>
+  /** The organization a consent chose for the `organization` scope. */
+  grants: Pick<AuthorizationGrantService, 'mustChooseOrganization' | 'organizationOf'>
   shortLived: AdapterStores['shortLived']
   clients: AdapterStores['clients']
   now?: () => number
@@ -41,6 +53,44 @@ const STYLESHEET = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
 function render (ctx: KoaContextWithOIDC, title: string, body: string): void {
   ctx.type = 'html'
   ctx.body = page(title, body, { stylesheet: STYLESHEET })
+}
+
+/**
+ * oidc-provider's prompts, and one more reason for consent: the `organization` scope asked for
+ * by a member of an organization whose consent chose none they still are a member of.
+ */
+function promptsWithOrganization (grants: AuthorizationServerOptions['grants']) {
+  const policy = interactionPolicy.base()
+  policy.get('consent')?.checks.add(new interactionPolicy.Check(
+    'organization_not_chosen', 'the organization the tokens speak for was not chosen',
+    async (ctx) => {
+      const accountId = ctx.oidc.session?.accountId
+      const asked = ctx.oidc.requestParamOIDCScopes.has(ORGANIZATION_SCOPE)
+      if (!asked || accountId === undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT
+      return await grants.mustChooseOrganization(accountId, ctx.oidc.grant?.jti)
+    },
+    () => ({ chooseOrganization: true })
+  ))
+  return policy
+}
+
+/**
+ * Binds the provider's sessions to the service's (docs/api.md, "Authorization server"): after a
+ * sign-in at the pages, the session it opened becomes the browser's session here; a sign-out
+ * here ends it. (A session here is found only while the service's is live: see the adapter.)
+ */
+async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: AuthorizationServerOptions['sessions']): Promise<void> {
+  const session = ctx.oidc?.session as (KoaContextWithOIDC['oidc']['session'] & { destroyed?: boolean }) | undefined
+  if (session === undefined) return
+  const login = ctx.oidc?.result?.login as PagesLogin | undefined
+  if (login !== undefined) {
+    // Another account was signed in in this browser: the provider asks to sign that one out
+    // first, and this sign-in's session ends.
+    const uid = session.accountId === login.accountId ? session.uid : undefined
+    await sessions.linkAuthorizationSession(login.sessionId, login.accountId, uid)
+  } else if (session.destroyed === true) {
+    await sessions.endAuthorizationSession(session.uid)
+  }
 }
 
 /**
@@ -57,19 +107,40 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   const { users, artifacts } = options
 
   const configuration: Configuration = {
-    adapter: artifactAdapter({ artifacts, shortLived: options.shortLived, clients: options.clients, now }),
-    async findAccount (_ctx, sub) {
+    adapter: artifactAdapter({
+      artifacts,
+      shortLived: options.shortLived,
+      clients: options.clients,
+      liveSession: async (accountId, uid) => await options.sessions.useAuthorizationSession(accountId, uid),
+      now
+    }),
+    async findAccount (_ctx, sub, token) {
       const principal = await users.findPrincipal(sub)
       if (principal === undefined) return undefined
+      // Codes and tokens name their grant: its consent chose the organization, if any.
+      const grantId = token === undefined || !('grantId' in token) ? undefined : token.grantId
       return {
         accountId: sub,
-        async claims () {
+        async claims (_use, scope) {
           const user = await users.findById(sub)
-          return { sub, email: user?.email, email_verified: user?.email_verified, name: user?.name }
+          const asked = grantId !== undefined && scope.split(' ').includes(ORGANIZATION_SCOPE)
+          const organization = asked ? await options.grants.organizationOf(grantId, sub) : undefined
+          return {
+            sub,
+            email: user?.email,
+            email_verified: user?.email_verified,
+            name: user?.name,
+            ...(organization !== undefined && { org_id: organization.id, org_roles: [organization.role] })
+          }
         }
       }
     },
-    claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], email: ['email', 'email_verified'], profile: ['name'] },
+    claims: {
+      openid: ['sub', 'auth_time', 'acr', 'amr'],
+      email: ['email', 'email_verified'],
+      profile: ['name'],
+      [ORGANIZATION_SCOPE]: ['org_id', 'org_roles']
+    },
     scopes: [...STANDARD_SCOPES, ...options.scopes],
     acrValues: [...ACR_VALUES],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -107,7 +178,10 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       RefreshToken: options.sessionTtlS,
       Grant: GRANT_TTL_S
     },
-    interactions: { url: (_ctx, interaction) => `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}` },
+    interactions: {
+      url: (_ctx, interaction) => `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`,
+      policy: promptsWithOrganization(options.grants)
+    },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -158,6 +232,10 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   }
   const provider = new Provider(options.issuer, configuration)
   provider.proxy = options.proxy
+  provider.use(async (ctx, next) => {
+    await next()
+    await bindSessions(ctx, options.sessions)
+  })
   // A client secret is kept as its hash (src/store/migrations/0020-authorization-server.ts): the
   // presented one is hashed and compared in constant time.
   provider.Client.prototype.compareClientSecret = function compare (this: { clientSecret?: string }, actual: string) {

@@ -260,7 +260,11 @@ export function createServices (deps: ServiceDependencies) {
     }),
     auditLog: new AuditLogService({ auditLogs: repositories.auditLogs, cursors }),
     authorizationGrants: new AuthorizationGrantService({
-      artifacts: repositories.authorizationArtifacts, clients: repositories.oauthClients, audit, now: deps.now
+      artifacts: repositories.authorizationArtifacts,
+      clients: repositories.oauthClients,
+      organizations: repositories.organizations,
+      audit,
+      now: deps.now
     }),
     organizations: new OrganizationService({
       organizations: repositories.organizations, users, sessions, notices, audit, cursors, now: deps.now

@@ -1,6 +1,7 @@
 import {
   type DynamicRegistration, type DynamicRegistrationResponse, OAUTH_CLIENT_FIELDS, type OAuthClient,
-  type OAuthClientCreate, type OAuthClientUpdate, type OAuthClientWithSecret, type OAuthGrantType, STANDARD_SCOPES
+  type OAuthClientCreate, type OAuthClientUpdate, type OAuthClientWithSecret, type OAuthGrantType, STANDARD_SCOPES,
+  STANDARD_SCOPES_LISTED
 } from '../../schemas/oauth-clients.js'
 import type { ValidationIssue } from '../../schemas/errors.js'
 import type { CursorCodec } from '../collection/cursor.js'
@@ -81,9 +82,9 @@ export function registrationProblems (
   client.scopes.forEach((scope, index) => {
     if (STANDARD.has(scope)) return
     if (!customScopes.has(scope)) {
-      issues.push({ path: `/scopes/${index}`, message: `"${scope}" is not a scope of this service: openid, profile, email, offline_access, or one of AUTHORIZATION_SERVER_SCOPES` })
+      issues.push({ path: `/scopes/${index}`, message: `"${scope}" is not a scope of this service: ${STANDARD_SCOPES_LISTED}, or one of AUTHORIZATION_SERVER_SCOPES` })
     } else if (!grants.has('client_credentials')) {
-      issues.push({ path: `/scopes/${index}`, message: `"${scope}" is a custom scope: only for a client with client_credentials (else openid, profile, email, offline_access)` })
+      issues.push({ path: `/scopes/${index}`, message: `"${scope}" is a custom scope: only for a client with client_credentials (else ${STANDARD_SCOPES_LISTED})` })
     }
   })
   return issues
@@ -149,7 +150,7 @@ export class OAuthClientService {
       scopes: input.scope?.split(' ') ?? ['openid']
     }
     const custom = registration.scopes.findIndex((scope) => !STANDARD.has(scope))
-    if (custom >= 0) throw validationFailed([{ path: `/scopes/${custom}`, message: `"${registration.scopes[custom] ?? ''}" cannot be registered dynamically: openid, profile, email, offline_access` }])
+    if (custom >= 0) throw validationFailed([{ path: `/scopes/${custom}`, message: `"${registration.scopes[custom] ?? ''}" cannot be registered dynamically: ${STANDARD_SCOPES_LISTED}` }])
     const name = input.client_name ?? 'Unnamed application'
     const client = await this.#register(context, name, registration, null, 'dynamic_registration')
     return {

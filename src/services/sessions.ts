@@ -44,6 +44,9 @@ function endedSessionError (token: PresentedRefreshToken): Error {
   return token.sessionRevokedReason === 'reuse' ? new Errors.TOKEN_REUSED() : new Errors.INVALID_TOKEN()
 }
 
+/** How a session opened at the authorization server's pages is listed (GET /auth/sessions). */
+export const AUTHORIZATION_SERVER_DEVICE = { id: 'authorization-server', name: 'Sign-in at the authorization server' } as const
+
 /** Access tokens issued after this instant may not have expired at `now`. */
 function accessIssuedAfter (now: string): string {
   return new Date(Date.parse(now) - ACCESS_TOKEN_TTL_S * 1000).toISOString()
@@ -110,8 +113,7 @@ export class SessionService {
       const opened = await sessions.open({
         userId: user.id,
         device: deviceInfo,
-        refresh,
-        accessJti: access.jti,
+        firstPair: { refresh, accessJti: access.jti },
         now,
         authentication,
         cutoffs: this.cutoffs(),
@@ -119,10 +121,61 @@ export class SessionService {
         accessIssuedAfter: accessIssuedAfter(now)
       }, trx)
       if (opened === undefined) throw new Errors.INVALID_CREDENTIALS()
-      return opened
+      return opened.ended
     })
     await this.#revokeAccessTokens(ended)
     return tokenPair(access.token, refresh.token)
+  }
+
+  /**
+   * Opens the session of a sign-in at the authorization server's pages (docs/api.md,
+   * "Authorization server"): a session like any, under the same limit and timeouts, listed and
+   * ended like any, which gives out no token of the API; the authorization server's session is
+   * bound to it (`linkAuthorizationSession`) and lives only while it does. Answers its id.
+   */
+  async openAtAuthorizationServer (user: { id: string }, amr: string[], recorded: Recorded): Promise<string> {
+    const nowMs = this.#now()
+    const now = new Date(nowMs).toISOString()
+    const opened = await recorded(async (trx) => {
+      const session = await this.#deps.sessions.open({
+        userId: user.id,
+        device: { ...AUTHORIZATION_SERVER_DEVICE },
+        firstPair: null,
+        now,
+        authentication: { authTime: now, amr },
+        cutoffs: this.cutoffs(),
+        maxConcurrent: this.#deps.policy.maxConcurrent,
+        accessIssuedAfter: accessIssuedAfter(now)
+      }, trx)
+      if (session === undefined) throw new Errors.INVALID_CREDENTIALS()
+      return session
+    })
+    await this.#revokeAccessTokens(opened.ended)
+    return opened.id
+  }
+
+  /**
+   * Binds the authorization server's session `uid` to the user's session `sessionId`, once the
+   * provider made it; a session it was bound to before (an earlier sign-in in that browser)
+   * ends. Without a uid (the provider did not sign the browser in with it), the session ends.
+   */
+  async linkAuthorizationSession (sessionId: string, userId: string, uid: string | undefined): Promise<void> {
+    const now = new Date(this.#now()).toISOString()
+    if (uid === undefined) return await this.#endSessions([sessionId], 'logout', now)
+    const replaced = await this.#deps.sessions.linkAuthorizationSession(sessionId, userId, uid)
+    await this.#endSessions(replaced, 'logout', now)
+  }
+
+  /** Whether the authorization server's session `uid` of the user still is a live session; a use of it. */
+  async useAuthorizationSession (userId: string, uid: string): Promise<boolean> {
+    const now = new Date(this.#now()).toISOString()
+    return await this.#deps.sessions.useAuthorizationSession(userId, uid, this.cutoffs(), now)
+  }
+
+  /** A sign-out at the authorization server (RP-initiated logout) ends the session its session was. */
+  async endAuthorizationSession (uid: string): Promise<void> {
+    const sessionIds = await this.#deps.sessions.ofAuthorizationSession(uid)
+    await this.#endSessions(sessionIds, 'logout', new Date(this.#now()).toISOString())
   }
 
   /**

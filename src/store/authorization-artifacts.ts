@@ -4,7 +4,7 @@ import type { AuthorizationArtifactsTable, Db } from './types.js'
 export type ArtifactKeys = Pick<AuthorizationArtifactsTable, 'grant_id' | 'user_code' | 'uid' | 'account_id' | 'client_id' | 'expires_at'>
 
 /** A remembered consent: the grant of one account to one client. */
-export interface StoredGrant { id: string, clientId: string, payload: string }
+export interface StoredGrant { id: string, clientId: string, payload: string, organizationId: string | null }
 
 /**
  * The authorization server's objects (docs/api.md, "Authorization server"): sessions,
@@ -58,8 +58,9 @@ export class AuthorizationArtifactsRepository {
   /** The account's remembered consents, one per client, unexpired at `now`. */
   async grantsOf (accountId: string, now: string): Promise<StoredGrant[]> {
     // An account has a handful: sorted here, so the account's index serves the query alone.
-    const rows = await this.#live(now).select(['id', 'client_id']).where('account_id', '=', accountId).where('model', '=', 'Grant').execute()
-    return rows.map((row) => ({ id: row.id, clientId: row.client_id ?? '', payload: row.payload }))
+    const rows = await this.#live(now).select(['id', 'client_id', 'organization_id'])
+      .where('account_id', '=', accountId).where('model', '=', 'Grant').execute()
+    return rows.map((row) => ({ id: row.id, clientId: row.client_id ?? '', payload: row.payload, organizationId: row.organization_id }))
       .sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
   }
 
@@ -75,6 +76,23 @@ export class AuthorizationArtifactsRepository {
     if (deleted.numDeletedRows === 0n) return false
     await db.deleteFrom('authorization_artifacts').where('grant_id', '=', grantId).execute()
     return true
+  }
+
+  /**
+   * Records the organization a consent chose for the `organization` scope; false when the account
+   * gave no such consent.
+   */
+  async chooseOrganization (accountId: string, grantId: string, organizationId: string): Promise<boolean> {
+    const chosen = await this.db.updateTable('authorization_artifacts').set({ organization_id: organizationId })
+      .where('model', '=', 'Grant').where('id', '=', grantId).where('account_id', '=', accountId).executeTakeFirst()
+    return chosen.numUpdatedRows > 0n
+  }
+
+  /** The organization the account's consent chose, if it did; by the grant's key. */
+  async organizationOfGrant (accountId: string, grantId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('authorization_artifacts').select('organization_id')
+      .where('model', '=', 'Grant').where('id', '=', grantId).where('account_id', '=', accountId).executeTakeFirst()
+    return row?.organization_id ?? undefined
   }
 
   /**

@@ -67,9 +67,11 @@ export interface SessionAccessToken { jti: string, issuedAt: string }
 export interface SessionOpening {
   userId: string
   device: Record<string, unknown>
-  /** The session's first refresh token, and the access token issued with it. */
-  refresh: IssuedRefreshToken
-  accessJti: string
+  /**
+   * The session's first refresh token, and the access token issued with it; null for a session
+   * at the authorization server's pages, which gives out no token of the API.
+   */
+  firstPair: { refresh: IssuedRefreshToken, accessJti: string } | null
   now: string
   authentication: SignInProof
   cutoffs: LivenessCutoffs
@@ -104,9 +106,12 @@ export class SessionsRepository {
    * beyond `maxConcurrent`: one transaction holding the account's row, so that simultaneous
    * sign-ins of one account run one after another and each counts the sessions the others
    * opened. Answers the access tokens the ended sessions issued after `accessIssuedAfter`, for
-   * the caller to revoke; undefined when the account is gone.
+   * the caller to revoke, and the session's id; undefined when the account is gone.
    */
-  async open (opening: SessionOpening, db: Db = this.db): Promise<SessionAccessToken[] | undefined> {
+  async open (
+    opening: SessionOpening,
+    db: Db = this.db
+  ): Promise<{ id: string, ended: SessionAccessToken[] } | undefined> {
     const { userId, device, now, cutoffs, maxConcurrent } = opening
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return undefined
@@ -122,12 +127,15 @@ export class SessionsRepository {
         auth_time: opening.authentication.authTime,
         amr: JSON.stringify(opening.authentication.amr)
       }).execute()
-      const first = { issued: opening.refresh, accessJti: opening.accessJti, organizationId: null }
-      await insertRefreshToken(trx, sessionId, userId, first, device, now)
+      const { firstPair } = opening
+      if (firstPair !== null) {
+        const first = { issued: firstPair.refresh, accessJti: firstPair.accessJti, organizationId: null }
+        await insertRefreshToken(trx, sessionId, userId, first, device, now)
+      }
       const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
         .map((row) => row.id).filter((id) => id !== sessionId)
       const excess = others.slice(0, Math.max(0, others.length + 1 - maxConcurrent))
-      return await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter)
+      return { id: sessionId, ended: await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter) }
     })
   }
 
@@ -282,6 +290,40 @@ export class SessionsRepository {
     let query = db.updateTable('sessions').set({ organization_id: null }).where('organization_id', '=', organizationId)
     if (userId !== undefined) query = query.where('user_id', '=', userId)
     await query.execute()
+  }
+
+  /**
+   * Makes the session the one of the authorization server's session `uid`. Answers the user's
+   * other sessions that were, which a new sign-in in the same browser replaces, for the caller
+   * to end.
+   */
+  async linkAuthorizationSession (sessionId: string, userId: string, uid: string): Promise<string[]> {
+    return await this.db.transaction().execute(async (trx) => {
+      const replaced = await this.ofAuthorizationSession(uid, trx)
+      await trx.updateTable('sessions').set({ authorization_session_uid: uid })
+        .where('id', '=', sessionId).where('user_id', '=', userId).execute()
+      return replaced.filter((id) => id !== sessionId)
+    })
+  }
+
+  /** The sessions not yet ended that are the authorization server's session `uid`. */
+  async ofAuthorizationSession (uid: string, db: Db = this.db): Promise<string[]> {
+    const rows = await db.selectFrom('sessions').select('id')
+      .where('authorization_session_uid', '=', uid).where('revoked_at', 'is', null).execute()
+    return rows.map((row) => row.id)
+  }
+
+  /**
+   * Whether the authorization server's session `uid` of the user is live (not ended, within
+   * both timeouts); a use, so its idle time starts again at `now`. One statement, through the
+   * index of the uid (migration 0021).
+   */
+  async useAuthorizationSession (userId: string, uid: string, cutoffs: LivenessCutoffs, now: string): Promise<boolean> {
+    const used = await this.db.updateTable('sessions').set({ last_used_at: now })
+      .where('authorization_session_uid', '=', uid).where('user_id', '=', userId).where('revoked_at', 'is', null)
+      .where('last_used_at', '>=', cutoffs.idleBefore).where('created_at', '>=', cutoffs.createdBefore)
+      .executeTakeFirst()
+    return used.numUpdatedRows > 0n
   }
 
   async isLive (userId: string, sessionId: string, cutoffs: LivenessCutoffs): Promise<boolean> {

@@ -130,6 +130,8 @@ export interface SessionsTable {
   reauthenticated_until: string | null
   /** The organization the session's access tokens speak for (POST /auth/organization), while a member. */
   organization_id: string | null
+  /** The authorization server's session (its uid) this session is, when opened at its pages. */
+  authorization_session_uid: string | null
 }
 
 /** An administrator acting as a user (docs/api.md, "Impersonation"): its one access token. */
@@ -363,6 +365,8 @@ export interface AuthorizationArtifactsTable {
   account_id: string | null
   client_id: string | null
   expires_at: string | null
+  /** A grant's: the organization its consent chose for the `organization` scope. */
+  organization_id: string | null
 }
 
 export interface DatabaseSchema {

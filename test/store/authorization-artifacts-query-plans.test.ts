@@ -8,10 +8,11 @@ import { insertChunked, planChecker } from '../helpers/query-plans.js'
 /**
  * The authorization server's storage (src/store/authorization-artifacts.ts) finds its rows
  * through an index on both databases: by model and id, a device's user code, a session's uid,
- * a grant's codes and tokens, an account's consents and everything else it holds, the expired.
+ * a grant's codes and tokens, an account's consents and everything else it holds, the expired;
+ * and the service's session a session there is bound to, by that session's uid.
  */
 
-const { checkPlans } = planChecker(['authorization_artifacts'])
+const { checkPlans } = planChecker(['authorization_artifacts', 'sessions'])
 
 const ACCOUNTS = 1000
 const at = (second: number) => new Date(Date.UTC(2030, 0, 1) + second * 1000).toISOString()
@@ -31,7 +32,22 @@ async function seed ({ db, dialect }: Database) {
     ].map((row) => ({ ...row, payload: JSON.stringify({ accountId: row.account_id, iat: 0 }) }))
   }).flat()
   await insertChunked(db, 'authorization_artifacts', rows)
-  if (dialect === 'postgres') await sql`analyze authorization_artifacts`.execute(db)
+  await insertChunked(db, 'users', Array.from({ length: ACCOUNTS }, (_, index) => ({
+    id: account(index), email: `${account(index)}@example.com`, name: 'User', email_verified: 1, created_at: at(0), updated_at: at(0)
+  })))
+  // Per account: three sessions, one of them bound to its session at the authorization server.
+  await insertChunked(db, 'sessions', Array.from({ length: ACCOUNTS * 3 }, (_, index) => ({
+    id: `service-session-${index}`,
+    user_id: account(index % ACCOUNTS),
+    device: '{}',
+    created_at: at(0),
+    last_used_at: at(0),
+    authorization_session_uid: index < ACCOUNTS ? `uid-${index}` : null
+  })))
+  if (dialect === 'postgres') {
+    await sql`analyze authorization_artifacts`.execute(db)
+    await sql`analyze sessions`.execute(db)
+  }
 }
 
 for (const backend of backends()) {
@@ -72,6 +88,27 @@ for (const backend of backends()) {
       const left = await database.db.selectFrom('authorization_artifacts').select('id').where('account_id', '=', account(11)).execute()
       t.same(left, [])
       t.type(await artifacts.find('Grant', 'grant-12', now), 'string', 'another account\'s consent is kept')
+    })
+
+    t.test('a consent\'s organization, by the grant\'s key', async (t) => {
+      await checkPlans(t, database, recorded, 'authorization_artifacts', async () => {
+        t.equal(await artifacts.chooseOrganization(account(13), 'grant-13', 'organization-1'), true)
+        t.equal(await artifacts.chooseOrganization(account(14), 'grant-13', 'organization-1'), false, 'another account\'s consent')
+        t.equal(await artifacts.organizationOfGrant(account(13), 'grant-13'), 'organization-1')
+      }, /authorization_artifacts_pkey|sqlite_autoindex_authorization_artifacts_1|authorization_artifacts_account_id/)
+    })
+
+    t.test('the service\'s session a session at the authorization server is bound to, by its uid', async (t) => {
+      const sessions = recorded.repositories.sessions
+      const cutoffs = { idleBefore: at(-60), createdBefore: at(-60) }
+      await checkPlans(t, database, recorded, 'sessions', async () => {
+        t.equal(await sessions.useAuthorizationSession(account(15), 'uid-15', cutoffs, at(1)), true)
+        t.equal(await sessions.useAuthorizationSession(account(16), 'uid-15', cutoffs, at(1)), false, 'another account\'s')
+        t.same(await sessions.ofAuthorizationSession('uid-15'), ['service-session-15'])
+        t.same(await sessions.linkAuthorizationSession(`service-session-${ACCOUNTS + 15}`, account(15), 'uid-15'), ['service-session-15'])
+      }, /sessions_authorization_session_uid|sessions_pkey|sqlite_autoindex_sessions_1/)
+      const late = { idleBefore: at(2), createdBefore: at(-60) }
+      t.equal(await sessions.useAuthorizationSession(account(17), 'uid-17', late, at(3)), false, 'past the idle timeout')
     })
 
     t.test('the purge deletes the expired in batches through the expiry index', async (t) => {

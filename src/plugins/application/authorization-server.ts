@@ -54,6 +54,8 @@ export default fp(async (fastify) => {
     proxy: true,
     users: repositories.users,
     artifacts: repositories.authorizationArtifacts,
+    sessions: fastify.services.sessions,
+    grants: fastify.services.authorizationGrants,
     shortLived: fastify.redis === null ? null : new RedisShortLivedArtifacts(fastify.redis),
     clients: repositories.oauthClients
   })
@@ -75,4 +77,4 @@ export default fp(async (fastify) => {
       return expected.length === presented.length && timingSafeEqual(expected, presented)
     }
   })
-}, { name: 'authorization-server', dependencies: ['repositories', 'redis'] })
+}, { name: 'authorization-server', dependencies: ['repositories', 'redis', 'services'] })

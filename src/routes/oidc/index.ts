@@ -9,6 +9,7 @@ import {
   consentForm, mfaForm, page, PAGE_CSP, PAGE_SCRIPT, PAGE_STYLESHEET, signInForm, SIGN_IN_PAGE_CSP
 } from '../../authorization-server/pages.js'
 import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
+import type { PagesLogin } from '../../authorization-server/provider.js'
 import { FEDERATED_RETURN_PATH } from '../../config/index.js'
 import {
   type DynamicRegistration, DynamicRegistrationErrorSchema, DynamicRegistrationResponseSchema, DynamicRegistrationSchema
@@ -34,10 +35,16 @@ const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
 type FormBody = Record<string, string | string[] | undefined>
 type InteractionRequest = FastifyRequest<{ Params: { uid: string }, Body: FormBody }>
 
-/** The `acr` of a sign-in: two factors when its methods include `mfa`. */
-function acrOf (amr: string[]): string {
-  return amr.includes('mfa') ? '2' : '1'
+/**
+ * What a sign-in hands the provider: the account, how it was proved (`acr` two factors when its
+ * methods include `mfa`), and the session it opened, which the provider's becomes.
+ */
+function loginResult ({ userId, amr, sessionId }: SignInProof): { login: PagesLogin } {
+  return { login: { accountId: userId, amr, acr: amr.includes('mfa') ? '2' : '1', remember: false, sessionId } }
 }
+
+/** Why the consent page asks which organization (src/authorization-server/provider.ts). */
+const ORGANIZATION_NOT_CHOSEN = 'organization_not_chosen'
 
 /** A passkey's answer as the page's script posts it, held to the API route's schema. */
 function isPasskeyAnswer (value: unknown): value is PasskeyAuthenticationBody {
@@ -75,7 +82,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
   const { provider } = server
   return async (fastify) => {
     await fastify.register(formbody)
-    const { signIn } = fastify.services
+    const { signIn, authorizationGrants } = fastify.services
     const stylesheet = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
     const providers = Object.keys(fastify.config.oauth)
     const federatedReturn = `${server.issuer}${FEDERATED_RETURN_PATH}`
@@ -124,7 +131,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links), true)
       }
       const scopes = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope !== '')
-      return send(reply, 200, 'Allow access', consentForm(form, scopes))
+      const accountId = interaction.session?.accountId
+      const organizations = accountId !== undefined && interaction.prompt.reasons.includes(ORGANIZATION_NOT_CHOSEN)
+        ? await authorizationGrants.organizationsToChoose(accountId)
+        : []
+      return send(reply, error === null ? 200 : 400, 'Allow access', consentForm(form, scopes, organizations))
     }
 
     /** A first factor proved: the MFA page when the account's rules ask for more, else back into the flow. */
@@ -139,8 +150,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: null }
         return send(reply, 200, 'Two-step verification', mfaForm(form, { mfaToken: proof.mfa_token, methods: proof.methods }))
       }
-      const { userId, amr } = proof
-      return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+      return await finish(request, reply, loginResult(proof))
     }
 
     /** The second-factor page again, with what just happened: a refusal (400) or a code sent. */
@@ -228,8 +238,8 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
       const challenge = challengeOf(request.body)
       try {
-        const { userId, amr } = await signIn.proveChallenge(request.serviceContext, { mfa_token: challenge.mfaToken, code: field(request.body, 'code') })
-        return await finish(request, reply, { login: { accountId: userId, amr, acr: acrOf(amr), remember: false } })
+        const proof = await signIn.proveChallenge(request.serviceContext, { mfa_token: challenge.mfaToken, code: field(request.body, 'code') })
+        return await finish(request, reply, loginResult(proof))
       } catch (error) {
         if (!isServiceError(error)) throw error
         return mfaPage(reply, found, challenge, { error: error.message })
@@ -261,10 +271,22 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         })
         : await provider.Grant.find(interaction.grantId)
       if (grant === undefined) return expired(reply)
+      const chooses = interaction.prompt.reasons.includes(ORGANIZATION_NOT_CHOSEN)
+      const organization = field(request.body, 'organization')
+      if (chooses && organization === '') return await show(request, reply, 'Choose an organization.')
       const missing = interaction.prompt.details as { missingOIDCScope?: string[], missingOIDCClaims?: string[] }
       if (missing.missingOIDCScope !== undefined) grant.addOIDCScope(missing.missingOIDCScope.join(' '))
       if (missing.missingOIDCClaims !== undefined) grant.addOIDCClaims(missing.missingOIDCClaims)
-      return await finish(request, reply, { consent: { grantId: await grant.save() } })
+      const grantId = await grant.save()
+      if (chooses) {
+        try {
+          await authorizationGrants.chooseOrganization(interaction.session.accountId, grantId, organization)
+        } catch (error) {
+          if (!isServiceError(error)) throw error
+          return await show(request, reply, 'Choose one of your organizations.')
+        }
+      }
+      return await finish(request, reply, { consent: { grantId } })
     })
 
     fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/abort', interactionRoute, async (request, reply) => {
