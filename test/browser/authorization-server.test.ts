@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core'
 import { PNG } from 'pngjs'
 import t, { type Test } from 'tap'
 import { createAccount, withToken } from '../helpers/accounts.js'
-import { callbackServer, exchange, insecure, pkceAuthorization, startAuthorizationServer } from '../helpers/authorization-server.js'
+import { callbackServer, exchange, insecure, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium } from '../helpers/chromium.js'
 import { backends } from '../helpers/database.js'
 
@@ -46,16 +46,9 @@ t.test('relying parties sign people in with the service, in Chromium, through op
     t.test(backend.name, async (t) => {
       const server = await startAuthorizationServer(t, backend.url)
       const { app, issuer } = server
-      const rp = await callbackServer(t)
-      const redirectUri = `${rp}/callback`
-      const registered = await server.register({
-        name: 'Photo Gallery',
-        redirect_uris: [redirectUri],
-        post_logout_redirect_uris: [`${rp}/signed-out`],
-        grant_types: ['authorization_code', 'refresh_token'],
-        scopes: ['openid', 'profile', 'email', 'offline_access']
+      const { rp, redirectUri, config } = await relyingParty(t, server, {
+        name: 'Photo Gallery', grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'profile', 'email', 'offline_access']
       })
-      const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
 
       async function authorizationRequest () {
         const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid email profile')

@@ -68,6 +68,22 @@ export async function callbackServer (t: TestContext): Promise<string> {
 }
 
 /**
+ * A relying party of `server`: its callback server on 127.0.0.1, registered with `/callback` and
+ * `/signed-out` there, and openid-client's configuration of it from discovery.
+ */
+export async function relyingParty (
+  t: TestContext,
+  server: RunningAuthorizationServer,
+  registration: { name: string, grant_types: string[], scopes: string[] }
+) {
+  const rp = await callbackServer(t)
+  const redirectUri = `${rp}/callback`
+  const registered = await server.register({ ...registration, redirect_uris: [redirectUri], post_logout_redirect_uris: [`${rp}/signed-out`] })
+  const config = await client.discovery(new URL(server.issuer), registered.id, registered.secret, undefined, insecure)
+  return { rp, redirectUri, registered, config }
+}
+
+/**
  * A browser without a browser: fetch with a cookie jar, following redirects by hand within the
  * service (never to another address: the relying party's is answered, not followed).
  */

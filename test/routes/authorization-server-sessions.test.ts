@@ -2,8 +2,7 @@ import * as client from 'openid-client'
 import t from 'tap'
 import { createAccount, type Account, withToken } from '../helpers/accounts.js'
 import {
-  authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, pkceAuthorization,
-  startAuthorizationServer
+  authorizeWithPassword, CookieBrowser, exchange, formToken, pkceAuthorization, relyingParty, startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { backends } from '../helpers/database.js'
 import { uniqueSlug } from '../helpers/organizations.js'
@@ -17,16 +16,9 @@ for (const backend of backends()) {
   t.test(`the authorization server's sessions are the service's sessions (${backend.name})`, async (t) => {
     const server = await startAuthorizationServer(t, backend.url, { SESSION_MAX_CONCURRENT: '3' })
     const { app, issuer } = server
-    const rp = await callbackServer(t)
-    const redirectUri = `${rp}/callback`
-    const registered = await server.register({
-      name: 'Relying party',
-      redirect_uris: [redirectUri],
-      post_logout_redirect_uris: [`${rp}/signed-out`],
-      grant_types: ['authorization_code', 'refresh_token'],
-      scopes: ['openid', 'profile', 'email', 'organization']
+    const { rp, redirectUri, registered, config } = await relyingParty(t, server, {
+      name: 'Relying party', grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'profile', 'email', 'organization']
     })
-    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
 
     async function authorization (scope = 'openid email', extra: Record<string, string> = {}) {
       const request = await pkceAuthorization(config, redirectUri, scope, extra)

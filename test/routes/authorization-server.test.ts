@@ -3,7 +3,7 @@ import t from 'tap'
 import { createAccount, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, pkceAuthorization,
-  startAuthorizationServer
+  relyingParty, startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { redisReady } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
@@ -26,19 +26,12 @@ for (const backend of backends()) {
   t.test(`the authorization server, to a relying party (${backend.name})`, async (t) => {
     const server = await startAuthorizationServer(t, backend.url)
     const { app, issuer } = server
-    const rp = await callbackServer(t)
-    const redirectUri = `${rp}/callback`
-    const registered = await server.register({
-      name: 'Relying party',
-      redirect_uris: [redirectUri],
-      post_logout_redirect_uris: [`${rp}/signed-out`],
-      grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
-      scopes: [...PERSON_SCOPES, 'api:read']
+    const { rp, redirectUri, registered, config } = await relyingParty(t, server, {
+      name: 'Relying party', grant_types: ['authorization_code', 'refresh_token', 'client_credentials'], scopes: [...PERSON_SCOPES, 'api:read']
     })
     const other = await server.register({
       name: 'Another application', redirect_uris: [`${rp}/other`], grant_types: ['authorization_code', 'refresh_token'], scopes: PERSON_SCOPES
     })
-    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
     const otherConfig = await client.discovery(new URL(issuer), other.id, other.secret, undefined, insecure)
 
     /** An authorization request of the relying party, its PKCE verifier and state. */
