@@ -15,6 +15,14 @@ export interface AdapterStores {
   now: () => number
 }
 
+/**
+ * The models a grant's revocation ends (its codes and tokens), found by their grant: as
+ * oidc-provider's own adapter has them. An interaction names a grant too, and outlives it.
+ */
+const GRANTED_MODELS = new Set([
+  'AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode'
+])
+
 /** The models that live minutes and hold no account's state: in Redis when there is one. */
 const SHORT_LIVED_MODELS = new Set(['Interaction', 'ReplayDetection', 'PushedAuthorizationRequest'])
 
@@ -102,7 +110,7 @@ export function artifactAdapter (stores: AdapterStores): new (model: string) => 
     async upsert (id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       if (this.model === 'Client') throw new Error('clients are registered through /api/v1/oauth-clients')
       await artifacts.upsert(this.model, id, JSON.stringify(payload), {
-        grant_id: payload.grantId ?? null,
+        grant_id: GRANTED_MODELS.has(this.model) ? payload.grantId ?? null : null,
         user_code: payload.userCode ?? null,
         uid: payload.uid ?? null,
         account_id: payload.accountId ?? null,
@@ -116,11 +124,16 @@ export function artifactAdapter (stores: AdapterStores): new (model: string) => 
         const row = await clients.findById(id)
         return row === undefined || row.disabled_at !== null ? undefined : clientMetadata(row)
       }
-      const payload = parsed(await artifacts.find(this.model, id, iso(now())))
-      // A session here is the service's session (docs/api.md, "Authorization server"): over when that one is.
-      if (this.model === 'Session' && typeof payload?.accountId === 'string' &&
-        !await liveSession(payload.accountId, String(payload.uid))) return undefined
-      return payload
+      return await this.#live(parsed(await artifacts.find(this.model, id, iso(now()))))
+    }
+
+    /**
+     * A session here is the service's session (docs/api.md, "Authorization server"): over when
+     * that one is, whether found by its cookie (`find`) or by the uid its tokens name (`findByUid`).
+     */
+    async #live (payload: AdapterPayload | undefined): Promise<AdapterPayload | undefined> {
+      if (this.model !== 'Session' || typeof payload?.accountId !== 'string') return payload
+      return await liveSession(payload.accountId, String(payload.uid)) ? payload : undefined
     }
 
     async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {
@@ -128,7 +141,7 @@ export function artifactAdapter (stores: AdapterStores): new (model: string) => 
     }
 
     async findByUid (uid: string): Promise<AdapterPayload | undefined> {
-      return parsed(await artifacts.findByUid(this.model, uid, iso(now())))
+      return await this.#live(parsed(await artifacts.findByUid(this.model, uid, iso(now()))))
     }
 
     async consume (id: string): Promise<void> {

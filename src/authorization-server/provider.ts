@@ -17,8 +17,8 @@ export const ACR_VALUES = ['1', '2'] as const
 /** The scope whose tokens speak for an organization the person chose on the consent page. */
 export const ORGANIZATION_SCOPE: (typeof STANDARD_SCOPES)[number] = 'organization'
 
-/** What a sign-in at the pages hands oidc-provider (interactionResult): its `login`, and the session it opened. */
-export interface PagesLogin { accountId: string, amr: string[], acr: string, remember: false, sessionId: string }
+/** What a sign-in at the pages hands oidc-provider (interactionResult's `login`); `ts` is when (`auth_time`). */
+export interface PagesLogin { accountId: string, amr: string[], acr: string, remember: false, ts: number }
 
 /** A consent is remembered this long (a year); revoking it ends it at once. */
 const GRANT_TTL_S = 365 * 24 * 60 * 60
@@ -38,7 +38,7 @@ export interface AuthorizationServerOptions {
   users: Pick<UsersRepository, 'findById' | 'findPrincipal'>
   artifacts: AuthorizationArtifactsRepository
   /** The service's sessions, which the provider's are bound to. */
-  sessions: Pick<SessionService, 'useAuthorizationSession' | 'linkAuthorizationSession' | 'endAuthorizationSession'>
+  sessions: Pick<SessionService, 'useAuthorizationSession' | 'openAtAuthorizationServer' | 'endAuthorizationSession'>
   /** The organization a consent chose for the `organization` scope. */
   grants: Pick<AuthorizationGrantService, 'mustChooseOrganization' | 'organizationOf'>
   shortLived: AdapterStores['shortLived']
@@ -67,7 +67,9 @@ function promptsWithOrganization (grants: AuthorizationServerOptions['grants']) 
       const accountId = ctx.oidc.session?.accountId
       const asked = ctx.oidc.requestParamOIDCScopes.has(ORGANIZATION_SCOPE)
       if (!asked || accountId === undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT
-      return await grants.mustChooseOrganization(accountId, ctx.oidc.grant?.jti)
+      // prompt=consent asks again, and so offers another organization.
+      const again = ctx.oidc.prompts.has('consent') && ctx.oidc.result?.consent === undefined
+      return await grants.mustChooseOrganization(accountId, again ? undefined : ctx.oidc.grant?.jti)
     },
     () => ({ chooseOrganization: true })
   ))
@@ -75,21 +77,22 @@ function promptsWithOrganization (grants: AuthorizationServerOptions['grants']) 
 }
 
 /**
- * Binds the provider's sessions to the service's (docs/api.md, "Authorization server"): after a
- * sign-in at the pages, the session it opened becomes the browser's session here; a sign-out
- * here ends it. (A session here is found only while the service's is live: see the adapter.)
+ * Binds the provider's sessions to the service's (docs/api.md, "Authorization server"): once a
+ * sign-in at the pages signed the browser in here, a session of the service is opened for the
+ * provider's session; a sign-out here ends it. (A session here is found only while the
+ * service's is live: see the adapter.) A sign-in that never got here (abandoned, or another
+ * account to sign out first) opened nothing.
  */
 async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: AuthorizationServerOptions['sessions']): Promise<void> {
   const session = ctx.oidc?.session as (KoaContextWithOIDC['oidc']['session'] & { destroyed?: boolean }) | undefined
   if (session === undefined) return
-  const login = ctx.oidc?.result?.login as PagesLogin | undefined
-  if (login !== undefined) {
-    // Another account was signed in in this browser: the provider asks to sign that one out
-    // first, and this sign-in's session ends.
-    const uid = session.accountId === login.accountId ? session.uid : undefined
-    await sessions.linkAuthorizationSession(login.sessionId, login.accountId, uid)
-  } else if (session.destroyed === true) {
+  const result = ctx.oidc?.result
+  const login = result?.login as PagesLogin | undefined
+  if (session.destroyed === true) {
     await sessions.endAuthorizationSession(session.uid)
+  } else if (login !== undefined && result?.consent === undefined && session.accountId === login.accountId) {
+    // (A consent carries its sign-in again, merged, src/routes/oidc/index.ts: its session is open already.)
+    await sessions.openAtAuthorizationServer(login.accountId, login.amr, session.uid)
   }
 }
 

@@ -114,6 +114,7 @@ export class SessionService {
         userId: user.id,
         device: deviceInfo,
         firstPair: { refresh, accessJti: access.jti },
+        authorizationSessionUid: null,
         now,
         authentication,
         cutoffs: this.cutoffs(),
@@ -129,41 +130,26 @@ export class SessionService {
 
   /**
    * Opens the session of a sign-in at the authorization server's pages (docs/api.md,
-   * "Authorization server"): a session like any, under the same limit and timeouts, listed and
-   * ended like any, which gives out no token of the API; the authorization server's session is
-   * bound to it (`linkAuthorizationSession`) and lives only while it does. Answers its id.
+   * "Authorization server"), once the provider signed the browser in with its session `uid`: a
+   * session like any, under the same limit and timeouts, listed and ended like any, which gives
+   * out no token of the API; the provider's session lives only while it does. A session that
+   * was that browser's before (a new sign-in there, `prompt=login`) ends first. Nothing is
+   * opened for an account deleted meanwhile (the provider's session is then not found).
    */
-  async openAtAuthorizationServer (user: { id: string }, amr: string[], recorded: Recorded): Promise<string> {
-    const nowMs = this.#now()
-    const now = new Date(nowMs).toISOString()
-    const opened = await recorded(async (trx) => {
-      const session = await this.#deps.sessions.open({
-        userId: user.id,
-        device: { ...AUTHORIZATION_SERVER_DEVICE },
-        firstPair: null,
-        now,
-        authentication: { authTime: now, amr },
-        cutoffs: this.cutoffs(),
-        maxConcurrent: this.#deps.policy.maxConcurrent,
-        accessIssuedAfter: accessIssuedAfter(now)
-      }, trx)
-      if (session === undefined) throw new Errors.INVALID_CREDENTIALS()
-      return session
-    })
-    await this.#revokeAccessTokens(opened.ended)
-    return opened.id
-  }
-
-  /**
-   * Binds the authorization server's session `uid` to the user's session `sessionId`, once the
-   * provider made it; a session it was bound to before (an earlier sign-in in that browser)
-   * ends. Without a uid (the provider did not sign the browser in with it), the session ends.
-   */
-  async linkAuthorizationSession (sessionId: string, userId: string, uid: string | undefined): Promise<void> {
+  async openAtAuthorizationServer (userId: string, amr: string[], uid: string): Promise<void> {
     const now = new Date(this.#now()).toISOString()
-    if (uid === undefined) return await this.#endSessions([sessionId], 'logout', now)
-    const replaced = await this.#deps.sessions.linkAuthorizationSession(sessionId, userId, uid)
-    await this.#endSessions(replaced, 'logout', now)
+    const opened = await this.#deps.sessions.open({
+      userId,
+      device: { ...AUTHORIZATION_SERVER_DEVICE },
+      firstPair: null,
+      authorizationSessionUid: uid,
+      now,
+      authentication: { authTime: now, amr },
+      cutoffs: this.cutoffs(),
+      maxConcurrent: this.#deps.policy.maxConcurrent,
+      accessIssuedAfter: accessIssuedAfter(now)
+    })
+    if (opened !== undefined) await this.#revokeAccessTokens(opened.ended)
   }
 
   /** Whether the authorization server's session `uid` of the user still is a live session; a use of it. */

@@ -19,11 +19,8 @@ import type { OrganizationSelection, SessionService } from './sessions.js'
 import type { SignInGuard } from './sign-in-guard.js'
 import { type SuspensionService, suspendedError } from './suspensions.js'
 
-/**
- * Who signed in at the authorization server's pages, how (RFC 8176 methods), and the session
- * the sign-in opened, which the authorization server's session is bound to.
- */
-export interface SignInProof { userId: string, amr: string[], sessionId: string }
+/** Who signed in at the authorization server's pages, and how (RFC 8176 methods). */
+export interface SignInProof { userId: string, amr: string[] }
 
 /** How a completed sign-in ends: in an API session, or in the proof alone. */
 type SignInEnding<Ended> = (
@@ -359,15 +356,15 @@ export class SignInService {
   }
 
   /**
-   * A sign-in at the authorization server's pages: a session that gives out no API token, which
-   * the authorization server's session is bound to, audited as `auth.login` like any.
+   * A sign-in at the authorization server's pages, audited as `auth.login` like any; its session
+   * is opened once the authorization server signed the browser in with it
+   * (`SessionService.openAtAuthorizationServer`).
    */
   readonly #proof: SignInEnding<SignInProof> = async (context, principal, _device, method, amr) => {
-    const { guard, sessions, audit } = this.deps
-    await guard.recordSuccess(principal.id, context.ip)
-    const sessionId = await sessions.openAtAuthorizationServer(principal, amr, audit.recorded(context, [{
-      event: 'auth.login', outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, through: 'authorization_server' }
-    }]))
-    return { userId: principal.id, amr, sessionId }
+    await this.deps.guard.recordSuccess(principal.id, context.ip)
+    await this.deps.audit.recordIn(context, 'auth.login', {
+      outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, through: 'authorization_server' }
+    })
+    return { userId: principal.id, amr }
   }
 }

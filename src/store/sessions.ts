@@ -72,6 +72,11 @@ export interface SessionOpening {
    * at the authorization server's pages, which gives out no token of the API.
    */
   firstPair: { refresh: IssuedRefreshToken, accessJti: string } | null
+  /**
+   * The authorization server's session (its uid) this session is, for one opened at its pages;
+   * a session that was it before (an earlier sign-in in that browser) ends first.
+   */
+  authorizationSessionUid: string | null
   now: string
   authentication: SignInProof
   cutoffs: LivenessCutoffs
@@ -115,6 +120,10 @@ export class SessionsRepository {
     const { userId, device, now, cutoffs, maxConcurrent } = opening
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return undefined
+      const uid = opening.authorizationSessionUid
+      const replaced = uid === null
+        ? []
+        : await revokeSessions(trx, await this.ofAuthorizationSession(uid, trx), 'logout', now, opening.accessIssuedAfter)
       const sessionId = uuidv7()
       await trx.insertInto('sessions').values({
         id: sessionId,
@@ -125,7 +134,8 @@ export class SessionsRepository {
         revoked_at: null,
         revoked_reason: null,
         auth_time: opening.authentication.authTime,
-        amr: JSON.stringify(opening.authentication.amr)
+        amr: JSON.stringify(opening.authentication.amr),
+        authorization_session_uid: uid
       }).execute()
       const { firstPair } = opening
       if (firstPair !== null) {
@@ -135,7 +145,8 @@ export class SessionsRepository {
       const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
         .map((row) => row.id).filter((id) => id !== sessionId)
       const excess = others.slice(0, Math.max(0, others.length + 1 - maxConcurrent))
-      return { id: sessionId, ended: await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter) }
+      const excessEnded = await revokeSessions(trx, excess, 'concurrency_limit', now, opening.accessIssuedAfter)
+      return { id: sessionId, ended: [...replaced, ...excessEnded] }
     })
   }
 
@@ -290,20 +301,6 @@ export class SessionsRepository {
     let query = db.updateTable('sessions').set({ organization_id: null }).where('organization_id', '=', organizationId)
     if (userId !== undefined) query = query.where('user_id', '=', userId)
     await query.execute()
-  }
-
-  /**
-   * Makes the session the one of the authorization server's session `uid`. Answers the user's
-   * other sessions that were, which a new sign-in in the same browser replaces, for the caller
-   * to end.
-   */
-  async linkAuthorizationSession (sessionId: string, userId: string, uid: string): Promise<string[]> {
-    return await this.db.transaction().execute(async (trx) => {
-      const replaced = await this.ofAuthorizationSession(uid, trx)
-      await trx.updateTable('sessions').set({ authorization_session_uid: uid })
-        .where('id', '=', sessionId).where('user_id', '=', userId).execute()
-      return replaced.filter((id) => id !== sessionId)
-    })
   }
 
   /** The sessions not yet ended that are the authorization server's session `uid`. */

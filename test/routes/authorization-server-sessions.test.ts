@@ -17,7 +17,7 @@ for (const backend of backends()) {
     const server = await startAuthorizationServer(t, backend.url, { SESSION_MAX_CONCURRENT: '3' })
     const { app, issuer } = server
     const { rp, redirectUri, registered, config } = await relyingParty(t, server, {
-      name: 'Relying party', grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'profile', 'email', 'organization']
+      name: 'Relying party', grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'profile', 'email', 'offline_access', 'organization']
     })
 
     async function authorization (scope = 'openid email', extra: Record<string, string> = {}) {
@@ -62,6 +62,55 @@ for (const backend of backends()) {
       t.equal(await silently(browser), 'sign-in page', 'ended from the API, the browser is signed out at the authorization server')
     })
 
+    t.test('the tokens bound to the sign-in end with the session; those of offline_access outlive it', async (t) => {
+      const person = await createAccount(app)
+      const { browser, tokens } = await signedInAtPages(person)
+      const offline = await authorization('openid offline_access', { prompt: 'consent' })
+      const back = await authorizeWithPassword(browser, offline.url, person)
+      const lasting = await exchange(config, new URL(back), offline)
+      t.equal(lasting.scope, 'openid offline_access')
+      const [session] = await atAuthorizationServer(person)
+      const ended = await app.inject(withToken(person.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${session?.id ?? ''}` }))
+      t.equal(ended.statusCode, 204)
+      await t.rejects(client.fetchUserInfo(config, tokens.access_token, person.id), 'the access token of the sign-in reads nothing')
+      await t.rejects(client.refreshTokenGrant(config, tokens.refresh_token ?? ''), 'its refresh token is refused')
+      const refreshed = await client.refreshTokenGrant(config, lasting.refresh_token ?? '')
+      t.match(await client.fetchUserInfo(config, refreshed.access_token, person.id), { sub: person.id }, 'offline_access outlives the sign-in')
+    })
+
+    t.test('a sign-in that never came back to the authorization server opens no session', async (t) => {
+      const person = await createAccount(app)
+      const browser = new CookieBrowser(issuer)
+      const login = await browser.follow((await authorization()).url)
+      const html = await login.response.text()
+      const answered = await browser.request(`${login.url}/login`, { form: { csrf: formToken(html), email: person.email, password: person.password } })
+      t.equal(answered.status, 303, 'sent back into the flow, which the browser does not follow')
+      t.same(await atAuthorizationServer(person), [])
+    })
+
+    t.test('another account signing in in the same browser: the first is signed out, the second signed in', async (t) => {
+      const first = await createAccount(app)
+      const second = await createAccount(app)
+      const { browser } = await signedInAtPages(first)
+      const request = await authorization('openid email', { prompt: 'login' })
+      const login = await browser.follow(request.url)
+      const html = await login.response.text()
+      const confirm = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(html), email: second.email, password: second.password } })
+      const page = await confirm.response.text()
+      t.match(page, 'name="xsrf"', 'asked to sign the first account out')
+      const xsrf = /name="xsrf" value="([^"]+)"/.exec(page)?.[1] ?? ''
+      let at = await browser.follow(`${issuer}/oidc/session/end/confirm`, { form: { xsrf, logout: 'yes' } })
+      if (at.url.includes('/oidc/interaction/')) {
+        const consent = await at.response.text()
+        at = await browser.follow(`${at.url}/consent`, { form: { csrf: formToken(consent) } })
+      }
+      t.match(at.url, new RegExp(`^${redirectUri}\\?code=`))
+      t.match((await exchange(config, new URL(at.url), request)).claims(), { sub: second.id })
+      t.same(await atAuthorizationServer(first), [], 'the first account\'s session ended')
+      t.equal((await atAuthorizationServer(second)).length, 1)
+      t.equal(await silently(browser), 'code')
+    })
+
     t.test('RP-initiated logout ends the service\'s session too', async (t) => {
       const person = await createAccount(app)
       const { browser, tokens } = await signedInAtPages(person)
@@ -90,16 +139,28 @@ for (const backend of backends()) {
       t.same(await atAuthorizationServer(newest), [])
     })
 
-    t.test('signing in again in the same browser (prompt=login) replaces its session', async (t) => {
+    t.test('signing in again in the same browser (prompt=login) replaces its session, at the session limit too', async (t) => {
       const person = await createAccount(app)
       const { browser } = await signedInAtPages(person)
       const [first] = await atAuthorizationServer(person)
+      // The session at the pages the oldest of three, the limit: the new sign-in replaces it, and ends no other.
+      const apiLogin = async () => {
+        const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: person.email, password: person.password } })
+        return { ...person, token: login.json().data.access_token as string }
+      }
+      const later = await apiLogin()
+      const own = (await sessionsOf(later)).find((session) => session.device.id !== AT_AUTHORIZATION_SERVER)
+      t.equal((await app.inject(withToken(later.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${own?.id ?? ''}` }))).statusCode, 204)
+      await apiLogin()
+      t.equal((await sessionsOf(later)).length, 3)
+
       const again = await authorization('openid email', { prompt: 'login' })
       const back = await authorizeWithPassword(browser, again.url, person)
       t.match(back, new RegExp(`^${redirectUri}\\?code=`))
-      const listed = await atAuthorizationServer(person)
+      const listed = await atAuthorizationServer(later)
       t.equal(listed.length, 1, 'one session at the pages, not two')
       t.not(listed[0]?.id, first?.id, 'the new sign-in\'s')
+      t.equal((await sessionsOf(later)).length, 3, 'the API sessions kept')
       t.equal(await silently(browser), 'code')
     })
 
@@ -145,6 +206,13 @@ for (const backend of backends()) {
         const silent = await page.browser.follow(again.url)
         t.match(silent.url, new RegExp(`^${redirectUri}\\?code=`), 'remembered: not asked again')
         t.match(await userinfoFor(silent.url, again), { org_id: second })
+
+        const another = await authorization('openid organization', { prompt: 'consent' })
+        const asked = await page.browser.follow(another.url)
+        const html = await asked.response.text()
+        t.match(html, 'For which organization?', 'prompt=consent offers another')
+        const switched = await page.browser.follow(`${asked.url}/consent`, { form: { csrf: formToken(html), organization: first } })
+        t.match(await userinfoFor(switched.url, another), { org_id: first })
       })
 
       t.test('an organization the person is not a member of is refused; nothing is chosen', async (t) => {

@@ -105,8 +105,19 @@ for (const backend of backends()) {
         t.equal(await sessions.useAuthorizationSession(account(15), 'uid-15', cutoffs, at(1)), true)
         t.equal(await sessions.useAuthorizationSession(account(16), 'uid-15', cutoffs, at(1)), false, 'another account\'s')
         t.same(await sessions.ofAuthorizationSession('uid-15'), ['service-session-15'])
-        t.same(await sessions.linkAuthorizationSession(`service-session-${ACCOUNTS + 15}`, account(15), 'uid-15'), ['service-session-15'])
-      }, /sessions_authorization_session_uid|sessions_pkey|sqlite_autoindex_sessions_1/)
+        const opened = await sessions.open({
+          userId: account(15),
+          device: {},
+          firstPair: null,
+          authorizationSessionUid: 'uid-15',
+          now: at(2),
+          authentication: { authTime: at(2), amr: ['pwd'] },
+          cutoffs,
+          maxConcurrent: 10,
+          accessIssuedAfter: at(0)
+        })
+        t.same(await sessions.ofAuthorizationSession('uid-15'), [opened?.id], 'a new sign-in in that browser ends the session before')
+      }, /sessions_authorization_session_uid|sessions_user_id_live|sessions_pkey|sqlite_autoindex_sessions_1/)
       const late = { idleBefore: at(2), createdBefore: at(-60) }
       t.equal(await sessions.useAuthorizationSession(account(17), 'uid-17', late, at(3)), false, 'past the idle timeout')
     })

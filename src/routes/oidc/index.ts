@@ -35,12 +35,9 @@ const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
 type FormBody = Record<string, string | string[] | undefined>
 type InteractionRequest = FastifyRequest<{ Params: { uid: string }, Body: FormBody }>
 
-/**
- * What a sign-in hands the provider: the account, how it was proved (`acr` two factors when its
- * methods include `mfa`), and the session it opened, which the provider's becomes.
- */
-function loginResult ({ userId, amr, sessionId }: SignInProof): { login: PagesLogin } {
-  return { login: { accountId: userId, amr, acr: amr.includes('mfa') ? '2' : '1', remember: false, sessionId } }
+/** What a sign-in hands the provider: the account, and how it was proved (`acr` `2` when its methods include `mfa`). */
+function loginResult ({ userId, amr }: SignInProof): { login: PagesLogin } {
+  return { login: { accountId: userId, amr, acr: amr.includes('mfa') ? '2' : '1', remember: false, ts: Math.floor(Date.now() / 1000) } }
 }
 
 /** Why the consent page asks which organization (src/authorization-server/provider.ts). */
@@ -117,8 +114,13 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       return send(reply, 400, 'Sign-in expired', '<p class="error" role="alert">This sign-in has expired or was opened in another browser. Go back to the application and start again.</p>')
     }
 
+    /**
+     * Back into the flow with the interaction's result. A consent is merged with the sign-in
+     * before it (the provider's last submission), so that a request that asked for a sign-in
+     * (`prompt=login`) finds it answered.
+     */
     async function finish (request: InteractionRequest, reply: FastifyReply, result: Record<string, unknown>) {
-      const to = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false })
+      const to = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: 'consent' in result })
       return reply.redirect(to, 303)
     }
 
