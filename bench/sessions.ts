@@ -11,9 +11,10 @@ import {
 } from './harness.js'
 
 /**
- * Sessions under load (docs/performance.md, "Sessions"), on two back ends: SQLite without Redis
- * (the revocation list in memory, as on one instance) and PostgreSQL with Redis (as several
- * instances run: rate limits in Redis, revocations published through it). On each:
+ * Sessions under load (docs/performance.md, "Sessions: refreshes and revocations"), on two
+ * back ends: SQLite without Redis (the revocation list in memory, as on one instance) and
+ * PostgreSQL with Redis (as several instances run: rate limits in Redis, revocations published
+ * through it). On each:
  * - the authenticated read of run.ts (`GET /api/v1/users/{id}`) on a service whose revocation
  *   list holds REVOKED access-token ids, against the same read on a service holding none, in
  *   interleaved rounds, medians compared;
@@ -27,11 +28,11 @@ import {
  * Keycloak's documentation, "Concepts for sizing CPU and memory resources" (High Availability
  * guide): "For each 120 refresh token requests per second, 1 vCPU to the cluster".
  */
-export const KEYCLOAK_REFRESHES_PER_VCPU = 120
-/** Refreshes per core of the server, as a multiple of Keycloak's per vCPU (issue 42). */
+const KEYCLOAK_REFRESHES_PER_VCPU = 120
+/** Refreshes per core of the server, as a multiple of Keycloak's per vCPU (docs/performance.md). */
 const REFRESH_TARGET = 10
 const REVOKED = 100_000
-/** The read with REVOKED revocations against the read with none (issue 42). */
+/** The read with REVOKED revocations against the read with none (docs/performance.md). */
 const REVOKED_READ_TARGET = 0.9
 const PASSWORD = 'bench-password-1'
 /** How many accounts are registered and signed in at once while preparing. */
