@@ -21,7 +21,7 @@ export async function eraseAccount (
   user: { id: string, email: string },
   trx: Db
 ): Promise<boolean> {
-  await deps.erasure.eraseTraces(user, trx)
+  if (!await deps.erasure.eraseTraces(user, trx)) return false
   return await deps.users.delete(user.id, trx)
 }
 

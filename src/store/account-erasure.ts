@@ -1,6 +1,7 @@
 import { withoutAddress } from '../security/redaction.js'
 import type { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
 import type { Db } from './types.js'
+import { holdUserRow } from './users.js'
 
 /**
  * Erasing an account (docs/api.md, "Deleting one's account"): its row goes (UsersRepository),
@@ -27,9 +28,12 @@ export class AccountErasureRepository {
    * What the account leaves outside its row, before the row is deleted: its audit entries (as
    * actor or target) keep the id and lose the address, client address and user agent;
    * messages waiting for the address and invitations to it go, and whatever the authorization
-   * server holds for it.
+   * server holds for it. The account's row is held first, so that erasures of one account at
+   * once (two deletes, on two instances) run one after another rather than deadlock on its
+   * audit entries; the later ones find it gone, touch nothing and answer false.
    */
-  async eraseTraces (user: { id: string, email: string }, db: Db = this.db): Promise<void> {
+  async eraseTraces (user: { id: string, email: string }, db: Db = this.db): Promise<boolean> {
+    if (!await holdUserRow(db, user.id)) return false
     for (const column of ['actor_id', 'target_id'] as const) {
       const entries = await db.selectFrom('audit_logs').select(['id', 'details']).where(column, '=', user.id).execute()
       for (const entry of entries) {
@@ -42,5 +46,6 @@ export class AccountErasureRepository {
     await db.deleteFrom('organization_invitations').where('email', '=', user.email).execute()
     // The authorization server's sessions, consents and tokens name the account by id, without a foreign key.
     await this.artifacts.endAccount(user.id, db)
+    return true
   }
 }
