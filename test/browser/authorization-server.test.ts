@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core'
 import { PNG } from 'pngjs'
 import t, { type Test } from 'tap'
 import { createAccount, withToken } from '../helpers/accounts.js'
-import { callbackServer, exchange, insecure, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
+import { exchange, insecure, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium } from '../helpers/chromium.js'
 import { backends } from '../helpers/database.js'
 
@@ -163,10 +163,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
   t.test('a passkey on the sign-in page, through the one script the pages load', async (t) => {
     const server = await startAuthorizationServer(t, null, {}, 'localhost')
     const { app, issuer } = server
-    const rp = await callbackServer(t)
-    const redirectUri = `${rp}/callback`
-    const registered = await server.register({ name: 'Notes', redirect_uris: [redirectUri], grant_types: ['authorization_code'], scopes: ['openid'] })
-    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+    const { redirectUri, config } = await relyingParty(t, server, { name: 'Notes', grant_types: ['authorization_code'], scopes: ['openid'] })
     const person = await createAccount(app)
 
     const { context, page, errors } = await freshPage(t)

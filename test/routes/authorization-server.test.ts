@@ -406,13 +406,11 @@ t.test('a second factor by e-mail on the pages: the code is sent on request, ent
   t.teardown(async () => await smtp.stop())
   const server = await startAuthorizationServer(t, null, { SMTP_URL: smtp.url() })
   const { app, issuer } = server
-  const rp = await callbackServer(t)
-  const registered = await server.register({ name: 'Mail app', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid'] })
-  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  const { redirectUri, config } = await relyingParty(t, server, { name: 'Mail app', grant_types: ['authorization_code'], scopes: ['openid'] })
   const person = await createAccount(app)
   t.equal((await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/email/enable' }))).statusCode, 204)
 
-  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid')
+  const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid')
   const browser = new CookieBrowser(issuer)
   const login = await browser.follow(url.href)
   const mfa = await browser.follow(`${login.url}/login`, { form: { csrf: formToken(await login.response.text()), email: person.email, password: person.password } })
@@ -444,13 +442,11 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
   const [corp] = providers
   if (corp === undefined) throw new Error('no provider')
   const { issuer } = server
-  const rp = await callbackServer(t)
-  const registered = await server.register({ name: 'Wiki', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
-  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  const { redirectUri, config } = await relyingParty(t, server, { name: 'Wiki', grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
   const email = uniqueEmail('federated')
   corp.accounts.set('grace', { email, email_verified: true, name: 'Grace Hopper' })
 
-  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid email')
+  const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid email')
   const browser = new CookieBrowser(issuer)
   const login = await browser.follow(url.href)
   const html = await login.response.text()
@@ -469,7 +465,7 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
   t.test('a code from the provider\'s sign-in is bound to the interaction that started it', async (t) => {
     const other = new CookieBrowser(issuer)
     const otherLogin = await other.follow((client.buildAuthorizationUrl(config, {
-      redirect_uri: `${rp}/cb`, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
+      redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state
     })).href)
     t.equal(otherLogin.response.status, 200)
     // Another browser's sign-in at the provider, its one-time code replayed into this interaction.
@@ -524,11 +520,9 @@ if (testRedisUrl !== undefined && testRedisUrl !== '') {
     await redisReady(app)
     const redis = app.redis
     if (redis === null) throw new Error('no Redis')
-    const rp = await callbackServer(t)
-    const registered = await server.register({ name: 'Cached', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code'], scopes: ['openid'] })
-    const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+    const { redirectUri, config } = await relyingParty(t, server, { name: 'Cached', grant_types: ['authorization_code'], scopes: ['openid'] })
     const person = await createAccount(app)
-    const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid')
+    const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid')
     const browser = new CookieBrowser(issuer)
     const login = await browser.follow(url.href)
     const uid = /\/oidc\/interaction\/([^/?]+)$/.exec(login.url)?.[1] ?? ''
@@ -551,16 +545,12 @@ t.test('an unclaimed account\'s consents and tokens do not survive its claiming;
   t.teardown(async () => await smtp.stop())
   const server = await startAuthorizationServer(t, null, { SMTP_URL: smtp.url() })
   const { app, issuer } = server
-  const rp = await callbackServer(t)
-  const registered = await server.register({
-    name: 'Early app', redirect_uris: [`${rp}/cb`], grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'email']
-  })
-  const config = await client.discovery(new URL(issuer), registered.id, registered.secret, undefined, insecure)
+  const { redirectUri, config } = await relyingParty(t, server, { name: 'Early app', grant_types: ['authorization_code', 'refresh_token'], scopes: ['openid', 'email'] })
   // Registered, its address not proved yet: unclaimed (docs/security.md, "Account claiming").
   const email = uniqueEmail('unclaimed')
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email, name: 'Early', password: TEST_PASSWORD } })
   t.equal(created.statusCode, 201)
-  const { url, verifier, state } = await pkceAuthorization(config, `${rp}/cb`, 'openid email')
+  const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid email')
   const back = await authorizeWithPassword(new CookieBrowser(issuer), url.href, { email, password: TEST_PASSWORD })
   const tokens = await exchange(config, new URL(back), { verifier, state })
   t.type(tokens.refresh_token, 'string')
