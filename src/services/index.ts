@@ -77,7 +77,6 @@ export function createServices (deps: ServiceDependencies) {
   const sessions = new SessionService({
     tokens,
     sessions: repositories.sessions,
-    users,
     impersonations: repositories.impersonations,
     authorizationArtifacts: repositories.authorizationArtifacts,
     revokeAccessToken: deps.revokeAccessToken,

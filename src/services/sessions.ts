@@ -11,14 +11,12 @@ import type { AuthorizationArtifactsRepository } from '../store/authorization-ar
 import type { ImpersonationsRepository } from '../store/impersonations.js'
 import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
-import type { UsersRepository } from '../store/users.js'
 import type { Recorded } from './audit/trail.js'
 import { callerOf, type RequestContext } from './context.js'
 
 export interface SessionServiceDependencies {
   tokens: TokenService
   sessions: SessionsRepository
-  users: UsersRepository
   /** The user's impersonations' access tokens end with the user's sessions. */
   impersonations: ImpersonationsRepository
   /** The authorization server's sessions, consents and tokens of an account, ended with its sessions. */
@@ -175,7 +173,7 @@ export class SessionService {
     recordedFor: (userId: string) => Recorded,
     selection?: OrganizationSelection
   ): Promise<{ pair: TokenPair, userId: string, retry: boolean }> {
-    const { tokens, sessions, users } = this.#deps
+    const { tokens, sessions } = this.#deps
     let claims
     try {
       claims = tokens.verify(refreshToken, 'refresh')
@@ -195,11 +193,12 @@ export class SessionService {
     }
     let spent = presented
     if (presented.spentAt === null) {
-      const principal = await users.findPrincipal(presented.userId)
-      if (principal === undefined) throw new Errors.INVALID_TOKEN()
-      const organization = await this.#organizationOf(principal.id, presented, selection)
-      const pair = await this.#rotate(principal, presented, claims.device, organization, now, recordedFor(principal.id))
-      if (pair !== null) return { pair, userId: principal.id, retry: false }
+      // The account exists: its tokens go with it (refresh_tokens.user_id cascades), and the
+      // rotation holds its row, answering 'ended' for an account deleted meanwhile.
+      const user = { id: presented.userId, roles: presented.userRoles }
+      const organization = await this.#organizationOf(user.id, presented, selection)
+      const pair = await this.#rotate(user, presented, claims.device, organization, now, recordedFor(user.id))
+      if (pair !== null) return { pair, userId: user.id, retry: false }
       // Read unspent, yet not spent here: a concurrent refresh spent it, and its pair was
       // committed with the spend; or the session ended meanwhile (a logout is no reuse).
       const current = await sessions.findByTokenHash(tokenHash)

@@ -1,7 +1,7 @@
 import { type CompiledQuery, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { CursorCodec } from '../collection/cursor.js'
 import { type CollectionRequest, COUNT_LIMIT, queryFingerprint, type SortKey } from '../collection/query.js'
-import type { ReadRows } from './prepared.js'
+import { bindNamed, Placeholder, type ReadRows } from './prepared.js'
 import { containsPattern, indexedSearch, matchesIgnoringCase, type SearchIndex, searchPhrase } from './search.js'
 import type { Db, Dialect } from './types.js'
 
@@ -22,11 +22,6 @@ export type FilterValues = Record<string, unknown>
  * in place of the bound values, so it must only hand values to Kysely, never look at them.
  */
 export type FilterQuery<Values extends FilterValues> = (values: Values) => SelectQueryBuilder<any, any, object>
-
-/** A bound value's place in a compiled query: replaced by the request's value at each run. */
-class Placeholder {
-  constructor (readonly name: string) {}
-}
 
 /** What a collection's queries run on. */
 export interface PageStore {
@@ -145,12 +140,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const countProbed = probed !== undefined && request.createdAfter === undefined &&
       Object.values(filters).every((value) => value === undefined)
     const shape = this.#shape(request, filters, { maintained: countKey !== undefined, indexed, countProbed })
-    const bind = <Result>(query: CompiledQuery<any>) =>
-      this.store.read<Result>({
-        ...query,
-        parameters: query.parameters.map((parameter) =>
-          parameter instanceof Placeholder ? values[parameter.name] : parameter)
-      })
+    const bind = <Result>(query: CompiledQuery<any>) => this.store.read<Result>(bindNamed(query, values))
 
     if (pagination.kind === 'offset' && shape.kind === 'offset') {
       const [items, counted] = await Promise.all([

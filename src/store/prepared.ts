@@ -29,3 +29,23 @@ export function prepare<Row> (
     return read({ ...compiled, parameters })
   }
 }
+
+/** A bound value's place in a query compiled once: replaced by its value at each run (bindNamed). */
+export class Placeholder {
+  constructor (readonly name: string) {}
+}
+
+/**
+ * The query compiled with Placeholders, each replaced by its value in `values`; a name without
+ * one (undefined is a value) is a mistake, not a NULL.
+ */
+export function bindNamed<Row> (query: CompiledQuery<Row>, values: Record<string, unknown>): CompiledQuery<Row> {
+  return {
+    ...query,
+    parameters: query.parameters.map((parameter) => {
+      if (!(parameter instanceof Placeholder)) return parameter
+      if (!(parameter.name in values)) throw new Error(`no value for the placeholder ${parameter.name}`)
+      return values[parameter.name]
+    })
+  }
+}

@@ -1,16 +1,21 @@
+import type { CompiledQuery } from 'kysely'
 import type { ExportSession } from '../../schemas/account-export.js'
 import type { Session } from '../../schemas/auth.js'
+import type { Role } from '../../schemas/rbac.js'
 import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
-import { type Db, atomically } from './types.js'
-import { holdUserRow } from './users.js'
+import { bindNamed, Placeholder, prepare } from './prepared.js'
+import { type Db, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
+import { holdUserRow, toRoles } from './users.js'
 
 /** A refresh token as found by its hash, with its session. */
 export interface PresentedRefreshToken {
   jti: string
   userId: string
+  /** The account's roles, read with the token: what the rotated access token carries. */
+  userRoles: Role[]
   sessionId: string
   spentAt: string | null
   tokenRevokedAt: string | null
@@ -100,8 +105,27 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
  */
 export class SessionsRepository {
   readonly #pages
+  readonly #dialect
+  /** The rotation's statement on PostgreSQL, compiled at its first use. */
+  #rotation: CompiledQuery<{ live: boolean, rotated: boolean }> | undefined
+  /**
+   * A refresh's one read before its rotation: the token, its session and its account's roles
+   * (one row per role), compiled once (prepared.ts).
+   */
+  readonly #selectByTokenHash
 
   constructor (private readonly db: Db, pages: PageStore) {
+    this.#dialect = pages.dialect
+    this.#selectByTokenHash = prepare(pages.read, db.selectFrom('refresh_tokens')
+      .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+      .leftJoin('user_roles', 'user_roles.user_id', 'refresh_tokens.user_id')
+      .select(['user_roles.role',
+        'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
+        'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
+        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until',
+        'sessions.auth_time', 'sessions.amr', 'sessions.organization_id'
+      ])
+      .where('refresh_tokens.token_hash', '=', ''))
     this.#pages = new PageQueries<Omit<Session, 'device'> & { device: string }, { userId: string, idleBefore: string, createdBefore: string }>(
       ({ userId, ...cutoffs }) => liveSessions(db, userId, cutoffs), SESSION_COLUMNS, pages)
   }
@@ -140,7 +164,7 @@ export class SessionsRepository {
       const { firstPair } = opening
       if (firstPair !== null) {
         const first = { issued: firstPair.refresh, accessJti: firstPair.accessJti, organizationId: null }
-        await insertRefreshToken(trx, sessionId, userId, first, device, now)
+        await trx.insertInto('refresh_tokens').values(refreshTokenRow(sessionId, userId, first, device, now)).execute()
       }
       const others = (await liveSessionsOldestFirst(trx, userId, cutoffs).execute())
         .map((row) => row.id).filter((id) => id !== sessionId)
@@ -155,7 +179,9 @@ export class SessionsRepository {
    * for retries, in one transaction that holds the account's row and locks the session's.
    * Answers 'rotated'; 'lost' when another request spent the token first (its pair, and the
    * rotation kept with it, are committed by then: this waited on the rows that one held); or
-   * 'ended' when the session has ended or the account is gone (nothing is recorded). A
+   * 'ended' when the session has ended or the account is gone. No row of the session or its
+   * tokens changes unless the token is spent here. On PostgreSQL the steps are one statement (rotationStatement);
+   * on SQLite, where a statement costs no round trip, they run one by one. A
    * concurrent revoke either commits first or waits for this one and then finds, and revokes,
    * the new access token: a refresh racing a logout never answers a pair no revocation lists.
    * The account's row is held first, as opening a session holds it, so that deleting the
@@ -163,41 +189,35 @@ export class SessionsRepository {
    * the session's row before the token's, in the order a revoke takes them.
    */
   async rotate (rotation: Rotation, db: Db = this.db): Promise<'rotated' | 'lost' | 'ended'> {
+    if (this.#dialect === 'postgres') {
+      this.#rotation ??= rotationStatement(this.db).compile()
+      const { rows } = await db.executeQuery(bindNamed(this.#rotation, rotationValues(rotation)))
+      return rows[0]?.rotated === true ? 'rotated' : rows[0]?.live === true ? 'lost' : 'ended'
+    }
     const { sessionId, userId, now } = rotation
     return await atomically(db, async (trx) => {
       if (!await holdUserRow(trx, userId)) return 'ended'
-      const touched = await trx.updateTable('sessions').set({ last_used_at: now, organization_id: rotation.organizationId })
-        .where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
-      if (touched.numUpdatedRows === 0n) return 'ended'
+      // SQLite: holding the account's row took the database's write lock for the transaction.
+      const live = await trx.selectFrom('sessions').select('id').where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
+      if (live === undefined) return 'ended'
       const spent = await trx.updateTable('refresh_tokens').set({ spent_at: now })
         .where('jti', '=', rotation.spentJti).where('spent_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst()
       if (spent.numUpdatedRows === 0n) return 'lost'
-      await insertRefreshToken(trx, sessionId, userId, rotation, rotation.device, now)
+      await trx.insertInto('refresh_tokens').values(refreshTokenRow(sessionId, userId, rotation, rotation.device, now)).execute()
       // Replaces the rotation kept before: the token it names has just had its successor spent.
-      await trx.updateTable('sessions').set({
-        retry_jti: rotation.retry === null ? null : rotation.spentJti,
-        retry_pair: rotation.retry?.pair ?? null,
-        retry_until: rotation.retry?.until ?? null
-      }).where('id', '=', sessionId).execute()
+      await trx.updateTable('sessions').set(keptRotation(rotation)).where('id', '=', sessionId).execute()
       return 'rotated'
     })
   }
 
   async findByTokenHash (tokenHash: string): Promise<PresentedRefreshToken | undefined> {
-    const row = await this.db.selectFrom('refresh_tokens')
-      .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
-      .select([
-        'refresh_tokens.jti', 'refresh_tokens.user_id', 'refresh_tokens.session_id', 'refresh_tokens.spent_at',
-        'refresh_tokens.revoked_at as token_revoked_at', 'sessions.created_at', 'sessions.last_used_at',
-        'sessions.revoked_at as session_revoked_at', 'sessions.revoked_reason', 'sessions.retry_jti', 'sessions.retry_pair', 'sessions.retry_until',
-        'sessions.auth_time', 'sessions.amr', 'sessions.organization_id'
-      ])
-      .where('refresh_tokens.token_hash', '=', tokenHash)
-      .executeTakeFirst()
+    const rows = await this.#selectByTokenHash(tokenHash)
+    const row = rows[0]
     if (row === undefined) return undefined
     return {
       jti: row.jti,
       userId: row.user_id,
+      userRoles: toRoles(rows.map((row) => row.role)),
       sessionId: row.session_id,
       spentAt: row.spent_at,
       tokenRevokedAt: row.token_revoked_at,
@@ -381,15 +401,14 @@ export function liveSessionsOldestFirst (db: Db, userId: string, cutoffs: Livene
   return liveSessions(db, userId, cutoffs).select('id').orderBy('created_at').orderBy('id')
 }
 
-async function insertRefreshToken (
-  trx: Db,
+function refreshTokenRow (
   sessionId: string,
   userId: string,
   { issued, accessJti, organizationId }: Pick<Rotation, 'issued' | 'accessJti' | 'organizationId'>,
   device: Record<string, unknown>,
   now: string
-): Promise<void> {
-  await trx.insertInto('refresh_tokens').values({
+): RefreshTokensTable {
+  return {
     jti: issued.jti,
     session_id: sessionId,
     user_id: userId,
@@ -401,7 +420,83 @@ async function insertRefreshToken (
     revoked_at: null,
     access_jti: accessJti,
     organization_id: organizationId
-  }).execute()
+  }
+}
+
+/** What a rotation leaves on its session: its last use, its organization, the rotation kept for retries. */
+function keptRotation (rotation: Rotation): Pick<SessionsTable, typeof KEPT_COLUMNS[number]> {
+  return {
+    last_used_at: rotation.now,
+    organization_id: rotation.organizationId,
+    retry_jti: rotation.retry === null ? null : rotation.spentJti,
+    retry_pair: rotation.retry?.pair ?? null,
+    retry_until: rotation.retry?.until ?? null
+  }
+}
+
+const KEPT_COLUMNS = ['last_used_at', 'organization_id', 'retry_jti', 'retry_pair', 'retry_until'] as const
+const REFRESH_TOKEN_COLUMNS = Object.keys({
+  jti: true,
+  session_id: true,
+  user_id: true,
+  token_hash: true,
+  device: true,
+  created_at: true,
+  expires_at: true,
+  spent_at: true,
+  revoked_at: true,
+  access_jti: true,
+  organization_id: true
+} satisfies Record<keyof RefreshTokensTable, true>) as Array<keyof RefreshTokensTable>
+
+/** The values of rotationStatement's placeholders for `rotation`. */
+export function rotationValues (rotation: Rotation): Record<string, unknown> {
+  const { sessionId, userId, now } = rotation
+  const successor = refreshTokenRow(sessionId, userId, rotation, rotation.device, now)
+  const kept = keptRotation(rotation)
+  return {
+    userId,
+    sessionId,
+    spentJti: rotation.spentJti,
+    now,
+    ...Object.fromEntries(KEPT_COLUMNS.map((column) => [`kept.${column}`, kept[column]])),
+    ...Object.fromEntries(REFRESH_TOKEN_COLUMNS.map((column) => [`successor.${column}`, successor[column]]))
+  }
+}
+
+/**
+ * SessionsRepository.rotate on PostgreSQL: one statement of data-modifying CTEs, where the
+ * steps one by one cost five round trips to the database, most of a refresh's time
+ * (docs/performance.md, "Sessions: refreshes and revocations"). It takes the same locks in the
+ * same order: the account's row, the session's, then the token's; each later step runs only
+ * if the one before found its row, and nothing is written unless the token is spent here.
+ * Its values are Placeholders (rotationValues), so that it is built and compiled once.
+ * Exported for the test that checks its plan.
+ */
+export function rotationStatement (db: Db) {
+  const value = (name: string) => new Placeholder(name) as unknown as string
+  return db
+    .with('account', (qb) => qb.selectFrom('users').select('id').where('id', '=', value('userId')).forNoKeyUpdate())
+    .with('session', (qb) => qb.selectFrom('sessions').select('id')
+      .where('id', '=', value('sessionId')).where('revoked_at', 'is', null)
+      .where((eb) => eb.exists(eb.selectFrom('account').select('id')))
+      .forNoKeyUpdate())
+    .with('spent', (qb) => qb.updateTable('refresh_tokens').set({ spent_at: value('now') })
+      .where('jti', '=', value('spentJti')).where('spent_at', 'is', null).where('revoked_at', 'is', null)
+      .where((eb) => eb.exists(eb.selectFrom('session').select('id')))
+      .returning('jti'))
+    .with('kept', (qb) => qb.updateTable('sessions')
+      .set(Object.fromEntries(KEPT_COLUMNS.map((column) => [column, value(`kept.${column}`)])))
+      .where('id', '=', value('sessionId')).where((eb) => eb.exists(eb.selectFrom('spent').select('jti')))
+      .returning('id'))
+    .with('successor', (qb) => qb.insertInto('refresh_tokens').columns(REFRESH_TOKEN_COLUMNS)
+      .expression(qb.selectNoFrom((eb) => REFRESH_TOKEN_COLUMNS.map((column) => eb.val(value(`successor.${column}`)).as(column)))
+        .where((eb) => eb.exists(eb.selectFrom('spent').select('jti'))))
+      .returning('jti'))
+    .selectNoFrom((eb) => [
+      eb.exists(eb.selectFrom('session').select('id')).as('live'),
+      eb.exists(eb.selectFrom('successor').select('jti')).as('rotated')
+    ])
 }
 
 /**

@@ -69,7 +69,8 @@ export function normalizeEmail (email: string): string {
   return email.trim().toLowerCase()
 }
 
-function toRoles (values: Array<string | null>): Role[] {
+/** The roles among a user's role rows (null where a left join found none). */
+export function toRoles (values: Array<string | null>): Role[] {
   return values.filter((value): value is Role => (ROLES as readonly string[]).includes(value ?? ''))
 }
 

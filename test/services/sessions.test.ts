@@ -15,7 +15,6 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
   const sessions = new SessionService({
     tokens: new TokenService({ secret: TEST_SECRET }),
     sessions: fixture.repositories.sessions,
-    users: fixture.repositories.users,
     impersonations: fixture.repositories.impersonations,
     authorizationArtifacts: fixture.repositories.authorizationArtifacts,
     revokeAccessToken: async () => {},
