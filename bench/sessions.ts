@@ -48,7 +48,7 @@ interface Backend {
 }
 
 /** One connection's session: its current refresh token, and whether a rotation of it is unanswered. */
-interface Session { token: string, inFlight: boolean }
+export interface Session { token: string, inFlight: boolean }
 
 /**
  * Migrates the database and fills `revoked_tokens` with `count` random access-token ids, live
@@ -74,7 +74,7 @@ async function revoke (databaseUrl: string, count: number): Promise<void> {
 }
 
 /** `count` accounts registered and each signed in once, PREPARING_CONCURRENCY at a time. */
-async function signedInSessions (base: string, count: number): Promise<Session[]> {
+export async function signedInSessions (base: string, count: number): Promise<Session[]> {
   const sessions: Session[] = []
   let next = 0
   await Promise.all(Array.from({ length: PREPARING_CONCURRENCY }, async () => {
@@ -93,7 +93,7 @@ async function signedInSessions (base: string, count: number): Promise<Session[]
  * each request (a single-request pipeline restarts each time), so each connection's token is
  * held by `setupClient`'s closure instead: sent by `setupRequest`, replaced from the answer.
  */
-function rotating (base: string, sessions: Session[]): autocannon.Options {
+export function rotating (base: string, sessions: Session[]): autocannon.Options {
   let connection = 0
   return {
     url: `${base}/api/v1/auth/refresh`,
@@ -121,7 +121,7 @@ function rotating (base: string, sessions: Session[]): autocannon.Options {
  * again, within the retry window, gets its pair either way (docs/api.md, "Sessions"), so the
  * next run starts from live tokens rather than ending those sessions as reused.
  */
-async function resume (base: string, sessions: Session[]): Promise<void> {
+export async function resume (base: string, sessions: Session[]): Promise<void> {
   await Promise.all(sessions.filter((session) => session.inFlight).map(async (session) => {
     const answer = await json(`${base}/api/v1/auth/refresh`, { method: 'POST', body: JSON.stringify({ refresh_token: session.token }) })
     session.token = String(answer.data.refresh_token)
