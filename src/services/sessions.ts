@@ -392,8 +392,14 @@ export class SessionService {
       retry,
       organizationId: organization?.id ?? null
     }
-    const outcome = await recorded(async (trx) => await sessions.rotate(rotation, trx), (result) => result === 'rotated')
+    // Its entries are stored by the rotation itself when they bring nothing else to store: a
+    // transaction around it would cost three round trips more (SessionsRepository.rotate).
+    const alone = recorded.alone?.()
+    const outcome = alone === undefined
+      ? await recorded(async (trx) => await sessions.rotate({ ...rotation, entries: [] }, trx), (result) => result === 'rotated')
+      : await sessions.rotate({ ...rotation, entries: alone.rows })
     if (outcome !== 'rotated') return null
+    alone?.stored()
     // The role was read before the rotation: a membership change that committed since, having
     // held the account's row as the rotation does, found no token of this pair to revoke.
     if (organization !== null && await this.#deps.organizationRoleOf(organization.id, user.id) !== organization.role) {

@@ -3,7 +3,8 @@ import type { CollectionRequest } from '../collection/query.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { type AuditLogsTable, type Db, atomically } from './types.js'
 
-const COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
+/** An audit entry's columns, all of them. */
+export const AUDIT_LOG_COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 'user_agent', 'outcome', 'details', 'created_at'] as const
 
 /** Rows inserted per statement: well under both dialects' bound-parameter limits. */
 const INSERT_CHUNK = 100
@@ -27,7 +28,7 @@ export class AuditLogsRepository {
       if (event !== undefined) filtered = filtered.where('event', '=', event)
       if (actorId !== undefined) filtered = filtered.where('actor_id', '=', actorId)
       return filtered
-    }, COLUMNS, pages, {
+    }, AUDIT_LOG_COLUMNS, pages, {
       maintainedCount: ({ event, actorId }) => event === undefined && actorId === undefined ? 'audit_logs' : undefined
     })
   }
@@ -72,7 +73,7 @@ export class AuditLogsRepository {
    * so no more than `limit` entries are read however large the log.
    */
   async latestOfActor (actorId: string, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.db.selectFrom('audit_logs').select(COLUMNS)
+    const rows = await this.db.selectFrom('audit_logs').select(AUDIT_LOG_COLUMNS)
       .where('actor_id', '=', actorId)
       .orderBy('created_at', 'desc').orderBy('id', 'desc')
       .limit(limit).execute()

@@ -1,4 +1,4 @@
-import type { CompiledQuery } from 'kysely'
+import { type CompiledQuery, sql } from 'kysely'
 import type { ExportSession } from '../../schemas/account-export.js'
 import type { Session } from '../../schemas/auth.js'
 import type { Role } from '../../schemas/rbac.js'
@@ -7,7 +7,8 @@ import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { bindNamed, Placeholder, prepare } from './prepared.js'
-import { type Db, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
+import { AUDIT_LOG_COLUMNS } from './audit-logs.js'
+import { type AuditLogsTable, type Db, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
 import { holdUserRow, toRoles } from './users.js'
 
 /** A refresh token as found by its hash, with its session. */
@@ -55,6 +56,11 @@ export interface Rotation {
   retry: { pair: string, until: string } | null
   /** The organization the new pair speaks for, kept on the session for its later refreshes. */
   organizationId: string | null
+  /**
+   * The audit entries that record the rotation, stored with it (by its one statement on
+   * PostgreSQL, Recorded.alone); none when they are stored in a transaction around it.
+   */
+  entries: AuditLogsTable[]
 }
 
 /** The instants before which a session counts as ended (docs/api.md, "Sessions"). */
@@ -206,6 +212,7 @@ export class SessionsRepository {
       await trx.insertInto('refresh_tokens').values(refreshTokenRow(sessionId, userId, rotation, rotation.device, now)).execute()
       // Replaces the rotation kept before: the token it names has just had its successor spent.
       await trx.updateTable('sessions').set(keptRotation(rotation)).where('id', '=', sessionId).execute()
+      if (rotation.entries.length > 0) await trx.insertInto('audit_logs').values(rotation.entries).execute()
       return 'rotated'
     })
   }
@@ -459,6 +466,7 @@ export function rotationValues (rotation: Rotation): Record<string, unknown> {
     sessionId,
     spentJti: rotation.spentJti,
     now,
+    entries: JSON.stringify(rotation.entries),
     ...Object.fromEntries(KEPT_COLUMNS.map((column) => [`kept.${column}`, kept[column]])),
     ...Object.fromEntries(REFRESH_TOKEN_COLUMNS.map((column) => [`successor.${column}`, successor[column]]))
   }
@@ -466,10 +474,11 @@ export function rotationValues (rotation: Rotation): Record<string, unknown> {
 
 /**
  * SessionsRepository.rotate on PostgreSQL: one statement of data-modifying CTEs, where the
- * steps one by one cost five round trips to the database, most of a refresh's time
- * (docs/performance.md, "Sessions: refreshes and revocations"). It takes the same locks in the
- * same order: the account's row, the session's, then the token's; each later step runs only
- * if the one before found its row, and nothing is written unless the token is spent here.
+ * steps one by one cost five round trips to the database, and a transaction around them three
+ * more, most of a refresh's time (docs/performance.md, "Sessions: refreshes and revocations").
+ * It takes the same locks in the same order: the account's row, the session's, then the
+ * token's; each later step runs only if the one before found its row, and nothing is written
+ * unless the token is spent here, the rotation's audit entries included.
  * Its values are Placeholders (rotationValues), so that it is built and compiled once.
  * Exported for the test that checks its plan.
  */
@@ -493,6 +502,12 @@ export function rotationStatement (db: Db) {
       .expression(qb.selectNoFrom((eb) => REFRESH_TOKEN_COLUMNS.map((column) => eb.val(value(`successor.${column}`)).as(column)))
         .where((eb) => eb.exists(eb.selectFrom('spent').select('jti'))))
       .returning('jti'))
+    // The entries as one JSON array, so that the statement is the same for any number of them.
+    .with('audited', (qb) => qb.insertInto('audit_logs').columns(AUDIT_LOG_COLUMNS)
+      .expression(sql`select ${sql.join(AUDIT_LOG_COLUMNS.map((column) => sql.ref(column)))}
+        from json_populate_recordset(null::audit_logs, ${value('entries')})
+        where exists (select 1 from successor)`)
+      .returning('id'))
     .selectNoFrom((eb) => [
       eb.exists(eb.selectFrom('session').select('id')).as('live'),
       eb.exists(eb.selectFrom('successor').select('jti')).as('rotated')

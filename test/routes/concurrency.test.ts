@@ -163,8 +163,8 @@ for (const backend of backends()) {
       for (let round = 1; round <= 6; round++) {
         const instance = apps[round % 2] as FastifyInstance
         const pair = await signIn(instance, account)
-        // Rotations are stored with their audit entries, in the transaction insertWith opens.
-        gatherCalls(t, writers.map((each) => each.repositories.auditLogs), 'insertWith', 6)
+        // Each request reaches the rotation (SessionsRepository.rotate) before any has rotated.
+        gatherCalls(t, writers.map((each) => each.repositories.sessions), 'rotate', 6)
         const responses = await together(writers, Array.from({ length: 6 }, () => refresh(pair.refresh_token)))
         t.same(statuses(responses), Array(6).fill(200), `round ${round}: every request answered`)
         const issued = responses[0]?.json().data
@@ -213,14 +213,13 @@ for (const backend of backends()) {
       instance: FastifyInstance,
       token: string
     ): Promise<[LightMyRequestResponse, LightMyRequestResponse]> {
-      const { sessions, auditLogs } = instance.repositories
+      const { sessions } = instance.repositories
       let second: Promise<LightMyRequestResponse> | undefined
       let firstRotation: Promise<unknown> | undefined
-      // A rotation is stored in the transaction insertWith opens, with its audit entry.
-      const insertWith = auditLogs.insertWith.bind(auditLogs) as (...args: unknown[]) => Promise<unknown>
-      t.teardown(() => { Reflect.deleteProperty(auditLogs, 'insertWith') })
-      Object.assign(auditLogs, {
-        insertWith: async (...args: unknown[]) => {
+      const rotate = sessions.rotate.bind(sessions) as (...args: unknown[]) => Promise<unknown>
+      t.teardown(() => { Reflect.deleteProperty(sessions, 'rotate') })
+      Object.assign(sessions, {
+        rotate: async (...args: unknown[]) => {
           if (firstRotation === undefined) {
             firstRotation = (async () => {
               const secondRead = new Promise<void>((resolve) => {
@@ -228,12 +227,12 @@ for (const backend of backends()) {
               })
               second = instance.inject(refresh(token))
               await secondRead
-              return await insertWith(...args)
+              return await rotate(...args)
             })()
             return await firstRotation
           }
           await firstRotation
-          return await insertWith(...args)
+          return await rotate(...args)
         }
       })
       const first = await instance.inject(refresh(token))
@@ -270,15 +269,15 @@ for (const backend of backends()) {
         if (response.statusCode !== 204) throw new Error(response.body)
       }
 
-      // Between the refresh's read and its spend (the transaction insertWith opens to store the
+      // Between the refresh's read and its spend (SessionsRepository.rotate, which stores the
       // rotation with its audit entry): invalid, not a reuse.
       const before = await signIn(app, account)
-      aroundNextCall(t, app.repositories.auditLogs, 'insertWith', async (call) => { await logout(before.access_token); return await call() })
+      aroundNextCall(t, app.repositories.sessions, 'rotate', async (call) => { await logout(before.access_token); return await call() })
       const refused = await app.inject(refresh(before.refresh_token))
       t.equal(errorCode(refused), 'INVALID_TOKEN', 'ended before the new pair is recorded: no pair')
 
       const after = await signIn(app, account)
-      aroundNextCall(t, app.repositories.auditLogs, 'insertWith', async (call) => { const recorded = await call(); await logout(after.access_token); return recorded })
+      aroundNextCall(t, app.repositories.sessions, 'rotate', async (call) => { const rotated = await call(); await logout(after.access_token); return rotated })
       const rotated = await app.inject(refresh(after.refresh_token))
       t.equal(rotated.statusCode, 200, 'ended just after: the pair was answered')
       t.equal(errorCode(await me(rotated.json().data.access_token)), 'INVALID_TOKEN', 'but the logout revoked its access token')
@@ -462,7 +461,8 @@ for (const backend of backends()) {
 
       const rotating = await createAccount(app)
       const pair = await signIn(app, rotating)
-      aroundNextCall(t, repositories.auditLogs, 'insertWith', async (call) => { await deleteUser(rotating.id); return await call() })
+      // A rotation stores its audit entry itself (SessionsRepository.rotate): the delete lands just before.
+      aroundNextCall(t, repositories.sessions, 'rotate', async (call) => { await deleteUser(rotating.id); return await call() })
       const rotated = await app.inject(refresh(pair.refresh_token))
       t.equal(rotated.statusCode, 401, 'a refresh whose account is deleted while the token rotates')
       t.equal(errorCode(rotated), 'INVALID_TOKEN')

@@ -17,6 +17,17 @@ t.test('AUDIT_STREAM=stdout: each stored audit entry is a line of the service\'s
   t.notMatch(JSON.stringify(line), /wrong-password-1/, 'redacted as stored')
 })
 
+t.test('AUDIT_STREAM=stdout: a refresh\'s entry, stored by the rotation\'s own statement, is streamed once stored', async (t) => {
+  const { app, entries } = await buildLogged(t, { postgresUrl: null, env: { AUDIT_STREAM: 'stdout', LOG_LEVEL: 'error' } })
+  const credentials = { email: 'streamed@example.com', password: 'streamed-passphrase-1' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/v1/users', payload: { ...credentials, name: 'Streamed' } })).statusCode, 201)
+  const signedIn = (await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: credentials })).json()
+  const refreshed = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: signedIn.data.refresh_token } })
+  t.equal(refreshed.statusCode, 200)
+  const events = (await entries()).map((line) => (line.audit as { event?: string } | undefined)?.event)
+  t.same(events.filter((event) => event === 'auth.login' || event === 'auth.refresh'), ['auth.login', 'auth.refresh'], 'once each, in order')
+})
+
 t.test('AUDIT_STREAM=stdout writes the entries with LOG_LEVEL=error too, and nothing else at info', async (t) => {
   const { app, entries } = await buildLogged(t, { postgresUrl: null, env: { AUDIT_STREAM: 'stdout', LOG_LEVEL: 'error' } })
   const refused = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'nobody@example.com', password: 'wrong-password-1' } })

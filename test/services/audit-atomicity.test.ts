@@ -34,6 +34,21 @@ for (const backend of backends()) {
       t.not(await repositories.users.findById(user.id), undefined, 'the account was not deleted')
     })
 
+    t.test('a refresh whose entry cannot be stored keeps no rotation: its token stays unspent, no successor', async (t) => {
+      // On PostgreSQL the entry is stored by the rotation's own statement (Recorded.alone).
+      const fixture = await buildServices(t, backend.url)
+      const user = await registered(fixture)
+      const context = contextFrom('192.0.2.14')
+      const credentials = { email: user.email, password: TEST_PASSWORD }
+      const signedIn = await fixture.services.signIn.withPassword(context, credentials)
+      if (!('refresh_token' in signedIn)) throw new Error('expected a token pair')
+      await breakAuditWrites(fixture)
+      await t.rejects(fixture.services.signIn.refresh(context, signedIn.refresh_token), /audit storage refused/)
+      const { db } = fixture.database
+      const tokens = await db.selectFrom('refresh_tokens').select(['spent_at']).where('user_id', '=', user.id).execute()
+      t.same(tokens, [{ spent_at: null }], 'the one token, unspent')
+    })
+
     t.test('a change and the message it sends commit together: when the message cannot be stored, the change is not kept', async (t) => {
       const fixture = await buildServices(t, backend.url)
       const { services, repositories } = fixture

@@ -266,6 +266,21 @@ for (const backend of backends()) {
       const [stored] = await fixture.audited('auth.login_failed')
       t.equal(failed?.payload.data.id, (stored as { id?: string } | undefined)?.id, 'the entry as stored, with its id')
     })
+
+    t.test('with AUDIT_STREAM=webhooks a refresh\'s entry is delivered too: stored with its delivery around the rotation', async (t) => {
+      const { fixture, receiver } = await withEndpoint(t, backend.url, ['audit.entry'], { AUDIT_STREAM: 'webhooks' })
+      const user = await registered(fixture)
+      const context = contextFrom('192.0.2.10')
+      const credentials = { email: user.email, password: TEST_PASSWORD }
+      const signedIn = await fixture.services.signIn.withPassword(context, credentials)
+      if (!('refresh_token' in signedIn)) throw new Error('expected a token pair')
+      await fixture.services.signIn.refresh(context, signedIn.refresh_token)
+      await round(fixture)
+      const [stored] = await fixture.audited('auth.refresh')
+      const delivered = receiver.received.find((delivery) => delivery.payload.data.event === 'auth.refresh')
+      t.match(delivered?.payload, { type: 'audit.entry', data: { actor_id: user.id, ip: '192.0.2.10' } })
+      t.equal(delivered?.payload.data.id, (stored as { id?: string } | undefined)?.id, 'the entry as stored, with its id')
+    })
   })
 }
 

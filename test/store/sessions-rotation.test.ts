@@ -67,7 +67,8 @@ for (const backend of backends()) {
       device: { name: 'Laptop' },
       now: LATER,
       retry: { pair: `sealed-${next}`, until: '2026-01-01T00:05:10.000Z' },
-      organizationId: null
+      organizationId: null,
+      entries: []
     })
 
     const sessionRow = async (id: string) => await db.selectFrom('sessions')
@@ -89,13 +90,29 @@ for (const backend of backends()) {
       t.equal((await sessionRow(first.sessionId)).retry_pair, 'sealed-third', 'the kept rotation replaced')
     })
 
+    t.test('the rotation\'s audit entries are stored with it, and only when it rotated', async (t) => {
+      const first = await session(9)
+      const entry = (id: string) => ({
+        id, event: 'auth.refresh', actor_id: userId(9), target_id: userId(9), ip: '192.0.2.1', user_agent: 'Agent/1.0', outcome: 'success', details: '{}', created_at: LATER
+      })
+      const stored = async () => await db.selectFrom('audit_logs').selectAll().where('actor_id', '=', userId(9)).orderBy('id').execute()
+      const entries = [entry('01900000-0000-7000-8000-000000000001'), { ...entry('01900000-0000-7000-8000-000000000002'), event: 'auth.organization_selected', details: '{"organization_id":null}' }]
+      t.equal(await sessions.rotate({ ...rotation(9, first, 'audited'), entries }), 'rotated')
+      t.same(await stored(), entries, 'both entries, as given')
+      t.equal(await sessions.rotate({ ...rotation(9, first, 'audited-lost'), entries: [entry('01900000-0000-7000-8000-000000000003')] }), 'lost')
+      await sessions.revoke([first.sessionId], 'logout', NOW, NOW)
+      const next = { sessionId: first.sessionId, jti: 'jti-audited' }
+      t.equal(await sessions.rotate({ ...rotation(9, next, 'audited-ended'), entries: [entry('01900000-0000-7000-8000-000000000004')] }), 'ended')
+      t.equal((await stored()).length, 2, 'none for a rotation lost or ended')
+    })
+
     t.test('a token spent already is lost: nothing is written, the kept rotation stays', async (t) => {
       const first = await session(2)
       t.equal(await sessions.rotate(rotation(2, first, 'kept')), 'rotated')
       const before = await sessionRow(first.sessionId)
       t.equal(await sessions.rotate({ ...rotation(2, first, 'late'), now: '2026-01-01T00:09:00.000Z' }), 'lost')
       t.same(await sessionRow(first.sessionId), before, 'the session as the winning rotation left it')
-      t.same((await tokens(first.sessionId)).map((row) => row.jti), ['jti-first-1', 'jti-kept'], 'no successor stored')
+      t.same((await tokens(first.sessionId)).map((row) => row.jti), [first.jti, 'jti-kept'], 'no successor stored')
     })
 
     if (database.dialect === 'postgres') {

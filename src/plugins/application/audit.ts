@@ -52,6 +52,7 @@ export default fp(async (fastify) => {
       failing = false
     },
     writeWith: storage.writeWith,
+    storedAlone: storage.storedAlone,
     onError: (error, pending) => {
       if (!failing) fastify.log.error({ err: error, pending }, 'audit write failed; entries kept for retry')
       failing = true

@@ -25,7 +25,16 @@ export type AuditChange = AuditFields & { event: AuditEvent }
  * `change` runs its statements on the transaction it is given; the entries are stored unless
  * `recordedIf` says, from its result, that nothing changed.
  */
-export type Recorded = <T>(change: (trx: Db) => Promise<T>, recordedIf?: (result: T) => boolean) => Promise<T>
+export interface Recorded {
+  <T>(change: (trx: Db) => Promise<T>, recordedIf?: (result: T) => boolean): Promise<T>
+  /**
+   * For a change that can store its entries in the one statement that makes it, rather than in
+   * a transaction around it: their rows, and `stored`, to call once that statement stored them.
+   * Undefined when the entries bring something else to store with them (webhook deliveries):
+   * the change is then made through the call.
+   */
+  alone?: () => { rows: AuditLogsTable[], stored: () => void } | undefined
+}
 
 function toRow (entry: AuditRecord): AuditLogsTable {
   return {
@@ -56,6 +65,11 @@ export interface AuditTrailOptions {
   write: (rows: AuditLogsTable[]) => Promise<void>
   /** Runs `change` and writes the rows that record it in one transaction. */
   writeWith: <T>(change: (trx: Db) => Promise<T>, rowsOf: (result: T) => AuditLogsTable[]) => Promise<T>
+  /**
+   * Whether `rows` may be stored by a change's own statement (Recorded.alone): when they bring
+   * nothing else to store, what to do once they are stored; undefined otherwise.
+   */
+  storedAlone?: (rows: AuditLogsTable[]) => (() => void) | undefined
   onError: (error: unknown, pending: number) => void
   /** Flush at least this often: the interval of the background plugin's flush job. */
   flushIntervalMs?: number
@@ -80,7 +94,9 @@ export class AuditTrail {
   #followUp: Promise<void> | null = null
 
   constructor (options: AuditTrailOptions) {
-    this.#options = { flushIntervalMs: 250, batchSize: 200, maxPending: 50_000, ...options }
+    this.#options = {
+      flushIntervalMs: 250, batchSize: 200, maxPending: 50_000, storedAlone: () => undefined, ...options
+    }
   }
 
   /** How often to flush what is queued: the interval of the background plugin's flush job. */
@@ -128,8 +144,14 @@ export class AuditTrail {
 
   /** A change made through the result is stored with `entries`, for a service that makes it on another's behalf. */
   recorded (context: RequestContext, entries: AuditChange[]): Recorded {
-    return async (change, recordedIf = () => true) =>
+    const recorded: Recorded = async (change, recordedIf = () => true) =>
       await this.recordChange(context, change, (result) => recordedIf(result) ? entries : [])
+    recorded.alone = () => {
+      const rows = entries.map(({ event, ...entry }) => rowIn(context, event, entry))
+      const stored = this.#options.storedAlone(rows)
+      return stored === undefined ? undefined : { rows, stored }
+    }
+    return recorded
   }
 
   /**

@@ -32,6 +32,11 @@ export function deliveryRow (endpointId: string, event: WebhookEvent, timestamp:
 export class WebhookPublisher {
   constructor (private readonly deps: { webhooks: WebhooksRepository, streamAudit: boolean }) {}
 
+  /** Whether the audit rows bring about deliveries (to endpoints subscribed to them, if any). */
+  publishes (rows: AuditLogsTable[]): boolean {
+    return rows.some((row) => webhookEventsOf(row, this.deps.streamAudit).length > 0)
+  }
+
   /** Stores, on `trx`, the deliveries the audit rows bring about; how many. */
   async publish (rows: AuditLogsTable[], trx: Db): Promise<number> {
     const events = rows.flatMap((row) =>
@@ -62,7 +67,7 @@ export function auditStorage (deps: {
   publisher: WebhookPublisher
   published: () => void
   sink?: AuditSink
-}): Pick<AuditTrailOptions, 'write' | 'writeWith'> {
+}): Pick<AuditTrailOptions, 'write' | 'writeWith' | 'storedAlone'> {
   const writeWith: AuditTrailOptions['writeWith'] = async (change, rowsOf) => {
     let stored: AuditLogsTable[] = []
     let published = 0
@@ -76,6 +81,8 @@ export function auditStorage (deps: {
   }
   return {
     write: async (rows) => { await writeWith(async () => undefined, () => rows) },
-    writeWith
+    writeWith,
+    // Rows no webhook stands for may be stored by the change's own statement; the sink gets them once stored.
+    storedAlone: (rows) => deps.publisher.publishes(rows) ? undefined : () => { deps.sink?.write(rows) }
   }
 }
