@@ -112,8 +112,8 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
 export class SessionsRepository {
   readonly #pages
   readonly #dialect
-  /** The rotation's statement on PostgreSQL, compiled at its first use. */
-  #rotation: CompiledQuery<{ live: boolean, rotated: boolean }> | undefined
+  /** The rotation's statements on PostgreSQL, with and without its entries, each compiled at its first use. */
+  readonly #rotations = new Map<boolean, CompiledQuery<{ live: boolean, rotated: boolean }>>()
   /**
    * A refresh's one read before its rotation: the token, its session and its account's roles
    * (one row per role), compiled once (prepared.ts).
@@ -182,12 +182,14 @@ export class SessionsRepository {
 
   /**
    * Spends the presented token and records the pair it is rotated into, with the rotation kept
-   * for retries, in one transaction that holds the account's row and locks the session's.
+   * for retries and the rotation's audit entries (`entries`), all or nothing, holding the
+   * account's row and locking the session's.
    * Answers 'rotated'; 'lost' when another request spent the token first (its pair, and the
    * rotation kept with it, are committed by then: this waited on the rows that one held); or
    * 'ended' when the session has ended or the account is gone. No row of the session or its
-   * tokens changes unless the token is spent here. On PostgreSQL the steps are one statement (rotationStatement);
-   * on SQLite, where a statement costs no round trip, they run one by one. A
+   * tokens changes, and no entry is stored, unless the token is spent here. On PostgreSQL the
+   * steps are one statement (rotationStatement); on SQLite, where a statement costs no round
+   * trip, they run one by one in a transaction. A
    * concurrent revoke either commits first or waits for this one and then finds, and revokes,
    * the new access token: a refresh racing a logout never answers a pair no revocation lists.
    * The account's row is held first, as opening a session holds it, so that deleting the
@@ -196,8 +198,10 @@ export class SessionsRepository {
    */
   async rotate (rotation: Rotation, db: Db = this.db): Promise<'rotated' | 'lost' | 'ended'> {
     if (this.#dialect === 'postgres') {
-      this.#rotation ??= rotationStatement(this.db).compile()
-      const { rows } = await db.executeQuery(bindNamed(this.#rotation, rotationValues(rotation)))
+      const audited = rotation.entries.length > 0
+      const statement = this.#rotations.get(audited) ?? rotationStatement(this.db, audited).compile()
+      this.#rotations.set(audited, statement)
+      const { rows } = await db.executeQuery(bindNamed(statement, rotationValues(rotation)))
       return rows[0]?.rotated === true ? 'rotated' : rows[0]?.live === true ? 'lost' : 'ended'
     }
     const { sessionId, userId, now } = rotation
@@ -480,11 +484,13 @@ export function rotationValues (rotation: Rotation): Record<string, unknown> {
  * token's; each later step runs only if the one before found its row, and nothing is written
  * unless the token is spent here, the rotation's audit entries included.
  * Its values are Placeholders (rotationValues), so that it is built and compiled once.
- * Exported for the test that checks its plan.
+ * `audited`: the statement stores the entries too. Without any, it has no insert into
+ * audit_logs at all, whose statement trigger (migration 0010) would update the table's count
+ * even for no row. Exported for the test that checks its plan.
  */
-export function rotationStatement (db: Db) {
+export function rotationStatement (db: Db, audited: boolean) {
   const value = (name: string) => new Placeholder(name) as unknown as string
-  return db
+  const rotating = db
     .with('account', (qb) => qb.selectFrom('users').select('id').where('id', '=', value('userId')).forNoKeyUpdate())
     .with('session', (qb) => qb.selectFrom('sessions').select('id')
       .where('id', '=', value('sessionId')).where('revoked_at', 'is', null)
@@ -502,12 +508,16 @@ export function rotationStatement (db: Db) {
       .expression(qb.selectNoFrom((eb) => REFRESH_TOKEN_COLUMNS.map((column) => eb.val(value(`successor.${column}`)).as(column)))
         .where((eb) => eb.exists(eb.selectFrom('spent').select('jti'))))
       .returning('jti'))
-    // The entries as one JSON array, so that the statement is the same for any number of them.
-    .with('audited', (qb) => qb.insertInto('audit_logs').columns(AUDIT_LOG_COLUMNS)
+  // The entries as one JSON array, so that the statement is the same for any number of them.
+  // The cast: the CTE adds a name the final select does not read.
+  const steps = audited
+    ? rotating.with('audited', (qb) => qb.insertInto('audit_logs').columns(AUDIT_LOG_COLUMNS)
       .expression(sql`select ${sql.join(AUDIT_LOG_COLUMNS.map((column) => sql.ref(column)))}
         from json_populate_recordset(null::audit_logs, ${value('entries')})
         where exists (select 1 from successor)`)
-      .returning('id'))
+      .returning('id')) as unknown as typeof rotating
+    : rotating
+  return steps
     .selectNoFrom((eb) => [
       eb.exists(eb.selectFrom('session').select('id')).as('live'),
       eb.exists(eb.selectFrom('successor').select('jti')).as('rotated')

@@ -95,7 +95,11 @@ export class AuditTrail {
 
   constructor (options: AuditTrailOptions) {
     this.#options = {
-      flushIntervalMs: 250, batchSize: 200, maxPending: 50_000, storedAlone: () => undefined, ...options
+      flushIntervalMs: 250,
+      batchSize: 200,
+      maxPending: 50_000,
+      ...options,
+      storedAlone: options.storedAlone ?? (() => undefined)
     }
   }
 
