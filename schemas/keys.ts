@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import { component } from './components.js'
 
+/** What ID tokens may be signed with, RS256 first: OpenID Connect's default, the one every relying party verifies. */
+export const ID_TOKEN_ALGORITHMS = ['RS256', 'ES256', 'EdDSA'] as const
+
 const Base64UrlSchema = Type.String({ pattern: '^[A-Za-z0-9_-]+$' })
 
 /** A public key as a JSON Web Key; which members it has depends on `kty`. */
@@ -30,7 +33,8 @@ export const OpenIdConfigurationSchema = component('OpenIdConfiguration', Type.O
   logout_endpoint: Type.String({ description: 'This service\'s own member: revokes the bearer access token and ends its session (optional JSON body `refresh_token`); not an OAuth 2 revocation endpoint' }),
   userinfo_endpoint: Type.String({ description: 'The caller, for a bearer access token' }),
   subject_types_supported: Type.Array(Type.String()),
-  id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'The algorithm of every key tokens are still verified with: the signing key\'s first, then those of JWT_PREVIOUS_KEYS' }),
+  id_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'With the authorization server on, what its ID tokens may be signed with (RS256, ES256, EdDSA); off, as `api_token_signing_alg_values_supported`' }),
+  api_token_signing_alg_values_supported: Type.Array(Type.String(), { description: 'This service\'s own member: the algorithm of every key the API\'s tokens are still verified with, the signing key\'s first, then those of JWT_PREVIOUS_KEYS' }),
   token_endpoint_auth_methods_supported: Type.Array(Type.String(), { description: '`none`: sign-in authenticates the user, not a client' }),
   claims_supported: Type.Array(Type.String()),
   login_endpoint: Type.Optional(Type.String({ description: 'This service\'s own member, with the authorization server on: password sign-in (JSON body), which `token_endpoint` named before' }))

@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CollectionEnvelope, ListItem } from './collection.js'
 import { DataEnvelope, TimestampSchema } from './common.js'
+import { ID_TOKEN_ALGORITHMS } from './keys.js'
 
 /** The grants a client may be registered for (docs/api.md, "OAuth clients"). */
 export const OAUTH_GRANT_TYPES = [
@@ -48,6 +49,10 @@ const ScopesSchema = Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_.:-]{0,63}
   description: `The scopes the client may ask for: ${STANDARD_SCOPES_LISTED}, or custom scopes (a client with client_credentials only)`
 })
 
+const IdTokenAlgorithmSchema = Type.Union(ID_TOKEN_ALGORITHMS.map((algorithm) => Type.Literal(algorithm)), {
+  description: `What the client's ID tokens are signed with: ${ID_TOKEN_ALGORITHMS.join(', ')}; RS256 (OpenID Connect's default) unless the client asks for another`
+})
+
 export const OAuthClientSchema = Type.Object({
   id: OAuthClientIdSchema,
   name: Type.String(),
@@ -56,6 +61,7 @@ export const OAuthClientSchema = Type.Object({
   post_logout_redirect_uris: Type.Array(Type.String()),
   grant_types: Type.Array(GrantTypeSchema),
   scopes: Type.Array(Type.String()),
+  id_token_signed_response_alg: IdTokenAlgorithmSchema,
   disabled: Type.Boolean({ description: 'A disabled client cannot sign anyone in; its codes and tokens were revoked when it was disabled' }),
   created_at: TimestampSchema,
   updated_at: TimestampSchema
@@ -73,10 +79,11 @@ export type OAuthClientWithSecret = Static<typeof OAuthClientWithSecretSchema>
 export const OAuthClientCreateSchema = Type.Object({
   name: NameSchema,
   confidential: Type.Optional(Type.Boolean({ default: true })),
-  redirect_uris: RedirectUrisSchema,
+  redirect_uris: Type.Optional(UrisSchema('Where the authorization server may send the browser back with a code: each exactly as the client will send it; none (the default) for a machine client')),
   post_logout_redirect_uris: Type.Optional(PostLogoutRedirectUrisSchema),
   grant_types: GrantTypesSchema,
-  scopes: ScopesSchema
+  scopes: ScopesSchema,
+  id_token_signed_response_alg: Type.Optional(IdTokenAlgorithmSchema)
 }, { additionalProperties: false })
 export type OAuthClientCreate = Static<typeof OAuthClientCreateSchema>
 
@@ -86,13 +93,14 @@ export const OAuthClientUpdateSchema = Type.Object({
   post_logout_redirect_uris: Type.Optional(PostLogoutRedirectUrisSchema),
   grant_types: Type.Optional(GrantTypesSchema),
   scopes: Type.Optional(ScopesSchema),
+  id_token_signed_response_alg: Type.Optional(IdTokenAlgorithmSchema),
   disabled: Type.Optional(Type.Boolean({ description: 'true revokes every code, token and consent the client holds' }))
 }, { additionalProperties: false })
 export type OAuthClientUpdate = Static<typeof OAuthClientUpdateSchema>
 
 export const OAUTH_CLIENT_FIELDS = {
   sortable: ['name', 'created_at'],
-  selectable: ['name', 'confidential', 'redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes', 'disabled', 'created_at', 'updated_at'],
+  selectable: ['name', 'confidential', 'redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes', 'id_token_signed_response_alg', 'disabled', 'created_at', 'updated_at'],
   searchIn: null
 } as const
 
@@ -111,6 +119,7 @@ export const DynamicRegistrationSchema = Type.Object({
   grant_types: Type.Optional(GrantTypesSchema),
   response_types: Type.Optional(Type.Array(Type.Literal('code'), { maxItems: 1 })),
   token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('none')])),
+  id_token_signed_response_alg: Type.Optional(IdTokenAlgorithmSchema),
   scope: Type.Optional(Type.String({ maxLength: 1400, pattern: '^[a-z][a-z0-9_.:-]{0,63}( [a-z][a-z0-9_.:-]{0,63}){0,19}$' }))
 }, { additionalProperties: true, title: 'DynamicRegistration' })
 export type DynamicRegistration = Static<typeof DynamicRegistrationSchema>
@@ -127,6 +136,7 @@ export const DynamicRegistrationResponseSchema = Type.Object({
   grant_types: Type.Array(Type.String()),
   response_types: Type.Array(Type.String()),
   token_endpoint_auth_method: Type.String(),
+  id_token_signed_response_alg: Type.String(),
   scope: Type.String()
 }, { title: 'DynamicRegistrationResponse' })
 export type DynamicRegistrationResponse = Static<typeof DynamicRegistrationResponseSchema>

@@ -23,8 +23,11 @@ const GRANTED_MODELS = new Set([
   'AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode'
 ])
 
-/** The models that live minutes and hold no account's state: in Redis when there is one. */
-const SHORT_LIVED_MODELS = new Set(['Interaction', 'ReplayDetection', 'PushedAuthorizationRequest'])
+/**
+ * The models that live minutes and hold no account's state: in Redis when there is one. A
+ * DevicePoll is the service's own: when a device code was last polled (provider.ts).
+ */
+const SHORT_LIVED_MODELS = new Set(['Interaction', 'ReplayDetection', 'PushedAuthorizationRequest', 'DevicePoll'])
 
 /** A registered client as oidc-provider's client metadata; its secret is the hash (see compareClientSecret). */
 export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
@@ -38,6 +41,7 @@ export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
     post_logout_redirect_uris: client.post_logout_redirect_uris,
     grant_types: client.grant_types,
     response_types: client.grant_types.includes('authorization_code') ? ['code'] : [],
+    id_token_signed_response_alg: client.id_token_signed_response_alg,
     scope: client.scopes.join(' ')
   }
 }

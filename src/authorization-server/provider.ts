@@ -1,8 +1,9 @@
-import { hkdfSync, timingSafeEqual } from 'node:crypto'
-import Provider, { type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider'
+import { createHash, hkdfSync, timingSafeEqual } from 'node:crypto'
+import Provider, { type Adapter, type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider'
 import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
 import { clientSecretHash } from '../security/client-secrets.js'
-import type { IdTokenKey, SigningKeys } from '../security/signing-keys.js'
+import { ID_TOKEN_ALGORITHMS } from '../security/signing-keys.js'
+import type { IdTokenKeySet } from '../services/id-token-keys.js'
 import type { AuthorizationGrantService } from '../services/authorization-grants.js'
 import type { SessionService } from '../services/sessions.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
@@ -20,15 +21,19 @@ export const ORGANIZATION_SCOPE: (typeof STANDARD_SCOPES)[number] = 'organizatio
 /** What a sign-in at the pages hands oidc-provider (interactionResult's `login`); `ts` is when (`auth_time`). */
 export interface PagesLogin { accountId: string, amr: string[], acr: string, remember: false, ts: number }
 
+/** How long a device code may be entered (and polled for). */
+const DEVICE_CODE_TTL_S = 600
+
 /** A consent is remembered this long (a year); revoking it ends it at once. */
 const GRANT_TTL_S = 365 * 24 * 60 * 60
 
 export interface AuthorizationServerOptions {
   /** The issuer: JWT_ISSUER, an http(s) URL. */
   issuer: string
-  keys: Pick<SigningKeys, 'signingKey' | 'current'>
-  /** What ID tokens are signed with (src/security/signing-keys.ts, idTokenKey). */
-  idTokenKey: IdTokenKey
+  /** The service's secret (JWT_SECRET), which its cookies' keys are derived from, whatever JWT_ALGORITHM is. */
+  secret: string
+  /** What ID tokens are signed with, and every key published (src/services/id-token-keys.ts). */
+  idTokenKeys: IdTokenKeySet
   /** Scopes machine clients may be given (AUTHORIZATION_SERVER_SCOPES). */
   scopes: string[]
   /** How long a session at the authorization server, and its refresh tokens, last (SESSION_IDLE_TIMEOUT_S). */
@@ -96,6 +101,54 @@ async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: Authori
   }
 }
 
+/** How often a device may ask whether its code was entered, at first (RFC 8628, 3.2). */
+export const DEVICE_POLL_INTERVAL_S = 5
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+/** The model a device code's last poll is kept under (src/authorization-server/adapter.ts). */
+const DEVICE_POLL_MODEL = 'DevicePoll'
+
+/**
+ * The token endpoint's rules oidc-provider leaves open, applied to its answers:
+ * - a client-credentials request naming a scope the server does not know is refused with
+ *   `invalid_scope` (RFC 6749, 5.2), not answered with a token for the rest;
+ * - the device authorization answer says how often to poll (`interval`, RFC 8628, 3.2), and a
+ *   device polling faster than that is told `slow_down`, its interval 5 seconds longer from then
+ *   on (3.5), wherever its polls land (the last one is kept beside its code, by the code's hash).
+ */
+async function tokenEndpointRules (
+  ctx: KoaContextWithOIDC,
+  rules: { knownScopes: ReadonlySet<string>, devicePolls: Adapter, now: () => number }
+): Promise<void> {
+  const route = ctx.oidc?.route
+  if (route === 'device_authorization' && ctx.status === 200) {
+    ctx.body = { ...ctx.body as object, interval: DEVICE_POLL_INTERVAL_S }
+    return
+  }
+  if (route !== 'token') return
+  const params = ctx.oidc.params as { grant_type?: string, scope?: string, device_code?: string } | undefined
+  if (params?.grant_type === 'client_credentials' && ctx.status === 200) {
+    // The scope as sent: oidc-provider's params keep only the scopes it knows.
+    const sent = (ctx.oidc as { body?: { scope?: unknown } }).body?.scope
+    const unknown = (typeof sent === 'string' ? sent : '').split(' ').filter((scope) => scope !== '' && !rules.knownScopes.has(scope))
+    if (unknown.length === 0) return
+    await ctx.oidc.entities.ClientCredentials?.destroy()
+    ctx.status = 400
+    ctx.body = { error: 'invalid_scope', error_description: `unknown scope: ${unknown.join(' ')}` }
+    return
+  }
+  const body = ctx.body as { error?: string } | undefined
+  if (params?.grant_type !== DEVICE_GRANT || body?.error !== 'authorization_pending' || typeof params.device_code !== 'string') return
+  const id = createHash('sha256').update(params.device_code).digest('base64url')
+  const last = await rules.devicePolls.find(id) as { at: number, interval: number } | undefined
+  const at = rules.now()
+  let interval = last?.interval ?? DEVICE_POLL_INTERVAL_S
+  if (last !== undefined && at - last.at < last.interval * 1000) {
+    interval += 5
+    ctx.body = { error: 'slow_down', error_description: `polled too often: wait ${interval} seconds between requests` }
+  }
+  await rules.devicePolls.upsert(id, { at, interval }, DEVICE_CODE_TTL_S)
+}
+
 /**
  * The service as an OAuth 2.1 / OpenID Connect provider (docs/api.md, "Authorization server"),
  * on oidc-provider: authorization code with PKCE (S256 only), refresh tokens rotated on every
@@ -104,19 +157,18 @@ async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: Authori
  */
 export function createAuthorizationServer (options: AuthorizationServerOptions): Provider {
   const now = options.now ?? Date.now
-  const key = options.idTokenKey
-  const secret = options.keys.current.algorithm === 'HS256' ? options.keys.signingKey : key.privateJwk.d as string
-  const cookieKey = Buffer.from(hkdfSync('sha256', secret, '', 'authorization-server-cookies', 32)).toString('base64url')
+  const cookieKey = Buffer.from(hkdfSync('sha256', options.secret, '', 'authorization-server-cookies', 32)).toString('base64url')
   const { users, artifacts } = options
 
+  const Adapter = artifactAdapter({
+    artifacts,
+    shortLived: options.shortLived,
+    clients: options.clients,
+    liveSession: async (accountId, uid) => await options.sessions.useAuthorizationSession(accountId, uid),
+    now
+  })
   const configuration: Configuration = {
-    adapter: artifactAdapter({
-      artifacts,
-      shortLived: options.shortLived,
-      clients: options.clients,
-      liveSession: async (accountId, uid) => await options.sessions.useAuthorizationSession(accountId, uid),
-      now
-    }),
+    adapter: Adapter,
     async findAccount (_ctx, sub, token) {
       const principal = await users.findPrincipal(sub)
       if (principal === undefined) return undefined
@@ -147,9 +199,11 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
     scopes: [...STANDARD_SCOPES, ...options.scopes],
     acrValues: [...ACR_VALUES],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
-    clientDefaults: { id_token_signed_response_alg: key.privateJwk.alg, token_endpoint_auth_method: 'client_secret_basic' },
-    enabledJWA: { idTokenSigningAlgValues: [key.privateJwk.alg] },
-    jwks: { keys: [key.privateJwk as never] },
+    // RS256 unless the client chose another: OpenID Connect's default, which every relying party verifies.
+    clientDefaults: { id_token_signed_response_alg: 'RS256', token_endpoint_auth_method: 'client_secret_basic' },
+    enabledJWA: { idTokenSigningAlgValues: [...ID_TOKEN_ALGORITHMS] },
+    // The signing generation's first: oidc-provider signs with the first key of an algorithm.
+    jwks: { keys: options.idTokenKeys.published.map((key) => key.privateJwk) as never[] },
     cookies: { keys: [cookieKey] },
     pkce: { required: () => true },
     responseTypes: ['code'],
@@ -176,7 +230,7 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       IdToken: 900,
       AuthorizationCode: 60,
       Interaction: 600,
-      DeviceCode: 600,
+      DeviceCode: DEVICE_CODE_TTL_S,
       Session: options.sessionTtlS,
       RefreshToken: options.sessionTtlS,
       Grant: GRANT_TTL_S
@@ -235,9 +289,13 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   }
   const provider = new Provider(options.issuer, configuration)
   provider.proxy = options.proxy
+  const knownScopes = new Set(configuration.scopes)
+  const devicePolls = new Adapter(DEVICE_POLL_MODEL)
   provider.use(async (ctx, next) => {
     await next()
     await bindSessions(ctx, options.sessions)
+    // (ctx.oidc is undefined where no route of the provider matched.)
+    await tokenEndpointRules(ctx as KoaContextWithOIDC, { knownScopes, devicePolls, now })
   })
   // A client secret is kept as its hash (src/store/migrations/0020-authorization-server.ts): the
   // presented one is hashed and compared in constant time.

@@ -30,6 +30,8 @@ export const EnvSchema = Type.Object({
   }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+', description: 'a redis:// or rediss:// URL' })),
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'at least 32 characters long' })),
+  SEALING_KEY: Type.Optional(Type.String({ minLength: 32, description: 'at least 32 characters long' })),
+  SEALING_PREVIOUS_KEYS: Type.Optional(Type.String()),
   JWT_ALGORITHM: oneOf(JWT_ALGORITHMS, 'HS256'),
   JWT_PRIVATE_KEY: Type.Optional(Type.String()),
   JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),

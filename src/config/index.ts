@@ -1,12 +1,13 @@
 import { ROLES, type Role } from '../../schemas/rbac.js'
 import { passwordPolicyProblems } from '../security/password-policy.js'
+import type { KeyMaterial } from '../security/secret-box.js'
 import type { SigningKeys } from '../security/signing-keys.js'
 import { ACCESS_TOKEN_TTL_S } from '../security/tokens.js'
 import { type DatabaseConfig, isCidr, isHttpBase, parseDatabaseUrl, readTrustProxy, readWebauthnOrigins } from './addresses.js'
 import { type Env, list, readEnvironment } from './environment.js'
 import { type OAuthProviderConfig, readOAuth, readRedirectUrls } from './oauth-providers.js'
 import { ConfigError } from './problems.js'
-import { generatedSecretWarning, randomSecret, readSigningKeys } from './signing-keys.js'
+import { generatedSecretWarning, randomSecret, readSealingKeys, readSigningKeys } from './signing-keys.js'
 
 /**
  * Environment → validated, typed configuration (docs/operations.md, "Configuration"). Every
@@ -35,6 +36,12 @@ export interface Config {
   jwtSecret: string
   /** Token signing and verification keys (docs/api.md, "Signing keys"). */
   jwt: SigningKeys
+  /**
+   * What secrets at rest are sealed under (docs/operations.md, "Sealed secrets"): the first key
+   * seals, every key opens; `drawnAtStart` when neither SEALING_KEY nor JWT_SECRET is set, so
+   * that nothing sealed survives a restart.
+   */
+  sealing: { keys: KeyMaterial[], drawnAtStart: boolean }
   /** null: every origin allowed. */
   corsOrigins: string[] | null
   /** Fastify `trustProxy`: false, true (any proxy), or the proxies' addresses/CIDRs. */
@@ -160,6 +167,10 @@ export function loadConfig (source: Record<string, string | undefined> = process
   const oauthRedirectUrls = readRedirectUrls(env.OAUTH_REDIRECT_URLS, problems)
   const jwtSecret = env.JWT_SECRET ?? randomSecret()
   const jwt = readSigningKeys(env, jwtSecret, problems, warnings)
+  const sealing = {
+    keys: readSealingKeys(env, jwtSecret, jwt, problems),
+    drawnAtStart: env.SEALING_KEY === undefined && env.JWT_SECRET === undefined
+  }
   if (refusals.size > 0 || problems.length > 0) {
     throw new ConfigError([...refusals.values(), ...problems.filter((problem) => !followsFromRefusal(problem))])
   }
@@ -179,6 +190,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     redisUrl: env.REDIS_URL ?? null,
     jwtSecret,
     jwt,
+    sealing,
     corsOrigins,
     trustProxy,
     rateLimit: {

@@ -9,9 +9,11 @@ import {
   previousKeys,
   privateKey,
   secretKey,
+  signingSecret,
   type SigningKeys,
   type VerificationKey
 } from '../security/signing-keys.js'
+import type { KeyMaterial } from '../security/secret-box.js'
 import { isUri } from './addresses.js'
 import { type Env, EnvSchema } from './environment.js'
 import { ConfigError, shown } from './problems.js'
@@ -145,6 +147,25 @@ export function readSigningKeys (env: Env, jwtSecret: string, problems: string[]
     previous: previous.filter((key) => key.kid !== current.verification.kid),
     issuer: env.JWT_ISSUER ?? null
   }
+}
+
+/**
+ * The sealing key ring (docs/operations.md, "Sealed secrets"): SEALING_KEY, or JWT_SECRET when
+ * it is unset, seals; SEALING_PREVIOUS_KEYS still open what they sealed, and so do JWT_SECRET
+ * and the signing secrets, current and former (JWT_PREVIOUS_KEYS), which sealed secrets before
+ * sealing had a key of its own. None of it
+ * depends on JWT_ALGORITHM: changing the algorithm opens everything as before.
+ */
+export function readSealingKeys (env: Env, jwtSecret: string, jwt: SigningKeys, problems: string[]): KeyMaterial[] {
+  const previous = (env.SEALING_PREVIOUS_KEYS ?? '').split(/[\s,]+/).filter((key) => key !== '')
+  previous.forEach((key, index) => {
+    if (key.length < 32) problems.push(`SEALING_PREVIOUS_KEYS entry ${index + 1} is shorter than 32 characters`)
+  })
+  const formerSecrets = jwt.previous.filter((key) => key.algorithm === 'HS256').map((key) => key.key)
+  const ring: KeyMaterial[] = [
+    env.SEALING_KEY ?? jwtSecret, ...previous, jwtSecret, signingSecret(jwt), ...formerSecrets
+  ]
+  return ring.filter((key, index) => ring.findIndex((other) => Buffer.from(other).equals(Buffer.from(key))) === index)
 }
 
 /**

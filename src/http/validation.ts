@@ -127,14 +127,22 @@ export const buildValidator = rememberingCompilers((externalSchemas: ExternalSch
 })
 
 /**
- * A check of one value against a schema, as a request body's validator checks it, for values
- * that reach the service other than in a request (an identity provider's profile). Compiled
- * on first use: a service without OAuth sign-in never builds it.
+ * The problems of one value against a schema, as a request body's validator finds them, for
+ * values that reach the service other than in a request (an identity provider's profile, a
+ * command's options). Compiled on first use: a service without OAuth sign-in never builds it.
  */
-export function schemaCheck (schema: TSchema): (value: unknown) => boolean {
-  let validate: ((value: unknown) => boolean) | undefined
+export function schemaIssues (schema: TSchema): (value: unknown) => Array<{ path: string, message: string }> {
+  let validate: Validate | undefined
   return (value) => {
-    validate ??= ajvFactory({}, BODY_OPTIONS)({ schema, method: 'POST', url: '/', httpPart: 'body' })
-    return validate(value) === true
+    validate ??= ajvFactory({}, BODY_OPTIONS)({ schema, method: 'POST', url: '/', httpPart: 'body' }) as Validate
+    if (validate(value) === true) return []
+    const errors = (validate.errors ?? []) as Array<{ instancePath: string, message?: string }>
+    return errors.map((error) => ({ path: error.instancePath, message: error.message ?? 'is not valid' }))
   }
+}
+
+/** Whether one value meets a schema (schemaIssues finds nothing). */
+export function schemaCheck (schema: TSchema): (value: unknown) => boolean {
+  const issues = schemaIssues(schema)
+  return (value) => issues(value).length === 0
 }

@@ -1,11 +1,14 @@
-import { createHash, createPrivateKey, createPublicKey, createSecretKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, createSecretKey, generateKeyPair as generateKeyPairCallback, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { promisify } from 'node:util'
 import type { Static } from '@sinclair/typebox'
-import type { PublicJwkSchema } from '../../schemas/keys.js'
+import { ID_TOKEN_ALGORITHMS, type PublicJwkSchema } from '../../schemas/keys.js'
 
 /** The token signing algorithms (docs/api.md, "Signing keys"). */
 export const JWT_ALGORITHMS = ['HS256', 'EdDSA', 'ES256', 'RS256'] as const
 export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
 export type AsymmetricAlgorithm = Exclude<JwtAlgorithm, 'HS256'>
+
+const generateKeyPairAsync = promisify(generateKeyPairCallback)
 
 /** RSA keys shorter than this are refused: a shorter modulus gives less than 112 bits of security. */
 const RSA_MIN_BITS = 2048
@@ -145,10 +148,10 @@ export function previousKeys (text: string): VerificationKey[] {
 }
 
 /**
- * The signing secret, as key material to derive other keys from: JWT_SECRET under HS256, the
- * private key's PKCS#8 DER otherwise. The pairs kept for refresh retries are sealed under a
- * key derived from it, so only instances that sign alike answer each other's retries
- * (docs/api.md, "Sessions").
+ * The signing secret, as key material: JWT_SECRET under HS256, the private key's PKCS#8 DER
+ * otherwise. Webhook secrets and the pairs kept for refresh retries were sealed under a key
+ * derived from it before sealing had a key of its own, so the sealing key ring still opens with
+ * it (docs/operations.md, "Sealed secrets").
  */
 export function signingSecret (keys: Pick<SigningKeys, 'signingKey' | 'current'>): string | Buffer {
   if (keys.current.algorithm === 'HS256') return keys.signingKey
@@ -183,32 +186,38 @@ export function publicJwks (keys: SigningKeys): PublicJwk[] {
   })
 }
 
-/** An Ed25519 private key's PKCS#8 encoding before its 32-byte seed (RFC 8410). */
-const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
+export { ID_TOKEN_ALGORITHMS }
+export type IdTokenAlgorithm = typeof ID_TOKEN_ALGORITHMS[number]
 
-/** The key ID tokens are signed with, private, as a JWK, and its public half. */
+/** RSA keys for ID tokens: the size most providers sign them with, and quick to generate. */
+const ID_TOKEN_RSA_BITS = 2048
+
+/** A key ID tokens are signed with: private, as a JWK, its public half, and its PEM (as stored). */
 export interface IdTokenKey {
-  privateJwk: Record<string, unknown> & { kid: string, alg: AsymmetricAlgorithm, use: 'sig' }
+  privateJwk: Record<string, unknown> & { kid: string, alg: IdTokenAlgorithm, use: 'sig' }
   publicJwk: PublicJwk
+  pem: string
 }
 
-/**
- * The authorization server's ID-token key: the service's own signing key, or, under HS256 (a
- * shared secret no application may hold), an Ed25519 key derived from the secret, so that
- * every instance signs with the same one (docs/api.md, "Authorization server").
- */
-export function idTokenKey (keys: Pick<SigningKeys, 'signingKey' | 'current'>): IdTokenKey {
-  const key = keys.current.algorithm === 'HS256'
-    ? createPrivateKey({
-      key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(hkdfSync('sha256', keys.signingKey, '', 'id-token-signing-key', 32))]),
-      format: 'der',
-      type: 'pkcs8'
-    })
-    : createPrivateKey(keys.signingKey)
+/** An ID-token key from its PKCS#8 PEM. */
+export function idTokenKey (pem: string): IdTokenKey {
+  const key = createPrivateKey(pem)
   const verification = publicKeyOf(createPublicKey(key))
-  const publicJwk = verification.jwk as PublicJwk
   return {
-    privateJwk: { ...key.export({ format: 'jwk' }), kid: verification.kid, alg: verification.algorithm as AsymmetricAlgorithm, use: 'sig' },
-    publicJwk
+    privateJwk: { ...key.export({ format: 'jwk' }), kid: verification.kid, alg: verification.algorithm as IdTokenAlgorithm, use: 'sig' },
+    publicJwk: verification.jwk as PublicJwk,
+    pem
   }
+}
+
+/** A new ID-token key for `algorithm`, generated off the event loop. */
+export async function generateIdTokenKey (algorithm: IdTokenAlgorithm): Promise<IdTokenKey> {
+  const encoding = { privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } } as const
+  const pair = algorithm === 'EdDSA'
+    ? generateKeyPairAsync('ed25519', encoding)
+    : algorithm === 'ES256'
+      ? generateKeyPairAsync('ec', { namedCurve: 'P-256', ...encoding })
+      : generateKeyPairAsync('rsa', { modulusLength: ID_TOKEN_RSA_BITS, ...encoding })
+  const { privateKey } = await pair as unknown as { privateKey: string }
+  return idTokenKey(privateKey)
 }

@@ -2,8 +2,7 @@ import type { CursorCodec } from '../collection/cursor.js'
 import { authorizationServerIssuer, type Config, FEDERATED_RETURN_PATH } from '../config/index.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { outboundPolicy } from '../security/outbound-addresses.js'
-import { SecretBox } from '../security/secret-box.js'
-import { signingSecret } from '../security/signing-keys.js'
+import { SEALED_PURPOSES, SecretBox } from '../security/secret-box.js'
 import type { TokenService } from '../security/tokens.js'
 import { trustedNetworks } from '../security/zero-trust.js'
 import type { Repositories } from '../store/repositories.js'
@@ -19,6 +18,7 @@ import { AuthorizationGrantService } from './authorization-grants.js'
 import { BreachedPasswords } from './breached-passwords.js'
 import type { AuditTrail } from './audit/trail.js'
 import { DeviceService } from './devices.js'
+import { IdTokenKeyService } from './id-token-keys.js'
 import type { DeliveryLog, Mailer, SmsSender } from './messaging/ports.js'
 import { EmailVerificationService } from './email-verification.js'
 import { MessageCodes } from './messaging/codes.js'
@@ -82,12 +82,14 @@ export function createServices (deps: ServiceDependencies) {
     revokeAccessToken: deps.revokeAccessToken,
     policy: config.session,
     cursors,
-    retryBox: new SecretBox(signingSecret(config.jwt), 'refresh-retry'),
+    retryBox: new SecretBox(config.sealing.keys, SEALED_PURPOSES.refreshRetry),
     organizationRoleOf: async (organizationId, userId) =>
       await repositories.organizations.roleOf(organizationId, userId)
   })
   const signInGuard = new SignInGuard(repositories.signInFailures, audit)
-  const mfa = new MfaService({ mfa: repositories.mfa, secret: config.jwtSecret, issuer: config.mfa.issuer })
+  const mfa = new MfaService({
+    mfa: repositories.mfa, secret: config.jwtSecret, sealingKeys: config.sealing.keys, issuer: config.mfa.issuer
+  })
   const outbox = new MessageOutbox({
     outbox: repositories.outbox, mailer: deps.mailer, sms: deps.sms, retryMs: config.messages.retryMs, log: deps.log
   })
@@ -151,7 +153,7 @@ export function createServices (deps: ServiceDependencies) {
     now: deps.now
   })
   const breachedPasswords = new BreachedPasswords({ ...config.passwordBreachCheck, audit, log: deps.log })
-  const webhookSecrets = new SecretBox(signingSecret(config.jwt), 'webhook-signing-secret')
+  const webhookSecrets = new SecretBox(config.sealing.keys, SEALED_PURPOSES.webhookSecret)
   const webhookPolicy = outboundPolicy(config.webhooks.allowedNetworks)
   const webhookDispatcher = new WebhookDispatcher({
     webhooks: repositories.webhooks,
@@ -283,6 +285,13 @@ export function createServices (deps: ServiceDependencies) {
     }),
     oauthClients: new OAuthClientService({
       clients: repositories.oauthClients, audit, cursors, customScopes: config.authorizationServerScopes, now: deps.now
+    }),
+    idTokenKeys: new IdTokenKeyService({
+      keys: repositories.authorizationServerKeys,
+      box: new SecretBox(config.sealing.keys, SEALED_PURPOSES.idTokenKey),
+      persistent: !config.sealing.drawnAtStart,
+      warn: (entry, message) => { deps.log.warn(entry, message) },
+      now: deps.now
     })
   }
 }

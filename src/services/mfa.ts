@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto'
 import QRCode from 'qrcode'
 import type { MfaChallenge, TotpSetup } from '../../schemas/mfa.js'
 import { Errors } from '../errors.js'
-import { SecretBox } from '../security/secret-box.js'
+import { type KeyMaterial, SEALED_PURPOSES, SecretBox } from '../security/secret-box.js'
 import { hashBackupCode, matchBackupCode, newBackupCodes, newTotpSecret, provisioningUri, verifyTotp } from '../security/totp.js'
 import type { MfaRepository } from '../store/mfa.js'
 import type { Db } from '../store/types.js'
@@ -13,8 +13,10 @@ export type MfaMethod = MfaChallenge['methods'][number]
 
 export interface MfaServiceOptions {
   mfa: MfaRepository
-  /** The service secret (JWT_SECRET): TOTP secrets are sealed, backup codes keyed, under keys derived from it. */
+  /** The service secret (JWT_SECRET): backup codes are keyed under a key derived from it. */
   secret: string
+  /** The sealing key ring TOTP secrets are sealed under (docs/operations.md, "Sealed secrets"). */
+  sealingKeys: readonly KeyMaterial[]
   issuer: string
   now?: () => number
 }
@@ -34,7 +36,7 @@ export class MfaService {
 
   constructor (options: MfaServiceOptions) {
     this.#mfa = options.mfa
-    this.#box = new SecretBox(options.secret, 'totp-secret')
+    this.#box = new SecretBox(options.sealingKeys, SEALED_PURPOSES.totpSecret)
     this.#backupKey = Buffer.from(hkdfSync('sha256', options.secret, 'users-api', 'backup-code', 32))
     this.#issuer = options.issuer
     this.#now = options.now ?? Date.now

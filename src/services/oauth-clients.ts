@@ -25,6 +25,7 @@ export interface ClientRegistration {
   post_logout_redirect_uris: string[]
   grant_types: OAuthGrantType[]
   scopes: string[]
+  id_token_signed_response_alg: OAuthClient['id_token_signed_response_alg']
 }
 
 function isControl (char: string): boolean {
@@ -95,6 +96,14 @@ function assertRegistration (client: ClientRegistration, customScopes: ReadonlyS
   if (issues.length > 0) throw validationFailed(issues)
 }
 
+/**
+ * A field's name in audit details: as the API names it, but the ID-token algorithm's, which the
+ * audit log's redaction would hide (its name holds `token`: `signing_algorithm`; docs/api.md, "Redaction").
+ */
+function auditKey (field: keyof OAuthClientUpdate): string {
+  return field === 'id_token_signed_response_alg' ? 'signing_algorithm' : field
+}
+
 const LIST_FIELDS = ['redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes'] as const
 
 export interface OAuthClientServiceDependencies {
@@ -120,16 +129,24 @@ export class OAuthClientService {
     this.#customScopes = new Set(deps.customScopes)
   }
 
-  /** Registers a client; a confidential one's secret is in this answer only. */
-  async create (context: RequestContext, input: OAuthClientCreate): Promise<OAuthClientWithSecret> {
+  /**
+   * Registers a client; a confidential one's secret is in this answer only. Through the admin
+   * API its creator is the caller; from the command line (`npm run client:create`) no one.
+   */
+  async create (
+    context: RequestContext,
+    input: OAuthClientCreate,
+    through: 'admin_api' | 'command_line' = 'admin_api'
+  ): Promise<OAuthClientWithSecret> {
     const registration: ClientRegistration = {
       confidential: input.confidential !== false,
-      redirect_uris: input.redirect_uris,
+      redirect_uris: input.redirect_uris ?? [],
       post_logout_redirect_uris: input.post_logout_redirect_uris ?? [],
       grant_types: input.grant_types,
-      scopes: input.scopes
+      scopes: input.scopes,
+      id_token_signed_response_alg: input.id_token_signed_response_alg ?? 'RS256'
     }
-    return await this.#register(context, input.name, registration, callerOf(context).id, 'admin_api')
+    return await this.#register(context, input.name, registration, through === 'admin_api' ? callerOf(context).id : null, through)
   }
 
   /**
@@ -147,7 +164,8 @@ export class OAuthClientService {
       redirect_uris: input.redirect_uris ?? [],
       post_logout_redirect_uris: input.post_logout_redirect_uris ?? [],
       grant_types: input.grant_types ?? ['authorization_code'],
-      scopes: input.scope?.split(' ') ?? ['openid']
+      scopes: input.scope?.split(' ') ?? ['openid'],
+      id_token_signed_response_alg: input.id_token_signed_response_alg ?? 'RS256'
     }
     const custom = registration.scopes.findIndex((scope) => !STANDARD.has(scope))
     if (custom >= 0) throw validationFailed([{ path: `/scopes/${custom}`, message: `"${registration.scopes[custom] ?? ''}" cannot be registered dynamically: ${STANDARD_SCOPES_LISTED}` }])
@@ -165,6 +183,7 @@ export class OAuthClientService {
       grant_types: client.grant_types,
       response_types: client.grant_types.includes('authorization_code') ? ['code'] : [],
       token_endpoint_auth_method: client.confidential ? method : 'none',
+      id_token_signed_response_alg: client.id_token_signed_response_alg,
       scope: client.scopes.join(' ')
     }
   }
@@ -174,7 +193,7 @@ export class OAuthClientService {
     name: string,
     registration: ClientRegistration,
     createdBy: string | null,
-    through: 'admin_api' | 'dynamic_registration'
+    through: 'admin_api' | 'command_line' | 'dynamic_registration'
   ): Promise<OAuthClientWithSecret> {
     assertRegistration(registration, this.#customScopes)
     const secret = registration.confidential ? newClientSecret() : null
@@ -187,6 +206,7 @@ export class OAuthClientService {
       post_logout_redirect_uris: JSON.stringify(registration.post_logout_redirect_uris),
       grant_types: JSON.stringify(registration.grant_types),
       scopes: JSON.stringify(registration.scopes),
+      id_token_signed_response_alg: registration.id_token_signed_response_alg,
       disabled_at: null,
       created_by: createdBy,
       created_at: now,
@@ -201,6 +221,7 @@ export class OAuthClientService {
         confidential: created.confidential,
         grant_types: created.grant_types,
         scopes: created.scopes,
+        [auditKey('id_token_signed_response_alg')]: created.id_token_signed_response_alg,
         redirect_uris: created.redirect_uris,
         post_logout_redirect_uris: created.post_logout_redirect_uris
       }
@@ -247,6 +268,9 @@ export class OAuthClientService {
       const changes: ClientChanges = {
         ...(input.name !== undefined && { name: input.name }),
         ...Object.fromEntries(lists),
+        ...(input.id_token_signed_response_alg !== undefined && {
+          id_token_signed_response_alg: input.id_token_signed_response_alg
+        }),
         ...(input.disabled !== undefined && { disabled: input.disabled })
       }
       const updated = await clients.update(id, changes, now, trx)
@@ -261,7 +285,7 @@ export class OAuthClientService {
           client_id: id,
           name: client.name,
           changed,
-          ...Object.fromEntries(changed.map((field) => [field, client[field]])),
+          ...Object.fromEntries(changed.map((field) => [auditKey(field), client[field]])),
           ...(changed.includes('name') && { previous_name: previousName }),
           ...(client.disabled && changed.includes('disabled') && { artifacts_removed: removed })
         }

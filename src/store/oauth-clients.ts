@@ -5,13 +5,15 @@ import type { Db, OAuthClientsTable } from './types.js'
 
 /** What the API shows of a client: every column but the secret's hash and its creator. */
 const CLIENT_COLUMNS = [
-  'id', 'name', 'secret_hash', 'redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes', 'disabled_at', 'created_at', 'updated_at'
+  'id', 'name', 'secret_hash', 'redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes', 'id_token_signed_response_alg',
+  'disabled_at', 'created_at', 'updated_at'
 ] as const
 
 type ClientRow = Pick<OAuthClientsTable, typeof CLIENT_COLUMNS[number]>
 
 /** The columns a change may set; `disabled` sets or clears `disabled_at`. */
-export type ClientChanges = Partial<Pick<OAuthClientsTable, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'grant_types' | 'scopes'>> & {
+export type ClientChanges = Partial<Pick<OAuthClientsTable,
+'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'grant_types' | 'scopes' | 'id_token_signed_response_alg'>> & {
   disabled?: boolean
 }
 
@@ -25,6 +27,8 @@ export function clientOf (row: ClientRow): OAuthClient {
     post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
     grant_types: JSON.parse(row.grant_types) as OAuthGrantType[],
     scopes: JSON.parse(row.scopes) as string[],
+    // Clients registered before the choice existed sign with OpenID Connect's default.
+    id_token_signed_response_alg: (row.id_token_signed_response_alg ?? 'RS256') as OAuthClient['id_token_signed_response_alg'],
     disabled: row.disabled_at !== null,
     created_at: row.created_at,
     updated_at: row.updated_at

@@ -5,6 +5,7 @@ import type { Database } from './database.js'
 import { DevicesRepository } from './devices.js'
 import { IdentitiesRepository } from './identities.js'
 import { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
+import { AuthorizationServerKeysRepository } from './authorization-server-keys.js'
 import { ImpersonationsRepository } from './impersonations.js'
 import { MfaRepository } from './mfa.js'
 import { OAuthClientsRepository } from './oauth-clients.js'
@@ -15,6 +16,7 @@ import type { PageStore } from './paginate.js'
 import { PasskeysRepository } from './passkeys.js'
 import { CommentsRepository, PostsRepository } from './posts.js'
 import { RevocationsRepository } from './revocations.js'
+import { SealedSecretsRepository } from './sealed-secrets.js'
 import { SessionsRepository } from './sessions.js'
 import { SignInFailuresRepository } from './sign-in-failures.js'
 import { UsersRepository } from './users.js'
@@ -47,6 +49,8 @@ export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'd
     organizations: new OrganizationsRepository(db, pages, outbox),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
-    authorizationArtifacts
+    authorizationArtifacts,
+    authorizationServerKeys: new AuthorizationServerKeysRepository(db),
+    sealedSecrets: new SealedSecretsRepository(db)
   }
 }

@@ -352,6 +352,19 @@ export interface OAuthClientsTable {
   created_by: string | null
   created_at: string
   updated_at: string
+  /** What its ID tokens are signed with; null: RS256. */
+  id_token_signed_response_alg: string | null
+}
+
+/** A key the authorization server signs ID tokens with (src/store/authorization-server-keys.ts). */
+export interface AuthorizationServerKeysTable {
+  kid: string
+  algorithm: string
+  generation: number
+  status: 'staged' | 'signing' | 'retiring'
+  /** The PKCS#8 PEM, sealed (SecretBox, purpose `authorization-server-key`). */
+  private_key: string
+  created_at: string
 }
 
 /** One object of the authorization server (oidc-provider): its model, id and JSON payload. */
@@ -399,6 +412,7 @@ export interface DatabaseSchema {
   webhook_deliveries: WebhookDeliveriesTable
   oauth_clients: OAuthClientsTable
   authorization_artifacts: AuthorizationArtifactsTable
+  authorization_server_keys: AuthorizationServerKeysTable
 }
 
 export type Db = Kysely<DatabaseSchema>

@@ -71,9 +71,11 @@ for (const backend of backends()) {
       t.ok(document.grant_types_supported.includes('urn:ietf:params:oauth:grant-type:device_code'))
       t.ok(document.grant_types_supported.includes('client_credentials'))
       t.notOk(document.grant_types_supported.includes('implicit'))
+      t.same(document.id_token_signing_alg_values_supported, ['RS256', 'ES256', 'EdDSA'], 'what ID tokens may be signed with, exactly: RS256 first')
+      t.same(document.api_token_signing_alg_values_supported, ['HS256'], 'the API\'s own tokens\' algorithm in a member of its own')
       const jwks = await (await fetch(document.jwks_uri)).json()
-      t.equal(jwks.keys.length, 1, 'under HS256: the ID-token key only (the API\'s secret is never published)')
-      t.notOk('d' in jwks.keys[0], 'a public key')
+      t.same(jwks.keys.map((key: { alg: string }) => key.alg), ['RS256', 'ES256', 'EdDSA'], 'under HS256: the ID-token keys only (the API\'s secret is never published)')
+      t.ok(jwks.keys.every((key: Record<string, unknown>) => !('d' in key) && !('p' in key)), 'public keys')
     })
 
     t.test('authorization code with PKCE: the ID token, userinfo, a rotated refresh token, introspection, revocation', async (t) => {

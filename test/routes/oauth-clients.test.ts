@@ -97,8 +97,10 @@ for (const backend of backends()) {
       t.equal(read.statusCode, 200)
       t.notOk('client_secret' in read.json().data, 'never shown again')
       t.same(Object.keys(read.json().data).sort(), [
-        'confidential', 'created_at', 'disabled', 'grant_types', 'id', 'name', 'post_logout_redirect_uris', 'redirect_uris', 'scopes', 'updated_at'
+        'confidential', 'created_at', 'disabled', 'grant_types', 'id', 'id_token_signed_response_alg', 'name', 'post_logout_redirect_uris',
+        'redirect_uris', 'scopes', 'updated_at'
       ])
+      t.equal(read.json().data.id_token_signed_response_alg, 'RS256', 'ID tokens in RS256 unless the client chose another')
       const later = (await create({ ...WEB_APP, name: 'Later App' })).json().data
       const listed = await as(app, operator, 'GET', '/api/v1/oauth-clients?limit=100')
       t.equal(listed.statusCode, 200)
@@ -304,7 +306,7 @@ for (const backend of backends()) {
       t.ok(entries.every((entry) => entry.actor_id === operator.id))
       const details = entries.map((entry) => JSON.parse(entry.details))
       const { name: _name, ...registration } = WEB_APP
-      t.same(details[0], { client_id: client.id, name: 'Audited', through: 'admin_api', confidential: true, ...registration })
+      t.same(details[0], { client_id: client.id, name: 'Audited', through: 'admin_api', confidential: true, signing_algorithm: 'RS256', ...registration })
       t.same(details[1], { client_id: client.id, name: 'Audited', changed: ['scopes', 'disabled'], scopes: ['openid'], disabled: true, artifacts_removed: 0 })
       t.same(details[2], { client_id: client.id, name: 'Audited' })
       t.same(details[3], { client_id: client.id, name: 'Audited', artifacts_removed: 0 })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { SecretBox } from '../../src/security/secret-box.js'
+import { SEALED_PURPOSES, SecretBox } from '../../src/security/secret-box.js'
 import { generateKeyPair } from '../../src/security/signing-keys.js'
 import { createAccount, TEST_PASSWORD, withToken } from '../helpers/accounts.js'
 import { build, TEST_SECRET } from '../helpers/app.js'
@@ -85,23 +85,24 @@ for (const backend of backends()) {
         await t.resolves(within('the kept pair erased', 5000, erased()))
       })
 
-      t.test('under EdDSA the kept pair is sealed under the private key: only an instance signing with it answers the retry', async (t) => {
-        // Both share JWT_SECRET; the other signs with another key and still accepts this one.
+      t.test('the kept pair is sealed under SEALING_KEY, whatever signs: another signing key answers the retry, another sealing key cannot', async (t) => {
+        // All share JWT_SECRET; `moved` signs with another key (accepting the first), `resealed` seals with another.
         const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
         const key = generateKeyPair('EdDSA')
-        const issuer = 'https://users.example.com'
-        const app = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
-        const same = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: key.privateKey, JWT_ISSUER: issuer } })
-        const other = await build(t, { databaseUrl, env: { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_PREVIOUS_KEYS: key.publicKey, JWT_ISSUER: issuer } })
+        const common = { ...setup.env, JWT_ALGORITHM: 'EdDSA', JWT_ISSUER: 'https://users.example.com', SEALING_KEY: 's'.repeat(40) }
+        const app = await build(t, { databaseUrl, env: { ...common, JWT_PRIVATE_KEY: key.privateKey } })
+        const moved = await build(t, { databaseUrl, env: { ...common, JWT_PRIVATE_KEY: generateKeyPair('EdDSA').privateKey, JWT_PREVIOUS_KEYS: key.publicKey } })
+        const resealed = await build(t, { databaseUrl, env: { ...common, JWT_PRIVATE_KEY: key.privateKey, SEALING_KEY: 't'.repeat(40) } })
         const account = await createAccount(app)
         const first = await login(app, account)
         const rotated = await refresh(app, first.refresh_token)
         t.equal(rotated.statusCode, 200)
-        const stored = await app.database.db.selectFrom('sessions').select('retry_pair').where('user_id', '=', account.id).executeTakeFirstOrThrow()
-        t.equal(new SecretBox(TEST_SECRET, 'refresh-retry').open(stored.retry_pair ?? ''), null, 'JWT_SECRET does not open it')
-        t.equal((await refresh(same, first.refresh_token)).body, rotated.body, 'an instance with the same key answers the same pair')
-        const refused = await refresh(other, first.refresh_token)
-        t.equal(refused.json().error.code, 'TOKEN_REUSED', 'one with another key cannot open it: reuse')
+        const stored = await app.database.db.selectFrom('sessions').select('retry_pair').where('user_id', '=', account.id).where('retry_pair', 'is not', null).executeTakeFirstOrThrow()
+        t.not(new SecretBox('s'.repeat(40), SEALED_PURPOSES.refreshRetry).open(stored.retry_pair ?? ''), null, 'sealed under SEALING_KEY')
+        t.equal(new SecretBox(TEST_SECRET, SEALED_PURPOSES.refreshRetry).open(stored.retry_pair ?? ''), null, 'not under JWT_SECRET, once SEALING_KEY is set')
+        t.equal((await refresh(moved, first.refresh_token)).body, rotated.body, 'an instance signing with another key answers the same pair')
+        const refused = await refresh(resealed, first.refresh_token)
+        t.equal(refused.json().error.code, 'TOKEN_REUSED', 'one with another sealing key cannot open it: reuse')
         t.equal((await refresh(app, rotated.json().data.refresh_token)).json().error.code, 'TOKEN_REUSED', 'which ended the session')
         const elapsed = await msUntil(async () => (await app.inject(withToken(rotated.json().data.access_token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode === 401, 2000)
         t.ok(elapsed <= 1000, `and the first instance refuses its access token after ${elapsed} ms`)

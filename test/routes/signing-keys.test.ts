@@ -85,8 +85,8 @@ for (const algorithm of ALGORITHMS) {
       refresh_endpoint: `${issuer}/api/v1/auth/refresh`,
       logout_endpoint: `${issuer}/api/v1/auth/logout`
     })
-    t.same(discovery.json().id_token_signing_alg_values_supported, algorithm === 'HS256' ? ['EdDSA', 'HS256'] : [algorithm],
-      'the one algorithm in use (after the ID tokens\' own under HS256)')
+    t.same(discovery.json().api_token_signing_alg_values_supported, [algorithm], 'the one algorithm the API\'s tokens use')
+    t.same(discovery.json().id_token_signing_alg_values_supported, ['RS256', 'ES256', 'EdDSA'], 'ID tokens\' own, whatever the API signs with')
     const listed = await app.inject({ method: 'GET', url: '/oidc/jwks' })
     const apiKeys = jwks.json().keys as Array<{ kid: string }>
     t.ok(apiKeys.every((key) => listed.json().keys.some((each: { kid: string }) => each.kid === key.kid)), 'the discovery\'s JWKS holds the API\'s keys')
@@ -270,7 +270,7 @@ t.test('the JWKS lists the current key and the previous public keys, each once',
   const { keys } = (await app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json()
   t.same(keys.map((key: { alg: string }) => key.alg), ['ES256', 'EdDSA', 'RS256'])
   const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
-  t.same(discovery.id_token_signing_alg_values_supported, ['ES256', 'EdDSA', 'RS256'], 'discovery lists the algorithm of every key accepted, the current one first')
+  t.same(discovery.api_token_signing_alg_values_supported, ['ES256', 'EdDSA', 'RS256'], 'discovery lists the algorithm of every key accepted, the current one first')
 })
 
 t.test('discovery keeps listing HS256 while a former secret is accepted, and each algorithm once', async (t) => {
@@ -279,7 +279,7 @@ t.test('discovery keeps listing HS256 while a former secret is accepted, and eac
     env: { JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: current.privateKey, JWT_PREVIOUS_KEYS: `${generateKeyPair('EdDSA').publicKey}${TEST_SECRET}`, JWT_ISSUER: 'https://auth.example.com' }
   })
   const discovery = (await app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json()
-  t.same(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'HS256'])
+  t.same(discovery.api_token_signing_alg_values_supported, ['EdDSA', 'HS256'])
 })
 
 t.test('both endpoints are in the OpenAPI document with their response schemas, and public', async (t) => {

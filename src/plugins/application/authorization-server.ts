@@ -3,14 +3,14 @@ import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import { authorizationServerIssuer } from '../../config/index.js'
-import { idTokenKey, type PublicJwk } from '../../security/signing-keys.js'
+import type { PublicJwk } from '../../security/signing-keys.js'
 import { RedisShortLivedArtifacts } from '../../store/short-lived-artifacts.js'
 
 /** The authorization server, and the anti-forgery tokens of its pages' forms. */
 export interface AuthorizationServer {
   provider: Provider
-  /** The public half of the key ID tokens are signed with, for the JWKS. */
-  idTokenJwk: PublicJwk
+  /** The public halves of the keys ID tokens are signed with and still verified with, for the JWKS. */
+  idTokenJwks: PublicJwk[]
   /** Its issuer: JWT_ISSUER without a trailing slash. */
   issuer: string
   /** The token a page's forms carry for the interaction `uid`: an HMAC only the service can make. */
@@ -42,13 +42,13 @@ export default fp(async (fastify) => {
     fastify.decorate('authorizationServer', null)
     return
   }
-  const key = idTokenKey(config.jwt)
+  const idTokenKeys = await fastify.services.idTokenKeys.current()
   // Loaded only when on: oidc-provider is large, and warns at load on Node.js 20.
   const { createAuthorizationServer } = await import('../../authorization-server/provider.js')
   const provider = createAuthorizationServer({
     issuer,
-    keys: config.jwt,
-    idTokenKey: key,
+    secret: config.jwtSecret,
+    idTokenKeys,
     scopes: config.authorizationServerScopes,
     sessionTtlS: config.session.idleTimeoutS,
     proxy: true,
@@ -64,7 +64,7 @@ export default fp(async (fastify) => {
   const formToken = (uid: string) => createHmac('sha256', formKey).update(uid).digest('base64url')
   fastify.decorate('authorizationServer', {
     provider,
-    idTokenJwk: key.publicJwk,
+    idTokenJwks: idTokenKeys.published.map((key) => key.publicJwk),
     issuer,
     formToken,
     addressToIssuer (request: IncomingMessage): void {

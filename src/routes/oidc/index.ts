@@ -385,11 +385,9 @@ function providerEndpoints (server: AuthorizationServer): FastifyPluginAsync {
 const oidcRoutes: FastifyPluginAsync = async (fastify) => {
   const server = fastify.authorizationServer
   if (server === null) return
-  const idToken = server.idTokenJwk
-  const apiKeys = publicJwks(fastify.config.jwt)
-  // The keys of both the API's tokens and the ID tokens (under HS256 the ID-token key is
-  // derived, and /.well-known/jwks.json, which the contract keeps empty then, lacks it).
-  const jwks = { keys: apiKeys.some((key) => key.kid === idToken.kid) ? apiKeys : [...apiKeys, idToken] }
+  // The keys of both the ID tokens and the API's tokens (/.well-known/jwks.json has the API's
+  // only, and none under HS256).
+  const jwks = { keys: [...server.idTokenJwks, ...publicJwks(fastify.config.jwt)] }
   const library = webauthnLibrary()
 
   fastify.get(STYLESHEET_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>

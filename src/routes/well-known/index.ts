@@ -57,12 +57,8 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
     const document = answer.json<OpenIdConfiguration>()
     return {
       ...document,
-      // The algorithms the service's own tokens are still verified with stay listed, the ID
-      // tokens' first, as they were before the authorization server (the same list when the
-      // service signs with a key of its own).
-      id_token_signing_alg_values_supported: [
-        ...new Set([...document.id_token_signing_alg_values_supported, ...algorithms])
-      ],
+      // ID tokens' algorithms are the provider's, exactly; the API's tokens' have their own member.
+      api_token_signing_alg_values_supported: algorithms,
       login_endpoint: `${base}/api/v1/auth/login`,
       refresh_endpoint: `${base}/api/v1/auth/refresh`,
       logout_endpoint: `${base}/api/v1/auth/logout`,
@@ -96,6 +92,7 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
       userinfo_endpoint: `${base}/api/v1/auth/me`,
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: algorithms,
+      api_token_signing_alg_values_supported: algorithms,
       token_endpoint_auth_methods_supported: ['none'],
       claims_supported: ['sub', 'iss', 'iat', 'exp', 'jti', 'roles', 'type']
     }
