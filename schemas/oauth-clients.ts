@@ -118,7 +118,9 @@ export const DynamicRegistrationSchema = Type.Object({
   post_logout_redirect_uris: Type.Optional(PostLogoutRedirectUrisSchema),
   grant_types: Type.Optional(GrantTypesSchema),
   response_types: Type.Optional(Type.Array(Type.Literal('code'), { maxItems: 1 })),
-  token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('none')])),
+  token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post'), Type.Literal('none')], {
+    description: 'A secret in the Authorization header or in the body (both are accepted from a confidential client), or none: a public client'
+  })),
   id_token_signed_response_alg: Type.Optional(IdTokenAlgorithmSchema),
   scope: Type.Optional(Type.String({ maxLength: 1400, pattern: '^[a-z][a-z0-9_.:-]{0,63}( [a-z][a-z0-9_.:-]{0,63}){0,19}$' }))
 }, { additionalProperties: true, title: 'DynamicRegistration' })

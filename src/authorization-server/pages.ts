@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+
 /**
  * The authorization server's pages (docs/api.md, "Authorization server"): plain HTML forms, no
  * inline script or style, so that the pages' CSP can forbid both; every value is escaped. Only
@@ -17,6 +19,16 @@ export function escapeHtml (text: string): string {
  * which browsers check against it.
  */
 export const PAGE_CSP = "default-src 'none';style-src 'self';img-src 'self';frame-ancestors 'none';base-uri 'none'"
+
+/**
+ * The CSP of a page oidc-provider wrote: the pages' own, and its one inline script, if any (the
+ * self-submitting form of response_mode=form_post), allowed by its hash alone.
+ */
+export function providerPageCsp (html: string): string {
+  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)]
+    .map(([, script = '']) => `'sha256-${createHash('sha256').update(script).digest('base64')}'`)
+  return hashes.length === 0 ? PAGE_CSP : `${PAGE_CSP};script-src ${hashes.join(' ')}`
+}
 
 /** The sign-in page's: the service's own scripts (the passkey button), and requests to it (the passkey options). */
 export const SIGN_IN_PAGE_CSP = `${PAGE_CSP};script-src 'self';connect-src 'self'`
@@ -178,4 +190,58 @@ ${organizations.map(({ id, name }, index) => `<label><input type="radio" name="o
 ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}/consent">${hidden('csrf', csrf)}${choice}<button type="submit">Allow</button></form>
 <form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Deny</button></form>`
+}
+
+/**
+ * A form oidc-provider hands a page of its own to render (device code, sign-out): where it posts
+ * and its hidden fields (the anti-forgery token), so that the page builds its own form around
+ * them, with its labels and buttons inside it and no inline handler.
+ */
+/** A form of oidc-provider's, read: where it posts, its hidden fields, and a device code it was filled with. */
+export interface ProviderForm { action: string, fields: Record<string, string>, userCode: string }
+
+export function providerForm (html: string): ProviderForm {
+  const action = /<form[^>]*\saction="([^"]*)"/.exec(html)?.[1] ?? ''
+  const fields = [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g)]
+    .map(([, name = '', value = '']) => [name, unescapeHtml(value)])
+  // The device page's code field, filled when the address carried the code.
+  const codeField = /<input[^>]*name="user_code"[^>]*>/.exec(html)?.[0] ?? ''
+  const userCode = /\svalue="([^"]*)"/.exec(codeField)?.[1] ?? ''
+  return { action, fields: Object.fromEntries(fields), userCode: unescapeHtml(userCode) }
+}
+
+function unescapeHtml (text: string): string {
+  return text.replace(/&(amp|lt|gt|quot|#39);/g, (entity) => ({ '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" })[entity] ?? entity)
+}
+
+function formOf (form: ProviderForm, body: string): string {
+  const fields = Object.entries(form.fields).map(([name, value]) => hidden(name, value)).join('')
+  return `<form method="post" action="${escapeHtml(form.action)}">${fields}
+${body}
+</form>`
+}
+
+/** The device page: the code the device shows, typed in (`error`: the last one was wrong). */
+export function deviceCodeForm (form: ProviderForm, error: boolean): string {
+  return `${error ? errorLine('That code is not right, or no longer valid. Try again.') : '<p>Enter the code your device shows.</p>'}
+${formOf(form, `<label>Code <input name="user_code" value="${escapeHtml(form.userCode)}" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus></label>
+<button type="submit">Continue</button>`)}`
+}
+
+/** The device page's confirmation: the application and the code, to compare with the device's. */
+export function deviceConfirmForm (form: ProviderForm, clientName: string, userCode: string): string {
+  return `<p>Connect <strong>${escapeHtml(clientName)}</strong> with the code <code>${escapeHtml(userCode)}</code>?
+Continue only if your device shows this code.</p>
+${formOf(form, `<button type="submit">Continue</button>
+<button type="submit" name="abort" value="yes">Cancel</button>`)}`
+}
+
+/**
+ * The sign-out page of RP-initiated logout: signing out ends the browser's session here. Staying
+ * changes nothing here: the application's address (with its state), when it gave one, is a link.
+ */
+export function signOutForm (form: ProviderForm, host: string, stay: string | null): string {
+  return `<p>Sign out of ${escapeHtml(host)}?</p>
+${formOf(form, '<button type="submit" name="logout" value="yes">Sign out</button>')}
+${stay === null ? '<p>To stay signed in, close this page.</p>' : `<p><a href="${escapeHtml(stay)}">Stay signed in</a> and go back to the application.</p>`}`
 }

@@ -4,6 +4,19 @@
  */
 export const AUTHORIZATION_SERVER_PATH = '/oidc'
 
+/**
+ * Where its interactions' pages are (`<INTERACTION_PATH>/<uid>`), and every address of an
+ * interaction below it: the interaction's cookie is sent to no other path.
+ */
+export const INTERACTION_PATH = `${AUTHORIZATION_SERVER_PATH}/interaction`
+
+/** oidc-provider's authorization and end-session endpoints, relative to the mount. */
+export const AUTHORIZATION_PATH = '/auth'
+export const END_SESSION_PATH = '/session/end'
+
+/** Where a person enters a device's user code (oidc-provider's code verification), relative to the mount. */
+export const DEVICE_PATH = '/device'
+
 /** Its pages' stylesheet and scripts, relative to the mount. */
 export const STYLESHEET_PATH = '/pages.css'
 export const SCRIPT_PATH = '/pages.js'

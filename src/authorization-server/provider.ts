@@ -10,7 +10,7 @@ import type { AuthorizationArtifactsRepository } from '../store/authorization-ar
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
 import { AUTHORIZATION_SERVER_PATH, STYLESHEET_PATH } from './paths.js'
-import { escapeHtml, page } from './pages.js'
+import { deviceCodeForm, deviceConfirmForm, escapeHtml, page, providerForm, providerPageCsp, signOutForm } from './pages.js'
 
 /** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
 export const ACR_VALUES = ['1', '2'] as const
@@ -207,6 +207,8 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
     cookies: { keys: [cookieKey] },
     pkce: { required: () => true },
     responseTypes: ['code'],
+    // OpenID Connect: every authorization request names its redirect URI, even a client's only one.
+    allowOmittingSingleRegisteredRedirectUri: false,
     rotateRefreshToken: true,
     // The administrator allowed the client refresh tokens: it gets one with every code. Without
     // `offline_access` (granted only with prompt=consent, as OpenID Connect has it) it ends with
@@ -256,9 +258,11 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       rpInitiatedLogout: {
         enabled: true,
         async logoutSource (ctx, form) {
-          render(ctx, 'Sign out', `${form}<p>Sign out of ${escapeHtml(ctx.host)}?</p>
-<button type="submit" form="op.logoutForm" value="yes" name="logout">Sign out</button>
-<button type="submit" form="op.logoutForm">Stay signed in</button>`)
+          // (oidc-provider took a post_logout_redirect_uri only if the client registered it.)
+          const { post_logout_redirect_uri: back, state } = ctx.oidc.params as Record<string, string | undefined>
+          const stay = back === undefined ? null : new URL(back)
+          if (stay !== null && state !== undefined) stay.searchParams.set('state', state)
+          render(ctx, 'Sign out', signOutForm(providerForm(form), ctx.host, stay?.href ?? null))
         },
         async postLogoutSuccessSource (ctx) {
           render(ctx, 'Signed out', '<p>You are signed out.</p>')
@@ -267,16 +271,10 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       deviceFlow: {
         enabled: true,
         async userCodeInputSource (ctx, form, _out, error) {
-          const message = error === undefined ? 'Enter the code your device shows.' : 'That code is not right, or no longer valid. Try again.'
-          render(ctx, 'Connect a device', `<p${error === undefined ? '' : ' class="error" role="alert"'}>${message}</p>${form}
-<label for="user_code">Code</label>
-<button type="submit" form="op.deviceInputForm">Continue</button>`)
+          render(ctx, 'Connect a device', deviceCodeForm(providerForm(form), error !== undefined))
         },
         async userCodeConfirmSource (ctx, form, client, _deviceInfo, userCode) {
-          render(ctx, 'Connect a device', `<p>Connect <strong>${escapeHtml(client.clientName ?? client.clientId)}</strong> with the code
-<code>${escapeHtml(userCode)}</code>? Continue only if your device shows this code.</p>${form}
-<button type="submit" form="op.deviceConfirmForm">Continue</button>
-<button type="submit" form="op.deviceConfirmForm" value="yes" name="abort">Cancel</button>`)
+          render(ctx, 'Connect a device', deviceConfirmForm(providerForm(form), client.clientName ?? client.clientId, userCode))
         },
         async successSource (ctx) {
           render(ctx, 'Device connected', '<p>Your device is signed in. You may close this page.</p>')
@@ -293,6 +291,8 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   const devicePolls = new Adapter(DEVICE_POLL_MODEL)
   provider.use(async (ctx, next) => {
     await next()
+    // Its pages (errors, device, sign-out, form_post's) have the pages' CSP, not the API's.
+    if (ctx.response.is('html') === 'html' && typeof ctx.body === 'string') ctx.set('content-security-policy', providerPageCsp(ctx.body))
     await bindSessions(ctx, options.sessions)
     // (ctx.oidc is undefined where no route of the provider matched.)
     await tokenEndpointRules(ctx as KoaContextWithOIDC, { knownScopes, devicePolls, now })

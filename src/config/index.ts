@@ -247,6 +247,3 @@ export function authorizationServerIssuer (config: Pick<Config, 'jwt'>): string 
   const issuer = config.jwt.issuer
   return issuer !== null && isHttpBase(issuer) ? issuer.replace(/\/+$/, '') : null
 }
-
-/** Where a provider's sign-in started on the authorization server's sign-in page comes back to. */
-export const FEDERATED_RETURN_PATH = '/oidc/federated'

@@ -64,3 +64,21 @@ export function hasPermission (principal: Principal, permission: Permission, own
 export function permissionLacked (principal: Principal, roles: readonly Role[]): Permission | null {
   return permissionsOf(roles).find((permission) => !hasPermission(principal, permission)) ?? null
 }
+
+/** What the MFA requirement looks at: the roles, and the second factors that meet it. */
+export interface FactorHolder { roles: readonly Role[], mfaEnabled: boolean, hasPasskey: boolean }
+
+/** Whether a role of the account is one of MFA_REQUIRED_ROLES (docs/api.md, "Required roles"). */
+export function mfaRequired (account: Pick<FactorHolder, 'roles'>, requiredRoles: readonly Role[]): boolean {
+  return account.roles.some((role) => requiredRoles.includes(role))
+}
+
+/**
+ * Whether the account must enrol a second factor before anything else: its role requires MFA and
+ * it has neither TOTP nor a passkey (docs/api.md, "Required roles"). The API answers such an
+ * account 403 MFA_ENROLLMENT_REQUIRED on every route but enrolment, and no sign-in at the
+ * authorization server completes for it.
+ */
+export function mustEnrolMfa (account: FactorHolder, requiredRoles: readonly Role[]): boolean {
+  return !account.mfaEnabled && !account.hasPasskey && mfaRequired(account, requiredRoles)
+}

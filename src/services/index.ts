@@ -1,5 +1,6 @@
 import type { CursorCodec } from '../collection/cursor.js'
-import { authorizationServerIssuer, type Config, FEDERATED_RETURN_PATH } from '../config/index.js'
+import { INTERACTION_PATH } from '../authorization-server/paths.js'
+import { authorizationServerIssuer, type Config } from '../config/index.js'
 import type { PasswordHasher } from '../security/passwords.js'
 import { outboundPolicy } from '../security/outbound-addresses.js'
 import { SEALED_PURPOSES, SecretBox } from '../security/secret-box.js'
@@ -128,7 +129,7 @@ export function createServices (deps: ServiceDependencies) {
   const oauth = new OAuthService({
     providers: config.oauth,
     // The authorization server's sign-in page starts providers' sign-ins as a browser application does.
-    redirectUrls: issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${FEDERATED_RETURN_PATH}`],
+    redirectUrls: issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`],
     states: deps.singleUse.oauthStates,
     exchanges: deps.singleUse.oauthExchanges,
     users,

@@ -104,6 +104,31 @@ function auditKey (field: keyof OAuthClientUpdate): string {
   return field === 'id_token_signed_response_alg' ? 'signing_algorithm' : field
 }
 
+/**
+ * Registration metadata the authorization server cannot honour, with why: refused rather than
+ * registered and ignored (RFC 7591, 3.2.2), so that an application does not expect what it will
+ * not get (signed userinfo, request objects, pairwise subjects, encrypted tokens).
+ */
+const UNSUPPORTED_METADATA: Record<string, string> = {
+  userinfo_signed_response_alg: 'signed userinfo responses are not offered: userinfo answers JSON',
+  userinfo_encrypted_response_alg: 'encrypted userinfo responses are not offered',
+  id_token_encrypted_response_alg: 'encrypted ID tokens are not offered',
+  request_object_signing_alg: 'request objects are not offered (request_parameter_supported is false)',
+  request_object_encryption_alg: 'request objects are not offered',
+  request_uris: 'request objects are not offered (request_uri_parameter_supported is false)',
+  sector_identifier_uri: 'pairwise subjects are not offered (subject_types_supported is public)',
+  token_endpoint_auth_signing_alg: 'client authentication by a signed JWT is not offered'
+}
+
+/** The first metadata of `input` the server cannot honour, as a validation issue, or null. */
+function unsupportedMetadata (input: Record<string, unknown>): ValidationIssue | null {
+  if (input.subject_type !== undefined && input.subject_type !== 'public') {
+    return { path: '/subject_type', message: 'only public subjects are offered (subject_types_supported)' }
+  }
+  const member = Object.keys(UNSUPPORTED_METADATA).find((name) => input[name] !== undefined)
+  return member === undefined ? null : { path: `/${member}`, message: UNSUPPORTED_METADATA[member] ?? '' }
+}
+
 const LIST_FIELDS = ['redirect_uris', 'post_logout_redirect_uris', 'grant_types', 'scopes'] as const
 
 export interface OAuthClientServiceDependencies {
@@ -158,6 +183,8 @@ export class OAuthClientService {
     context: RequestContext,
     input: DynamicRegistration
   ): Promise<DynamicRegistrationResponse> {
+    const unsupported = unsupportedMetadata(input as Record<string, unknown>)
+    if (unsupported !== null) throw validationFailed([unsupported])
     const method = input.token_endpoint_auth_method ?? 'client_secret_basic'
     const registration: ClientRegistration = {
       confidential: method !== 'none',

@@ -4,6 +4,7 @@ import type { Role } from '../../schemas/rbac.js'
 import type { ReauthenticateBody, Reauthentication } from '../../schemas/reauthentication.js'
 import { Errors, validationFailed } from '../errors.js'
 import type { PasswordHasher } from '../security/passwords.js'
+import { mustEnrolMfa } from '../security/permissions.js'
 import type { OutboxRepository } from '../store/outbox.js'
 import type { SessionsRepository } from '../store/sessions.js'
 import type { MessageFactor, UserPrincipal, UsersRepository } from '../store/users.js'
@@ -87,7 +88,8 @@ export class ReauthenticationService {
     const until = await this.deps.sessions.reauthenticatedUntil(caller.id, caller.jti)
     if (until !== null && Date.parse(until) > this.#now()) return
     const signedInRecently = this.#now() / 1000 - caller.authTime <= ENROLMENT_SIGN_IN_WINDOW_S
-    if (options.firstEnrolment === true && this.#mustEnrol(principal) && signedInRecently) return
+    const { mfaRequiredRoles } = this.deps
+    if (options.firstEnrolment === true && mustEnrolMfa(principal, mfaRequiredRoles) && signedInRecently) return
     if (proof.mfa_code !== undefined) {
       await this.#checkCode(context, caller, proof.mfa_code)
       return
@@ -160,12 +162,6 @@ export class ReauthenticationService {
     const principal = await this.deps.users.findPrincipal(caller.id)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
     return principal
-  }
-
-  /** An account holding a role of MFA_REQUIRED_ROLES, without TOTP or a passkey yet. */
-  #mustEnrol (principal: UserPrincipal): boolean {
-    const required = principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))
-    return !principal.mfaEnabled && !principal.hasPasskey && required
   }
 
   /** The proofs this account can give, in the order a client would offer them. */

@@ -4,6 +4,7 @@ import type { Role } from '../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../schemas/mfa.js'
 import { Errors, isServiceError, tokenFailure } from '../errors.js'
 import type { PasswordHasher } from '../security/passwords.js'
+import { mfaRequired, mustEnrolMfa } from '../security/permissions.js'
 import type { TokenService } from '../security/tokens.js'
 import type { OutboxRepository } from '../store/outbox.js'
 import type { RevocationsRepository } from '../store/revocations.js'
@@ -296,7 +297,7 @@ export class SignInService {
     end: SignInEnding<Ended>
   ): Promise<(Ended & { mfa_required: false }) | MfaChallenge> {
     const methods: MfaChallenge['methods'] = [...(principal.mfaEnabled ? ['totp' as const, 'backup_code' as const] : []), ...principal.messageFactors]
-    if (methods.length === 0 && principal.hasPasskey && principal.roles.some((role) => this.deps.mfaRequiredRoles.includes(role))) methods.push('passkey')
+    if (methods.length === 0 && principal.hasPasskey && mfaRequired(principal, this.deps.mfaRequiredRoles)) methods.push('passkey')
     if (methods.length > 0) {
       // The challenge names the credentials it was opened under: a new password or a claim ends it.
       const challenge = this.deps.tokens.issueMfaToken(
@@ -361,6 +362,13 @@ export class SignInService {
    * (`SessionService.openAtAuthorizationServer`).
    */
   readonly #proof: SignInEnding<SignInProof> = async (context, principal, _device, method, amr) => {
+    // The API would give such an account a token good for enrolment alone; an application gets nothing.
+    if (mustEnrolMfa(principal, this.deps.mfaRequiredRoles)) {
+      await this.deps.audit.recordIn(context, 'auth.login_failed', {
+        outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { method, through: 'authorization_server', reason: 'mfa_enrollment_required' }
+      })
+      throw new Errors.MFA_ENROLLMENT_REQUIRED()
+    }
     await this.deps.guard.recordSuccess(principal.id, context.ip)
     await this.deps.audit.recordIn(context, 'auth.login', {
       outcome: 'success', actorId: principal.id, targetId: principal.id, details: { method, through: 'authorization_server' }

@@ -87,8 +87,15 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         await page.waitForURL(`${redirectUri}?**`)
         t.match(page.url(), /code=/, 'no sign-in and no consent the second time')
 
+        // response_mode=form_post: the self-submitting form runs under the pages' CSP (its script allowed by hash).
+        const posted = await pkceAuthorization(config, redirectUri, 'openid', { response_mode: 'form_post' })
+        await page.goto(posted.url.href)
+        await page.waitForURL(redirectUri)
+        t.pass('the code was posted to the application by the page\'s script')
+
         await page.goto(client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: `${rp}/signed-out` }).href)
         t.equal(await page.title(), 'Sign out')
+        t.ok(await page.getByRole('link', { name: 'Stay signed in' }).isVisible(), 'staying is a link back to the application')
         await checkScreenshot(t, page, 'Sign out')
         await page.getByRole('button', { name: 'Sign out', exact: true }).click()
         await page.waitForURL(`${rp}/signed-out**`)
@@ -140,8 +147,12 @@ t.test('relying parties sign people in with the service, in Chromium, through op
         const device = await client.initiateDeviceAuthorization(cliConfig, { scope: 'openid email' })
         t.match(device.user_code, /^[A-Z]{4}-[A-Z]{4}$/)
         const { page, errors } = await freshPage(t)
-        await page.goto(device.verification_uri_complete ?? '')
+        await page.goto(device.verification_uri ?? '')
         t.equal(await page.title(), 'Connect a device')
+        // The code field has its label: found by it, as a screen reader names it.
+        await page.getByLabel('Code').fill(device.user_code)
+        await page.getByRole('button', { name: 'Continue' }).click()
+        await page.waitForFunction(() => document.querySelector('code') !== null)
         t.match(await page.textContent('main'), /Command line/)
         await checkScreenshot(t, page, 'Continue')
         await page.getByRole('button', { name: 'Continue' }).click()

@@ -1,5 +1,5 @@
 /** The service as an authorization server, listening on 127.0.0.1, for tests of it from outside. */
-import { createServer, type Server } from 'node:http'
+import { createServer, request as httpRequest, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import * as client from 'openid-client'
@@ -83,44 +83,91 @@ export async function relyingParty (
   return { rp, redirectUri, registered, config }
 }
 
-/**
- * A browser without a browser: fetch with a cookie jar, following redirects by hand within the
- * service (never to another address: the relying party's is answered, not followed).
- */
 /** A request's method and form (sent URL-encoded). */
 interface RequestInit { method?: string, form?: Record<string, string> }
 
+/** A cookie as a browser keeps it: for its host (any port, as browsers have it) and under its path. */
+interface KeptCookie { name: string, value: string, host: string, path: string }
+
+/** One request as the browser sends it, with node:http (no header of its own added), answered as a Response. */
+async function navigate (url: URL, method: string, headers: Record<string, string>, body?: string): Promise<Response> {
+  return await new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method, headers }, (incoming) => {
+      const chunks: Buffer[] = []
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
+      incoming.on('error', reject)
+      incoming.on('end', () => {
+        const answered = new Headers()
+        for (let index = 0; index < incoming.rawHeaders.length; index += 2) answered.append(incoming.rawHeaders[index] ?? '', incoming.rawHeaders[index + 1] ?? '')
+        const status = incoming.statusCode ?? 500
+        resolve(new Response([204, 304].includes(status) ? null : Buffer.concat(chunks), { status, headers: answered }))
+      })
+    })
+    request.on('error', reject)
+    request.end(body)
+  })
+}
+
+/** Whether `path` is under the cookie path `under` (RFC 6265, 5.1.4). */
+function pathMatches (path: string, under: string): boolean {
+  return path === under || (path.startsWith(under) && (under.endsWith('/') || path.charAt(under.length) === '/'))
+}
+
+/**
+ * A browser without a browser: fetch with a cookie jar that keeps each cookie for its host and
+ * path, as browsers do (RFC 6265: a cookie whose Path is `/oidc/interaction/<uid>` is not sent
+ * to `/oidc/federated`), following redirects by hand within the service, or (`anywhere`) to any
+ * address of this machine, never elsewhere.
+ */
 export class CookieBrowser {
-  readonly #cookies = new Map<string, string>()
+  readonly #cookies: KeptCookie[] = []
   constructor (private readonly issuer: string) {}
 
   async request (url: string, init: RequestInit = {}): Promise<Response> {
-    const headers: Record<string, string> = { cookie: [...this.#cookies].map(([name, value]) => `${name}=${value}`).join('; ') }
-    if (init.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
-    const response = await fetch(new URL(url, this.issuer), {
-      method: init.method ?? (init.form === undefined ? 'GET' : 'POST'),
-      headers,
-      body: init.form === undefined ? undefined : new URLSearchParams(init.form).toString(),
-      redirect: 'manual'
-    })
-    for (const cookie of response.headers.getSetCookie()) {
-      const [pair = ''] = cookie.split(';')
-      const at = pair.indexOf('=')
-      const name = pair.slice(0, at)
-      const value = pair.slice(at + 1)
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(cookie)) this.#cookies.delete(name)
-      else this.#cookies.set(name, value)
+    const target = new URL(url, this.issuer)
+    if (!['127.0.0.1', 'localhost'].includes(target.hostname)) throw new Error(`a test browser goes nowhere but this machine, not to ${target.host}`)
+    const sent = this.#cookies
+      .filter(({ host, path }) => host === target.hostname && pathMatches(target.pathname, path))
+    // What a browser sends when it navigates, so that pages are answered as pages (Node's fetch
+    // would say `Sec-Fetch-Mode: cors`, which relying parties answer as a script's request).
+    const headers: Record<string, string> = {
+      cookie: sent.map(({ name, value }) => `${name}=${value}`).join('; '),
+      accept: 'text/html,application/xhtml+xml,*/*;q=0.8',
+      'sec-fetch-mode': 'navigate',
+      'sec-fetch-dest': 'document'
     }
+    if (init.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
+    const body = init.form === undefined ? undefined : new URLSearchParams(init.form).toString()
+    const response = await navigate(target, init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body)
+    for (const header of response.headers.getSetCookie()) this.#keep(header, target)
     return response
   }
 
-  /** Follows the service's redirects; stops at a page, or at a redirect out of the service. */
-  async follow (url: string, init: RequestInit = {}): Promise<{ response: Response, url: string }> {
+  #keep (header: string, from: URL): void {
+    const [pair = '', ...attributes] = header.split(';').map((part) => part.trim())
+    const at = pair.indexOf('=')
+    const name = pair.slice(0, at)
+    const value = pair.slice(at + 1)
+    const attribute = (wanted: string) => attributes.find((item) => item.toLowerCase().startsWith(`${wanted}=`))?.slice(wanted.length + 1)
+    // The default path: the request path up to its last slash (RFC 6265, 5.1.4).
+    const path = attribute('path') ?? (from.pathname.lastIndexOf('/') > 0 ? from.pathname.slice(0, from.pathname.lastIndexOf('/')) : '/')
+    const existing = this.#cookies
+      .findIndex((kept) => kept.name === name && kept.host === from.hostname && kept.path === path)
+    if (existing >= 0) this.#cookies.splice(existing, 1)
+    const expires = attribute('expires')
+    const gone = value === '' || attribute('max-age') === '0' || (expires !== undefined && Date.parse(expires) <= Date.now())
+    if (!gone) this.#cookies.push({ name, value, host: from.hostname, path })
+  }
+
+  /** Follows redirects; stops at a page, or at a redirect out of the service (unless `anywhere`). */
+  async follow (
+    url: string, init: RequestInit = {}, { anywhere = false } = {}
+  ): Promise<{ response: Response, url: string }> {
     let response = await this.request(url, init)
     let at = new URL(url, this.issuer).href
     while (response.status >= 300 && response.status < 400) {
       at = new URL(response.headers.get('location') ?? '', at).href
-      if (!at.startsWith(`${this.issuer}/`)) return { response, url: at }
+      if (!anywhere && !at.startsWith(`${this.issuer}/`)) return { response, url: at }
       response = await this.request(at)
     }
     return { response, url: at }
@@ -175,4 +222,14 @@ export async function pkceAuthorization (
     redirect_uri: redirectUri, scope, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, ...extra
   })
   return { url, verifier, state }
+}
+
+/** The OAuth error a request of the relying party ended in (it must end in one). */
+export async function refusal (request: Promise<unknown>): Promise<unknown> {
+  try {
+    await request
+  } catch (error) {
+    return error
+  }
+  throw new Error('the request was not refused')
 }

@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { generateKeyPair } from '../../src/security/signing-keys.js'
 import { createAccount, withToken } from '../helpers/accounts.js'
 import { build } from '../helpers/app.js'
+import { integrationSnippet } from '../helpers/integration-guide.js'
 import { webhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 const run = promisify(execFile)
@@ -15,10 +16,10 @@ const run = promisify(execFile)
 const ISSUER = 'https://users.example.com'
 const ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const
 
-/** The Python code blocks of a document that verify tokens with PyJWT. */
+/** The Python code blocks of a document that verify the API's tokens with PyJWT (from `/.well-known/jwks.json`). */
 function pythonSnippets (file: string): string[] {
   const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
-  return [...text.matchAll(/```python\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').filter((code) => code.includes('PyJWKClient'))
+  return [...text.matchAll(/```python\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').filter((code) => code.includes('/.well-known/jwks.json'))
 }
 
 /**
@@ -63,15 +64,6 @@ t.test('the PyJWT snippet of docs/integration.md runs as written and accepts our
   }
 })
 
-/** The code block of docs/integration.md in `language` that holds `marker`. */
-function snippet (language: string, marker: string): string {
-  const text = readFileSync(new URL('../../docs/integration.md', import.meta.url), 'utf8')
-  const blocks = [...text.matchAll(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((match) => match[1] ?? '')
-  const found = blocks.filter((code) => code.includes(marker))
-  if (found.length !== 1) throw new Error(`docs/integration.md: ${found.length} ${language} blocks with ${marker}`)
-  return found[0] ?? ''
-}
-
 /** An app whose webhooks may reach 127.0.0.1, with an endpoint at `url`: its secret, a test event, a move. */
 async function appWithEndpoint (t: Test, url: string) {
   const app = await build(t, { env: { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' } })
@@ -90,7 +82,7 @@ async function appWithEndpoint (t: Test, url: string) {
 
 t.test('the Node receiver of docs/integration.md accepts our deliveries and refuses a tampered one', async (t) => {
   // As a reader runs it, on a free port of 127.0.0.1, which it prints.
-  const code = snippet('js', 'standardwebhooks').replace('.listen(8080)',
+  const code = integrationSnippet('js', 'standardwebhooks').replace('.listen(8080)',
     ".listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ port: this.address().port })) })")
   // The endpoint is made first, for its secret, and pointed at the receiver once it listens.
   const { app, secret, test, moveTo } = await appWithEndpoint(t, 'http://127.0.0.1:1/unused')
@@ -141,7 +133,7 @@ t.test('the Python receiver of docs/integration.md verifies our deliveries and r
   await test()
   await receiver.receivedCount(1)
   const delivery = receiver.received[0]!
-  const program = `import json, sys\n${snippet('python', 'verify_webhook')}\n` +
+  const program = `import json, sys\n${integrationSnippet('python', 'verify_webhook')}\n` +
     'given = json.loads(sys.argv[1])\nprint(json.dumps(verify_webhook(given["secret"], given["headers"], given["body"].encode())))\n'
   const headers = Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, String(delivery.headers[name])]))
   const verify = async (body: string, signed = headers) => await run('python3', ['-c', program, JSON.stringify({ secret, headers: signed, body })])

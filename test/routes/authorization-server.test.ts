@@ -3,22 +3,12 @@ import t from 'tap'
 import { createAccount, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
 import {
   authorizeWithPassword, callbackServer, CookieBrowser, exchange, formToken, insecure, pkceAuthorization,
-  relyingParty, startAuthorizationServer
+  refusal, relyingParty, startAuthorizationServer
 } from '../helpers/authorization-server.js'
 import { redisReady } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
 import { MailServer, tokenIn } from '../helpers/servers/mail-server.js'
 import { OpenIdTestProvider } from '../helpers/servers/openid-provider.js'
-
-/** The OAuth error a request of the relying party ended in (it must end in one). */
-async function refusal (request: Promise<unknown>): Promise<unknown> {
-  try {
-    await request
-  } catch (error) {
-    return error
-  }
-  throw new Error('the request was not refused')
-}
 
 const PERSON_SCOPES = ['openid', 'profile', 'email', 'offline_access']
 
@@ -477,10 +467,14 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
     const theirCallback = await corp.signIn((await theirs.follow(theirLink)).url, 'grace')
     const back = await theirs.request(theirCallback.href)
     const federated = new URL(back.headers.get('location') ?? '', issuer)
-    t.match(federated.pathname, '/oidc/federated')
+    t.match(federated.pathname, /^\/oidc\/interaction\/[^/]+\/federated$/, 'back below the interaction\'s own address, where its cookie is sent')
     const replayed = await other.follow(federated.href)
-    t.equal(replayed.response.status, 400, 'refused: the verifier is this interaction\'s')
-    t.match(await replayed.response.text(), /Sign in/)
+    t.equal(replayed.response.status, 400, 'refused as it is: it names their interaction, not this browser\'s')
+    t.match(await replayed.response.text(), /Sign-in expired/)
+    const intoOwn = new URL(`${otherLogin.url}/federated${federated.search}`)
+    const rewritten = await other.follow(intoOwn.href)
+    t.equal(rewritten.response.status, 400, 'refused when put under this browser\'s interaction: the verifier is the other\'s')
+    t.match(await rewritten.response.text(), /Sign in/)
   })
 })
 
@@ -500,7 +494,7 @@ t.test('hostile requests to the authorization server get its errors or the pages
     ['a page for an unknown interaction', '/oidc/interaction/nothing-here'],
     ['a form for an unknown interaction', '/oidc/interaction/nothing-here/login', { method: 'POST', headers: { 'content-type': form }, body: 'csrf=x&email=a&password=b' }],
     ['a form posted as JSON', '/oidc/interaction/nothing-here/consent', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"csrf":["x"]}' }],
-    ['the provider return without an interaction', '/oidc/federated?code=abc'],
+    ['the provider return without an interaction', '/oidc/interaction/nothing-here/federated?code=abc'],
     ['registration when it is off', '/oidc/reg', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
     ['a device code page with a wrong code', '/oidc/device?user_code=%00%00'],
     ['end session with a forged hint', '/oidc/session/end?id_token_hint=a.b.c'],

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { Errors, tokenFailure } from '../../errors.js'
 import type { Caller, RequestContext } from '../../services/context.js'
 import { suspensionInForce } from '../../services/suspensions.js'
-import { hasPermission } from '../../security/permissions.js'
+import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
 import type { UserPrincipal } from '../../store/users.js'
 
 declare module '@fastify/jwt' {
@@ -42,7 +42,7 @@ const BEARER = 'Bearer '
 
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
-  const mfaRequiredRoles = new Set<string>(fastify.config.mfa.requiredRoles)
+  const mfaRequiredRoles = fastify.config.mfa.requiredRoles
   fastify.decorateRequest('user', null)
   fastify.decorateRequest('serviceContext', {
     getter (this: FastifyRequest): RequestContext {
@@ -80,8 +80,7 @@ export default fp(async (fastify) => {
     if (impersonator !== null && (impersonator === undefined || !hasPermission(impersonator, 'impersonate_users') ||
       suspensionInForce(impersonator, Date.now()) !== undefined)) return new Errors.INVALID_TOKEN()
     // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
-    if (!principal.mfaEnabled && !principal.hasPasskey && request.routeOptions.config.allowWithoutMfa !== true &&
-      principal.roles.some((role) => mfaRequiredRoles.has(role))) {
+    if (request.routeOptions.config.allowWithoutMfa !== true && mustEnrolMfa(principal, mfaRequiredRoles)) {
       return new Errors.MFA_ENROLLMENT_REQUIRED()
     }
     request.user = {

@@ -10,12 +10,17 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** DELETE of a user, role changes, the audit log: the admin rate-limit tier and zero trust. */
     adminOperation?: boolean
+    /**
+     * In the sign-in tier wherever it is: a form that takes a password, a code or a device's user
+     * code (the authorization server's pages).
+     */
+    signInRate?: boolean
   }
 }
 
 const AUTH_PREFIX = '/api/v1/auth/'
-/** The forms of the authorization server's sign-in and consent pages: posted to, in the auth tier too. */
-const INTERACTION_PREFIX = '/oidc/interaction/'
+/** Reads under /api/v1/auth/ (the caller, sessions, grants) check no credential: the general tier. */
+const READS = new Set(['GET', 'HEAD'])
 
 type StoreCallback = Parameters<FastifyRateLimitStore['incr']>[1]
 
@@ -26,8 +31,9 @@ export interface RateLimitOptions {
 
 /**
  * Three tiers per client address (IPv6 by /64), each a sliding window of RATE_LIMIT_WINDOW_MS:
- * general (RATE_LIMIT_MAX), `/api/v1/auth/*` and POSTs to `/oidc/interaction/*`
- * (RATE_LIMIT_AUTH_MAX) and admin operations (RATE_LIMIT_ADMIN_MAX), through
+ * general (RATE_LIMIT_MAX), sign-in (RATE_LIMIT_AUTH_MAX: every request but a read to
+ * `/api/v1/auth/*`, and the routes declaring `signInRate`) and admin operations
+ * (RATE_LIMIT_ADMIN_MAX), through
  * @fastify/rate-limit with the sliding-window stores. Routes with `config.rateLimit: false`
  * (health probes) are exempt. The client address is Fastify's
  * `request.ip`, which honours X-Forwarded-For only from TRUST_PROXY's proxies. Counters live
@@ -116,7 +122,7 @@ export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} 
     // The route's own path, not the request's: the router decodes %61uth and takes absolute-form
     // targets (http://host/api/v1/auth/…), either of which would otherwise escape the auth tier.
     const path = url ?? request.url
-    const signIn = path.startsWith(AUTH_PREFIX) || (request.method === 'POST' && path.startsWith(INTERACTION_PREFIX))
+    const signIn = config.signInRate === true || (path.startsWith(AUTH_PREFIX) && !READS.has(request.method))
     const limiter = config.adminOperation === true ? admin : signIn ? auth : general
     limiter.call(this, request, reply).then(() => { done() }, done)
   })

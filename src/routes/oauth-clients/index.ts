@@ -9,7 +9,8 @@ import {
 
 /**
  * The applications that sign people in with the service (docs/api.md, "OAuth clients"): the
- * `admin` permission's, and admin operations (their rate-limit tier and the zero-trust evaluation).
+ * `admin` permission's; the changes are admin operations (their rate-limit tier and the
+ * zero-trust evaluation), reads are not, as reads of users are not.
  */
 const oauthClients: FastifyPluginAsyncTypebox = async (fastify) => {
   const { oauthClients: service } = fastify.services
@@ -33,7 +34,7 @@ const oauthClients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('', {
-    config: { access, adminOperation: true },
+    config: { access },
     schema: {
       tags: ['oauth-clients'],
       operationId: 'oauthClients.list',
@@ -44,7 +45,7 @@ const oauthClients: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => await service.list(request.query))
 
   fastify.get('/:id', {
-    config: { access, adminOperation: true },
+    config: { access },
     schema: {
       tags: ['oauth-clients'],
       operationId: 'oauthClients.get',

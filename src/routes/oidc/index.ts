@@ -4,13 +4,12 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import formbody from '@fastify/formbody'
 import { Value } from '@sinclair/typebox/value'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
 import {
   consentForm, mfaForm, page, PAGE_CSP, PAGE_SCRIPT, PAGE_STYLESHEET, signInForm, SIGN_IN_PAGE_CSP
 } from '../../authorization-server/pages.js'
-import { AUTHORIZATION_SERVER_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
+import { AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, DEVICE_PATH, END_SESSION_PATH, INTERACTION_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
 import type { PagesLogin } from '../../authorization-server/provider.js'
-import { FEDERATED_RETURN_PATH } from '../../config/index.js'
 import {
   type DynamicRegistration, DynamicRegistrationErrorSchema, DynamicRegistrationResponseSchema, DynamicRegistrationSchema
 } from '../../../schemas/oauth-clients.js'
@@ -64,6 +63,21 @@ function federatedFailure (code: string): string {
   return known === undefined ? 'The sign-in with the provider did not finish.' : known.message.replace(/%s/g, '').trim()
 }
 
+/**
+ * What a page says of a refused sign-in: the API's message, but for an account that must enrol
+ * a second factor first, which the API lets do only that (docs/api.md, "Required roles").
+ */
+function pageMessage (error: { code: string, message: string }): string {
+  return error.code === ERROR_TABLE.MFA_ENROLLMENT_REQUIRED.code
+    ? 'Your role requires two-step verification, which this account has not set up yet. Set up an authenticator app or a passkey for your account first, then sign in here again.'
+    : error.message
+}
+
+/** The address a sign-in request's `login_hint` names, to fill the sign-in form with. */
+function hintedEmail (hint: unknown): string {
+  return typeof hint === 'string' && hint.length <= 254 && /^[^\s@]+@[^\s@]+$/.test(hint) ? hint : ''
+}
+
 /** A form field's one value, or '' when missing or sent twice. */
 function field (body: FormBody | undefined, name: string): string {
   const value = body?.[name]
@@ -82,15 +96,16 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     const { signIn, authorizationGrants } = fastify.services
     const stylesheet = `${AUTHORIZATION_SERVER_PATH}${STYLESHEET_PATH}`
     const providers = Object.keys(fastify.config.oauth)
-    const federatedReturn = `${server.issuer}${FEDERATED_RETURN_PATH}`
     /**
      * Where the page's link for `name` starts its sign-in: the API's, as a browser application
-     * starts one, coming back to /oidc/federated with a one-time code whose PKCE verifier only
-     * the service can make again for this interaction (an HMAC of its uid).
+     * starts one, coming back below the interaction's own address (where its cookie is sent) with
+     * a one-time code whose PKCE verifier only the service can make again for this interaction
+     * (an HMAC of its uid).
      */
     function providerStart (name: string, uid: string): string {
       const challenge = createHash('sha256').update(server.formToken(`federated:${uid}`)).digest('base64url')
-      const query = new URLSearchParams({ redirect_to: federatedReturn, code_challenge: challenge, code_challenge_method: 'S256' })
+      const back = `${server.issuer}${INTERACTION_PATH}/${uid}/federated`
+      const query = new URLSearchParams({ redirect_to: back, code_challenge: challenge, code_challenge_method: 'S256' })
       return `/api/v1/auth/oauth/${encodeURIComponent(name)}/authorize?${query.toString()}`
     }
     const scripts = [WEBAUTHN_SCRIPT_PATH, SCRIPT_PATH].map((path) => `${AUTHORIZATION_SERVER_PATH}${path}`)
@@ -125,9 +140,10 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     }
 
     /** The form of the interaction's prompt: sign-in or consent. */
-    async function show (request: InteractionRequest, reply: FastifyReply, error: string | null, email = '') {
+    async function show (request: InteractionRequest, reply: FastifyReply, error: string | null, given = '') {
       const { interaction, clientName } = await details(request, reply)
-      const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`, csrf: server.formToken(interaction.uid), clientName, error }
+      const email = given === '' ? hintedEmail(interaction.params.login_hint) : given
+      const form = { action: `${INTERACTION_PATH}/${interaction.uid}`, csrf: server.formToken(interaction.uid), clientName, error }
       if (interaction.prompt.name === 'login') {
         const links = providers.map((name) => ({ name: displayName(name), href: providerStart(name, interaction.uid) }))
         return send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links), true)
@@ -149,7 +165,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     ) {
       if ('mfa_token' in proof) {
         const { uid } = found.interaction
-        const form = { action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: null }
+        const form = { action: `${INTERACTION_PATH}/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: null }
         return send(reply, 200, 'Two-step verification', mfaForm(form, { mfaToken: proof.mfa_token, methods: proof.methods }))
       }
       return await finish(request, reply, loginResult(proof))
@@ -164,7 +180,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     ) {
       const { uid } = found.interaction
       const form = {
-        action: `${AUTHORIZATION_SERVER_PATH}/interaction/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: outcome.error ?? null
+        action: `${INTERACTION_PATH}/${uid}`, csrf: server.formToken(uid), clientName: found.clientName, error: outcome.error ?? null
       }
       return send(reply, outcome.error === undefined ? 200 : 400, 'Two-step verification', mfaForm(form, challenge, outcome.sent ?? null))
     }
@@ -177,6 +193,8 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
     }
 
     const interactionRoute = { config: PUBLIC, schema: HIDDEN }
+    /** Every form takes a credential or a choice: counted in the sign-in tier. */
+    const interactionForm = { config: { ...PUBLIC, signInRate: true }, schema: HIDDEN }
 
     fastify.get<{ Params: { uid: string } }>('/interaction/:uid', interactionRoute, async (request, reply) => {
       try {
@@ -186,7 +204,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       }
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/login', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/login', interactionForm, async (request, reply) => {
       const found = await checked(request, reply)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
       const email = field(request.body, 'email')
@@ -195,11 +213,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return await signedIn(request, reply, found, proof)
       } catch (error) {
         if (!isServiceError(error)) throw error
-        return await show(request, reply, error.message, email)
+        return await show(request, reply, pageMessage(error), email)
       }
     })
 
-    fastify.get<{ Querystring: { code?: string, error?: string } }>('/federated', interactionRoute, async (request, reply) => {
+    fastify.get<{ Params: { uid: string }, Querystring: { code?: string, error?: string } }>('/interaction/:uid/federated', interactionRoute, async (request, reply) => {
       const interactionRequest = request as unknown as InteractionRequest
       const found = await details(interactionRequest, reply).catch(() => null)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
@@ -213,11 +231,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return await signedIn(interactionRequest, reply, found, proof)
       } catch (failure) {
         if (!isServiceError(failure)) throw failure
-        return await show(interactionRequest, reply, failure.message)
+        return await show(interactionRequest, reply, pageMessage(failure))
       }
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/passkey', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/passkey', interactionForm, async (request, reply) => {
       const found = await checked(request, reply)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
       let body: unknown
@@ -231,11 +249,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return await signedIn(request, reply, found, await signIn.proveWithPasskey(request.serviceContext, body))
       } catch (error) {
         if (!isServiceError(error)) throw error
-        return await show(request, reply, error.message)
+        return await show(request, reply, pageMessage(error))
       }
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa', interactionForm, async (request, reply) => {
       const found = await checked(request, reply)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
       const challenge = challengeOf(request.body)
@@ -244,11 +262,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return await finish(request, reply, loginResult(proof))
       } catch (error) {
         if (!isServiceError(error)) throw error
-        return mfaPage(reply, found, challenge, { error: error.message })
+        return mfaPage(reply, found, challenge, { error: pageMessage(error) })
       }
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa/code', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/mfa/code', interactionForm, async (request, reply) => {
       const found = await checked(request, reply)
       if (found === null || found.interaction.prompt.name !== 'login') return expired(reply)
       const challenge = challengeOf(request.body)
@@ -259,11 +277,11 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
         return mfaPage(reply, found, challenge, { sent: `A code was sent by ${method === 'email' ? 'e-mail' : 'SMS'}; it is good for 5 minutes.` })
       } catch (error) {
         if (!isServiceError(error)) throw error
-        return mfaPage(reply, found, challenge, { error: error.message })
+        return mfaPage(reply, found, challenge, { error: pageMessage(error) })
       }
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/consent', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/consent', interactionForm, async (request, reply) => {
       const found = await checked(request, reply)
       const interaction = found?.interaction
       if (interaction === undefined || interaction.prompt.name !== 'consent' || interaction.session?.accountId === undefined) return expired(reply)
@@ -291,7 +309,7 @@ function interactionPages (server: AuthorizationServer): FastifyPluginAsync {
       return await finish(request, reply, { consent: { grantId } })
     })
 
-    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/abort', interactionRoute, async (request, reply) => {
+    fastify.post<{ Params: { uid: string }, Body: FormBody }>('/interaction/:uid/abort', interactionForm, async (request, reply) => {
       if (await checked(request, reply) === null) return expired(reply)
       return await finish(request, reply, { error: 'access_denied', error_description: 'The person declined' })
     })
@@ -348,6 +366,30 @@ function dynamicRegistration (initialAccessToken: string): FastifyPluginAsync {
 }
 
 /**
+ * The authorization and end-session endpoints take POST as OpenID Connect requires (Core 3.1.2.1,
+ * RP-Initiated Logout 2): a form posted to either is answered with a redirect to the same request
+ * by GET. oidc-provider's own POST support would need its session cookie to be `SameSite=None`,
+ * sent with any other site's requests; the redirect is a top-level navigation, which the
+ * `SameSite=Lax` cookie accompanies. Repeated parameters stay repeated (and are refused).
+ */
+const POSTED_AS_GET = [AUTHORIZATION_PATH, END_SESSION_PATH]
+
+function postedAsGet (): FastifyPluginAsync {
+  return async (fastify) => {
+    await fastify.register(formbody)
+    for (const path of POSTED_AS_GET) {
+      fastify.post<{ Body: FormBody }>(path, { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
+        const query = new URLSearchParams()
+        for (const [name, value] of Object.entries(request.body ?? {})) {
+          for (const item of [value ?? []].flat()) query.append(name, item)
+        }
+        return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${path}?${query.toString()}`, 303)
+      })
+    }
+  }
+}
+
+/**
  * Everything else under /oidc is oidc-provider's (authorization, token, userinfo, introspection,
  * revocation, device, end-session, its discovery): handed the raw request with its body unread
  * (oidc-provider reads bodies itself) and the security headers already set.
@@ -357,26 +399,25 @@ function providerEndpoints (server: AuthorizationServer): FastifyPluginAsync {
   return async (fastify) => {
     fastify.removeAllContentTypeParsers()
     fastify.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
-    fastify.route({
-      method: ALL_METHODS,
-      url: '/*',
-      config: PUBLIC,
-      schema: HIDDEN,
-      handler (request, reply) {
-        server.addressToIssuer(request.raw)
-        reply.hijack()
-        const raw = reply.raw
-        for (const [name, value] of Object.entries(reply.getHeaders())) {
-          if (value !== undefined) raw.setHeader(name, value)
-        }
-        const original = request.raw.url ?? '/'
-        // oidc-provider builds its addresses from the part of the URL it was mounted at; the
-        // request log names the whole one, put back before the line is written.
-        Object.assign(request.raw, { originalUrl: original, url: original.slice(AUTHORIZATION_SERVER_PATH.length) || '/' })
-        raw.once('finish', () => { request.raw.url = original })
-        fastify.logWhenAnswered(request, reply)
-        void callback(request.raw, raw)
+    const handler: RouteHandlerMethod = function handOver (request, reply) {
+      server.addressToIssuer(request.raw)
+      reply.hijack()
+      const raw = reply.raw
+      for (const [name, value] of Object.entries(reply.getHeaders())) {
+        if (value !== undefined) raw.setHeader(name, value)
       }
+      const original = request.raw.url ?? '/'
+      // oidc-provider builds its addresses from the part of the URL it was mounted at; the
+      // request log names the whole one, put back before the line is written.
+      Object.assign(request.raw, { originalUrl: original, url: original.slice(AUTHORIZATION_SERVER_PATH.length) || '/' })
+      raw.once('finish', () => { request.raw.url = original })
+      fastify.logWhenAnswered(request, reply)
+      void callback(request.raw, raw)
+    }
+    fastify.route({ method: ALL_METHODS, url: '/*', config: PUBLIC, schema: HIDDEN, handler })
+    // The device's user code is a secret of eight letters: guesses at it count in the sign-in tier.
+    fastify.route({
+      method: ALL_METHODS, url: DEVICE_PATH, config: { ...PUBLIC, signInRate: true }, schema: HIDDEN, handler
     })
   }
 }
@@ -399,6 +440,7 @@ const oidcRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get('/jwks', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.header('cache-control', 'public, max-age=300').type('application/jwk-set+json').send(jwks))
   await fastify.register(interactionPages(server))
+  await fastify.register(postedAsGet())
   const registrationToken = fastify.config.authorizationServerRegistrationToken
   if (registrationToken !== null) await fastify.register(dynamicRegistration(registrationToken))
   await fastify.register(providerEndpoints(server))

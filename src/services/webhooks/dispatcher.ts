@@ -106,7 +106,7 @@ export class WebhookDispatcher {
   #secrets (endpoint: EndpointForSending, at: number): string[] {
     const { secrets } = this.#deps
     const current = secrets.open(endpoint.secret)
-    if (current === null) throw new WebhookSendError('the signing secret cannot be opened (was JWT_SECRET changed?)')
+    if (current === null) throw new WebhookSendError('the signing secret cannot be opened: the key it was sealed under is neither SEALING_KEY nor in SEALING_PREVIOUS_KEYS')
     const previous = endpoint.previousSecret !== null && endpoint.previousSecretExpiresAt !== null &&
       Date.parse(endpoint.previousSecretExpiresAt) > at
       ? secrets.open(endpoint.previousSecret)
