@@ -102,7 +102,7 @@ async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: Authori
 }
 
 /** How often a device may ask whether its code was entered, at first (RFC 8628, 3.2). */
-export const DEVICE_POLL_INTERVAL_S = 5
+const DEVICE_POLL_INTERVAL_S = 5
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 /** The model a device code's last poll is kept under (src/authorization-server/adapter.ts). */
 const DEVICE_POLL_MODEL = 'DevicePoll'

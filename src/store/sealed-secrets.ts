@@ -26,14 +26,14 @@ export class SealedSecretsRepository {
 
   async * values (table: SealedTable): AsyncGenerator<SealedValue[]> {
     const { key, columns } = SEALED_COLUMNS[table]
-    let after: string | null = null
+    // Each batch a range of the primary key ('' sorts before every key): the first one too.
+    let after = ''
     for (;;) {
       const query: RawBuilder<Record<string, string | null>> = sql`select ${sql.ref(key)} as key, ${sql.join(columns.map((column) => sql.ref(column)))}
-        from ${sql.table(table)} ${after === null ? sql`` : sql`where ${sql.ref(key)} > ${after}`}
-        order by ${sql.ref(key)} limit ${BATCH}`
+        from ${sql.table(table)} where ${sql.ref(key)} > ${after} order by ${sql.ref(key)} limit ${BATCH}`
       const rows: Array<Record<string, string | null>> = (await query.execute(this.db)).rows
       if (rows.length === 0) return
-      after = rows[rows.length - 1]?.key ?? null
+      after = rows[rows.length - 1]?.key ?? ''
       yield rows.flatMap((row) => columns.flatMap((column) => {
         const box = row[column]
         return typeof box === 'string' ? [{ table, key: String(row.key), column, box }] : []
