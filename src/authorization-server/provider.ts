@@ -176,9 +176,10 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       const grantId = token === undefined || !('grantId' in token) ? undefined : token.grantId
       return {
         accountId: sub,
-        async claims (_use, scope) {
+        async claims (use, scope) {
           const user = await users.findById(sub)
-          const asked = grantId !== undefined && scope.split(' ').includes(ORGANIZATION_SCOPE)
+          // The organization is read at every userinfo call, never frozen into an ID token.
+          const asked = use === 'userinfo' && grantId !== undefined && scope.split(' ').includes(ORGANIZATION_SCOPE)
           const organization = asked ? await options.grants.organizationOf(grantId, sub) : undefined
           return {
             sub,
@@ -190,6 +191,9 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
         }
       }
     },
+    // The ID token carries the profile and address the scopes give, as userinfo does: most relying
+    // parties (Auth.js, next-auth) read them from the ID token alone.
+    conformIdTokenClaims: false,
     claims: {
       openid: ['sub', 'auth_time', 'acr', 'amr'],
       email: ['email', 'email_verified'],

@@ -1,13 +1,16 @@
 /**
  * The relying parties people deploy, signing in with the service's authorization server as
- * docs/integration.md configures them: Apache's mod_auth_openidc and a Python application with
- * Authlib and PyJWT, each from Debian's packages (which `.ci/run` installs), on 127.0.0.1.
+ * docs/integration.md configures them, on 127.0.0.1: Apache's mod_auth_openidc and a Python
+ * application with Authlib and PyJWT, from Debian's packages (which `.ci/run` installs), and
+ * Auth.js, from test/integration/authjs/ (installed by `npm test`'s pretest).
  */
 import { execFile, spawn } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { generateKeyPair, JWT_ALGORITHMS } from '../../src/security/signing-keys.js'
 import { createAccount } from '../helpers/accounts.js'
 import { CookieBrowser, formToken, startAuthorizationServer } from '../helpers/authorization-server.js'
@@ -21,14 +24,15 @@ const ISSUER = 'https://id.example.com'
 const RP = 'https://wiki.example.com'
 
 /**
- * Signs `person` in on the service's pages the browser is sent to from `start`, allowing the
- * application; answers where the browser ended: where it left the service, or (`anywhere`) the
- * page it reached on this machine.
+ * Signs `person` in on the service's pages the browser is sent to from `start` (posting `form`
+ * there, if given), allowing the application; answers where the browser ended: where it left the
+ * service, or (`anywhere`) the page it reached on this machine.
  */
 async function signInOnPages (
-  browser: CookieBrowser, start: string, person: { email: string, password: string }, anywhere = false
+  browser: CookieBrowser, start: string, person: { email: string, password: string },
+  { anywhere = false, form }: { anywhere?: boolean, form?: Record<string, string> } = {}
 ) {
-  let { response, url } = await browser.follow(start, {}, { anywhere })
+  let { response, url } = await browser.follow(start, form === undefined ? {} : { form }, { anywhere })
   for (let step = 0; step < 3 && url.includes('/oidc/interaction/'); step++) {
     const html = await response.text()
     const signInPage = html.includes('name="password"')
@@ -64,7 +68,7 @@ t.test('Apache mod_auth_openidc, configured as docs/integration.md has it, signs
         .replace('CLIENT_SECRET_FROM_CLIENT_CREATE', registered.secret)
     })
     const browser = new CookieBrowser(server.issuer)
-    const { response, url } = await signInOnPages(browser, `${site.base}/protected/index.html`, person, true)
+    const { response, url } = await signInOnPages(browser, `${site.base}/protected/index.html`, person, { anywhere: true })
     t.equal(url, `${site.base}/protected/index.html`, `${algorithm}: back at the protected page`)
     const refusal = response.status === 200 ? '' : `: ${await response.text()} ${await site.errors()}`
     t.equal(response.status, 200, `${algorithm}: mod_auth_openidc let the person in${refusal}`)
@@ -108,4 +112,66 @@ t.test('a Python application with Authlib and PyJWT, as docs/integration.md has 
   })
   const [exit] = await once(application, 'exit') as [number]
   t.equal(exit, 0)
+})
+
+/** Auth.js's core (@auth/core), installed apart: its optional peers are older than the service's. */
+const AUTHJS = new URL('./authjs/node_modules/@auth/core/index.js', import.meta.url)
+
+/** An HTTP server on 127.0.0.1 handing every request to `handle` as a web Request; its address. */
+async function webServer (t: Test, handle: (request: Request) => Promise<Response>): Promise<string> {
+  const server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = []
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
+    incoming.on('end', () => {
+      const headers = new Headers()
+      for (let index = 0; index < incoming.rawHeaders.length; index += 2) headers.append(incoming.rawHeaders[index] ?? '', incoming.rawHeaders[index + 1] ?? '')
+      const body = ['GET', 'HEAD'].includes(incoming.method ?? 'GET') ? undefined : Buffer.concat(chunks)
+      void handle(new Request(`http://${incoming.headers.host ?? ''}${incoming.url ?? '/'}`, { method: incoming.method, headers, body }))
+        .then(async (response) => {
+          const cookies = response.headers.getSetCookie()
+          outgoing.writeHead(response.status, [...[...response.headers].filter(([name]) => name !== 'set-cookie'), ...cookies.map((cookie) => ['set-cookie', cookie])].flat())
+          outgoing.end(Buffer.from(await response.arrayBuffer()))
+        })
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(async () => {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+t.test('Auth.js, configured as docs/integration.md has it, signs a person in', async (t) => {
+  type AuthHandler = (request: Request, config: Record<string, unknown>) => Promise<Response>
+  const { Auth } = await import(AUTHJS.href) as { Auth: AuthHandler }
+  const server = await startAuthorizationServer(t, null)
+  const person = await createAccount(server.app, { name: 'Ada Lovelace' })
+  // The snippet as a reader writes it, NextAuth's configuration taken as it is: its provider,
+  // with the service's address, and the client registered for Auth.js's callback.
+  const code = integrationSnippet('ts', "from 'next-auth'")
+  const configuration = code.replace(/^import .*$/m, '').replace(/export const \{[^}]*\} = NextAuth\(/, 'export default (')
+    .replaceAll(ISSUER, server.issuer)
+  let config: Record<string, unknown> = {}
+  const site = await webServer(t, async (request) => {
+    if (!new URL(request.url).pathname.startsWith('/api/auth/')) return new Response('Home', { status: 200 })
+    return await Auth(request, { ...config, secret: 'a-secret-of-the-application-of-32-chars', trustHost: true, basePath: '/api/auth' })
+  })
+  const registered = await server.register({
+    name: 'Photo Gallery', redirect_uris: [`${site}/api/auth/callback/users-api`], grant_types: ['authorization_code'], scopes: ['openid', 'profile', 'email']
+  })
+  process.env.USERS_API_CLIENT_ID = registered.id
+  process.env.USERS_API_CLIENT_SECRET = registered.secret
+  t.teardown(() => { delete process.env.USERS_API_CLIENT_ID; delete process.env.USERS_API_CLIENT_SECRET })
+  const module = `data:text/javascript,${encodeURIComponent(configuration)}`
+  config = (await import(module) as { default: Record<string, unknown> }).default
+
+  const browser = new CookieBrowser(server.issuer)
+  const csrf = await (await browser.request(`${site}/api/auth/csrf`)).json() as { csrfToken: string }
+  const { url } = await signInOnPages(browser, `${site}/api/auth/signin/users-api`, person, {
+    anywhere: true, form: { csrfToken: csrf.csrfToken, callbackUrl: `${site}/` }
+  })
+  t.equal(url, `${site}/`, 'back at the application')
+  const session = await (await browser.request(`${site}/api/auth/session`)).json() as { user?: { email?: string, name?: string } }
+  t.match(session.user, { email: person.email, name: 'Ada Lovelace' }, 'Auth.js holds the person from the ID token and userinfo')
 })

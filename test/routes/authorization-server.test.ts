@@ -76,6 +76,7 @@ for (const backend of backends()) {
       const tokens = await exchange(config, new URL(back), request)
       const claims = tokens.claims()
       t.match(claims, { iss: issuer, sub: person.id, aud: registered.id, amr: ['pwd'], acr: '1', auth_time: Number })
+      t.match(claims, { email: person.email, email_verified: true, name: 'Ada Lovelace' }, 'the profile in the ID token too, as most relying parties read it')
       t.equal(tokens.scope, 'openid email profile', 'offline_access only with prompt=consent (OpenID Connect Core 11)')
       t.type(tokens.refresh_token, 'string')
 
