@@ -101,6 +101,12 @@ async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: Authori
   }
 }
 
+/** The device pages' request failed with its session never stored: oidc-provider cannot re-render its form. */
+function unstoredDeviceForm (ctx: KoaContextWithOIDC): boolean {
+  const route = ctx.oidc?.route
+  return (route === 'code_verification' || route === 'device_resume') && typeof ctx.oidc.session?.exp !== 'number'
+}
+
 /** How often a device may ask whether its code was entered, at first (RFC 8628, 3.2). */
 const DEVICE_POLL_INTERVAL_S = 5
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
@@ -294,7 +300,16 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   const knownScopes = new Set(configuration.scopes)
   const devicePolls = new Adapter(DEVICE_POLL_MODEL)
   provider.use(async (ctx, next) => {
-    await next()
+    try {
+      await next()
+    } catch (error) {
+      if (!unstoredDeviceForm(ctx as KoaContextWithOIDC)) throw error
+      // oidc-provider answers a refused device form with a fresh one whose secret it keeps in the
+      // browser's session; without one stored (a form posted with no cookie, or an expired one)
+      // it fails to store it. A form of a session of its own is asked for instead.
+      ctx.status = 303
+      ctx.redirect((ctx as KoaContextWithOIDC).oidc.urlFor('code_verification'))
+    }
     // Its pages (errors, device, sign-out, form_post's) have the pages' CSP, not the API's.
     if (ctx.response.is('html') === 'html' && typeof ctx.body === 'string') ctx.set('content-security-policy', providerPageCsp(ctx.body))
     await bindSessions(ctx, options.sessions)

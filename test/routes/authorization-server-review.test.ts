@@ -135,6 +135,11 @@ for (const backend of backends()) {
       })
       const answers = [await guess(), await guess(), await guess(), await guess()]
       t.same(answers.map((answer) => answer.statusCode === 429), [false, false, false, true], 'the fourth guess in the window is refused: the sign-in tier (RATE_LIMIT_AUTH_MAX)')
+      t.same(answers.slice(0, 3).map((answer) => [answer.statusCode, answer.headers.location]), Array(3).fill([303, `${issuer}/oidc/device`]),
+        'a form posted without the page\'s session is sent to a fresh form, not a server error')
+      const fresh = await server.app.inject({ method: 'GET', url: '/oidc/device' })
+      t.equal(fresh.statusCode, 200)
+      t.match(fresh.body, /<input[^>]*name="user_code"/, 'where the code is entered again')
     })
 
     t.test('client credentials: a scope the server does not know is invalid_scope; a machine client needs no redirect URI', async (t) => {
