@@ -25,6 +25,12 @@ export function validationFailed (details: ValidationIssue[]) {
   return Object.assign(new Errors.VALIDATION_FAILED(), { details })
 }
 
+/** A 429 RATE_LIMITED whose Retry-After says when a limit's window lets one more in. */
+export function limitReached (retryAt: string, now: number) {
+  const retryAfter = Math.max(1, Math.ceil((Date.parse(retryAt) - now) / 1000))
+  return Object.assign(new Errors.RATE_LIMITED(), { retryAfter })
+}
+
 const SERVICE_ERRORS = Object.values(Errors)
 
 /** True for errors raised from the table above (as opposed to library or programming errors). */

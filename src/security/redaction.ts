@@ -62,6 +62,17 @@ export function withoutAddress (value: unknown, address: string): unknown {
   return scrub(value, 0)
 }
 
+/**
+ * A webhook delivery's body once its account is erased: the address nowhere in it, and, when it
+ * carries an audit entry (`audit.entry`), the client address and user agent gone, as they are
+ * from the entry itself.
+ */
+export function erasedPayload (payload: string, address: string): string {
+  const body = withoutAddress(JSON.parse(payload), address) as { type?: string, data?: Record<string, unknown> }
+  if (body.type === 'audit.entry' && body.data !== undefined) body.data = { ...body.data, ip: null, user_agent: null }
+  return JSON.stringify(body)
+}
+
 /** A header value with a query string in it, its sensitive parameters redacted. */
 const redactQueryIn = (value: string): string => value.includes('?') ? redactUrl(value) : value
 

@@ -40,6 +40,6 @@ export function callerOf (context: RequestContext): Caller {
  * Refuses `what` to an impersonation (docs/api.md, "Impersonation"): the sensitive changes and
  * impersonating again are the account holder's own.
  */
-export function assertNotImpersonating (caller: Caller, what: string): void {
+export function assertNotImpersonating (caller: Pick<Caller, 'impersonatorId'>, what: string): void {
   if (caller.impersonatorId !== null) throw new Errors.IMPERSONATION_RESTRICTED(what)
 }

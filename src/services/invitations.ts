@@ -1,8 +1,8 @@
-import { INVITATION_FIELDS, type Invitation, type InvitationCreate, type Organization } from '../../schemas/organizations.js'
+import { INVITATION_FIELDS, type Invitation, type InvitationCreate, type Organization, type OrganizationRole } from '../../schemas/organizations.js'
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import { Errors, rethrowServiceError } from '../errors.js'
+import { Errors, limitReached, rethrowServiceError } from '../errors.js'
 import { actingRole, mayGrant, standingOf } from '../security/organization-permissions.js'
 import { hashToken, newOneTimeToken } from '../security/tokens.js'
 import type { OrganizationsRepository } from '../store/organizations.js'
@@ -17,6 +17,18 @@ const DAY = 24 * HOUR
 export const INVITATION_TTL_MS = 7 * DAY
 /** Invitations an organization may send per hour: nobody floods inboxes through one. */
 export const INVITATIONS_PER_HOUR = 50
+/** Invitations one account may send per hour, across every organization it may invite to. */
+export const INVITATIONS_PER_INVITER_PER_HOUR = 50
+/**
+ * Invitations one account may send one address per day, across organizations (invite, withdraw
+ * and invite again each count): nobody floods one inbox through many organizations.
+ */
+export const INVITATIONS_PER_INVITER_AND_ADDRESS_PER_DAY = 3
+/**
+ * Invitations one address may receive per day, from anyone: a cap on floods from many accounts,
+ * high enough that a few invitations of an attacker's do not keep the address's real ones away.
+ */
+export const INVITATIONS_PER_ADDRESS_PER_DAY = 20
 
 export interface InvitationServiceDependencies {
   organizations: OrganizationsRepository
@@ -68,7 +80,12 @@ export class InvitationService {
       },
       templates.organizationInvitation(normalizeEmail(email), organization.name, role, token, INVITATION_TTL_MS / DAY),
       new Date(now).toISOString(),
-      { max: INVITATIONS_PER_HOUR, since: new Date(now - HOUR).toISOString() },
+      {
+        organization: { max: INVITATIONS_PER_HOUR, since: new Date(now - HOUR).toISOString() },
+        inviter: { max: INVITATIONS_PER_INVITER_PER_HOUR, since: new Date(now - HOUR).toISOString() },
+        pair: { max: INVITATIONS_PER_INVITER_AND_ADDRESS_PER_DAY, since: new Date(now - DAY).toISOString() },
+        address: { max: INVITATIONS_PER_ADDRESS_PER_DAY, since: new Date(now - DAY).toISOString() }
+      },
       trx
     ), (result) => typeof result === 'object' && 'id' in result
       ? [{ event: 'invitation.created', outcome: 'success', details: { organization_id: organizationId, invitation_id: result.id, role } }]
@@ -76,10 +93,7 @@ export class InvitationService {
     if (outcome === undefined) throw new Errors.NOT_FOUND('Organization')
     if (outcome === 'member') throw new Errors.CONFLICT('This address belongs to a member already')
     if (outcome === 'pending') throw new Errors.CONFLICT('This address has a pending invitation; withdraw it to invite again')
-    if ('retryAt' in outcome) {
-      const retryAfter = Math.max(1, Math.ceil((Date.parse(outcome.retryAt) - now) / 1000))
-      throw Object.assign(new Errors.RATE_LIMITED(), { retryAfter })
-    }
+    if ('retryAt' in outcome) throw limitReached(outcome.retryAt, now)
     this.deps.deliver()
     return outcome
   }
@@ -115,11 +129,24 @@ export class InvitationService {
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     if (!user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
     if (normalizeEmail(user.email) !== invitation.email) throw new Errors.INVITATION_EMAIL_MISMATCH()
+    // The role is granted only while its inviter may still grant it (docs/security.md, "Organization access").
+    const inviter = invitation.invitedBy === null ? undefined : await users.findPrincipal(invitation.invitedBy)
+    const inviterMayGrant = (inviterRole: OrganizationRole | undefined) => {
+      const acting = inviter === undefined ? null : actingRole(standingOf(inviter, inviterRole))
+      return acting !== null && mayGrant(acting, invitation.role)
+    }
+    const details = { organization_id: invitation.organizationId, invitation_id: invitation.id }
     const accepted = await audit.recordChange(context,
-      async (trx) => await organizations.accept(invitation, caller.id, now, trx).catch(rethrowServiceError),
-      (done) => done
-        ? [{ event: 'membership.added', outcome: 'success', targetId: caller.id, details: { organization_id: invitation.organizationId, role: invitation.role, invitation_id: invitation.id } }]
-        : [])
+      async (trx) => await organizations.accept(invitation, caller.id, now, inviterMayGrant, trx)
+        .catch(rethrowServiceError),
+      (done) => done === 'inviter_cannot_grant'
+        ? [{ event: 'invitation.revoked', outcome: 'success', actorId: null, details: { ...details, reason: 'inviter_cannot_grant' } }]
+        : done
+          ? [{ event: 'membership.added', outcome: 'success', targetId: caller.id, details: { ...details, role: invitation.role } }]
+          : [])
+    if (accepted === 'inviter_cannot_grant') {
+      throw new Errors.CONFLICT('This invitation was sent by someone who can no longer grant its role; ask the organization for a new one')
+    }
     if (!accepted) throw new Errors.INVALID_ONE_TIME_TOKEN()
     const organization = await organizations.find(invitation.organizationId, caller.id)
     if (organization === undefined) throw new Errors.NOT_FOUND('Organization')

@@ -4,7 +4,7 @@ import {
 import type { CursorCodec } from '../collection/cursor.js'
 import { collectionPage } from '../collection/envelope.js'
 import type { CollectionQueryInput } from '../collection/query.js'
-import { Errors, rethrowServiceError } from '../errors.js'
+import { Errors, limitReached, rethrowServiceError } from '../errors.js'
 import { actingRole, mayGrant, mayManage, standingOf } from '../security/organization-permissions.js'
 import { hasPermission } from '../security/permissions.js'
 import type { Member, MembershipRefusal, Organization, OrganizationsRepository } from '../store/organizations.js'
@@ -14,6 +14,10 @@ import type { AuditChange, AuditTrail } from './audit/trail.js'
 import { callerOf, type RequestContext } from './context.js'
 import type { Notices } from './messaging/notices.js'
 import type { SessionService } from './sessions.js'
+
+const DAY_MS = 24 * 60 * 60 * 1000
+/** Organizations one account may create per day: nobody makes organizations by the hundred to send invitations from. */
+export const ORGANIZATIONS_PER_DAY = 10
 
 export interface OrganizationServiceDependencies {
   organizations: OrganizationsRepository
@@ -57,10 +61,16 @@ export class OrganizationService {
     const principal = await this.deps.users.findPrincipal(caller.id)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()
     if (!principal.claimed) throw new Errors.EMAIL_NOT_VERIFIED()
-    const now = new Date(this.#now()).toISOString()
-    return await this.deps.audit.recordChange(context,
-      async (trx) => await this.deps.organizations.create(input, caller.id, now, trx).catch(rethrowServiceError),
-      (organization) => [{ event: 'organization.created', outcome: 'success', details: { organization_id: organization.id, slug: organization.slug } }])
+    const now = this.#now()
+    const limit = { max: ORGANIZATIONS_PER_DAY, since: new Date(now - DAY_MS).toISOString() }
+    const created = await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.organizations.create(input, caller.id, new Date(now).toISOString(), limit, trx)
+        .catch(rethrowServiceError),
+      (organization) => 'retryAt' in organization
+        ? []
+        : [{ event: 'organization.created', outcome: 'success', details: { organization_id: organization.id, slug: organization.slug } }])
+    if ('retryAt' in created) throw limitReached(created.retryAt, now)
+    return created
   }
 
   /** The caller's organizations; every organization for a global administrator. */

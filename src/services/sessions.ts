@@ -12,7 +12,7 @@ import type { ImpersonationsRepository } from '../store/impersonations.js'
 import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../store/sessions.js'
 import type { Db } from '../store/types.js'
 import type { Recorded } from './audit/trail.js'
-import { callerOf, type RequestContext } from './context.js'
+import { assertNotImpersonating, type Caller, callerOf, type RequestContext } from './context.js'
 
 export interface SessionServiceDependencies {
   tokens: TokenService
@@ -227,10 +227,12 @@ export class SessionService {
    * the caller's; the sessions end through `recorded`.
    */
   async logout (
-    caller: { id: string, jti: string, tokenExpiresAt: Date },
+    caller: Pick<Caller, 'id' | 'jti' | 'tokenExpiresAt' | 'impersonatorId'>,
     refreshToken: string | undefined,
     recorded: Recorded
   ): Promise<void> {
+    // An impersonation ends its own token; the person's sessions are theirs to end.
+    if (refreshToken !== undefined) assertNotImpersonating(caller, 'ending the account\'s sessions')
     const { sessions, revokeAccessToken } = this.#deps
     await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
     const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
@@ -252,7 +254,9 @@ export class SessionService {
   /** Ends one of the caller's own sessions; 404 when it is not one of theirs or already over. */
   async end (context: RequestContext, sessionId: string): Promise<void> {
     const { sessions } = this.#deps
-    const userId = callerOf(context).id
+    const caller = callerOf(context)
+    assertNotImpersonating(caller, 'ending the account\'s sessions')
+    const userId = caller.id
     if (!await sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
     await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
   }

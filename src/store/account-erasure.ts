@@ -1,7 +1,10 @@
-import { withoutAddress } from '../security/redaction.js'
+import { erasedPayload, withoutAddress } from '../security/redaction.js'
 import type { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
 import type { Db } from './types.js'
 import { holdUserRow } from './users.js'
+
+/** Audit entries whose deliveries are looked up in one query. */
+const ENTRIES_PER_QUERY = 500
 
 /**
  * Erasing an account (docs/api.md, "Deleting one's account"): its row goes (UsersRepository),
@@ -26,7 +29,8 @@ export class AccountErasureRepository {
 
   /**
    * What the account leaves outside its row, before the row is deleted: its audit entries (as
-   * actor or target) keep the id and lose the address, client address and user agent;
+   * actor or target) keep the id and lose the address, client address and user agent, and so
+   * do the webhook deliveries made of them (sent or waiting);
    * messages waiting for the address and invitations to it go, and whatever the authorization
    * server holds for it. The account's row is held first, so that erasures of one account at
    * once (two deletes, on two instances) run one after another rather than deadlock on its
@@ -41,6 +45,15 @@ export class AccountErasureRepository {
         if (details !== entry.details) await db.updateTable('audit_logs').set({ details }).where('id', '=', entry.id).execute()
       }
       await db.updateTable('audit_logs').set({ ip: null, user_agent: null }).where(column, '=', user.id).execute()
+      // The webhook deliveries of those entries, sent or not yet: none leaves with the address after this.
+      for (let start = 0; start < entries.length; start += ENTRIES_PER_QUERY) {
+        const ids = entries.slice(start, start + ENTRIES_PER_QUERY).map((entry) => entry.id)
+        const deliveries = await db.selectFrom('webhook_deliveries').select(['id', 'payload']).where('audit_log_id', 'in', ids).execute()
+        for (const delivery of deliveries) {
+          const payload = erasedPayload(delivery.payload, user.email)
+          if (payload !== delivery.payload) await db.updateTable('webhook_deliveries').set({ payload }).where('id', '=', delivery.id).execute()
+        }
+      }
     }
     await db.deleteFrom('outbox').where('recipient', '=', user.email).execute()
     await db.deleteFrom('organization_invitations').where('email', '=', user.email).execute()

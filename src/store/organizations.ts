@@ -18,12 +18,33 @@ const INVITATION_COLUMNS = ['id', 'email', 'role', 'invited_by', 'created_at', '
 /** Why a member was not changed or removed. */
 export type MembershipRefusal = 'not_found' | 'last_owner' | 'outranked'
 
+/** At most `max` rows made after `since` (a sliding window ending now). */
+export interface WindowLimit { max: number, since: string }
+
+/** A limit reached: when its oldest counted row leaves the window, making room for one more. */
+export interface LimitReached { retryAt: string }
+
+/**
+ * The invitations counted before one more is sent (docs/security.md, "Organization access"):
+ * the organization's, the inviter's across organizations, the inviter's to this one address, and
+ * the address's from anyone. Withdrawn and accepted ones count too.
+ */
+export type InvitationLimits = Record<'organization' | 'inviter' | 'pair' | 'address', WindowLimit>
+
 /**
  * Why an invitation was not stored: the address is a member's, or has an unexpired invitation,
- * or the organization reached the hourly limit (`retryAt`: when its oldest counted invitation
- * leaves the window).
+ * or a limit was reached.
  */
-export type InvitationRefusal = 'member' | 'pending' | { retryAt: string }
+export type InvitationRefusal = 'member' | 'pending' | LimitReached
+
+/** The limit `counted` (its count and oldest row, within `limit`'s window) reached, or null. */
+function reached (
+  counted: { count: number | string, oldest: string | null } | undefined, limit: WindowLimit, now: string
+): LimitReached | null {
+  if (Number(counted?.count ?? 0) < limit.max) return null
+  const window = Date.parse(now) - Date.parse(limit.since)
+  return { retryAt: new Date(Date.parse(String(counted?.oldest ?? now)) + window).toISOString() }
+}
 
 /** What inviting stores: the token only as its hash. */
 export interface NewInvitation {
@@ -41,6 +62,8 @@ export interface PresentedInvitation {
   organizationId: string
   email: string
   role: OrganizationRole
+  /** Who invited (null once that account is erased): the role is granted only while they may grant it. */
+  invitedBy: string | null
 }
 
 /**
@@ -105,25 +128,36 @@ export class OrganizationsRepository {
     INVITATION_COLUMNS, pages, { searchIn: ['email'] })
   }
 
-  /** Creates an organization with its first owner; a slug in use is StoreConflict 'slug_taken'. */
+  /**
+   * Creates an organization with `ownerId` its first owner, unless they created `limit.max` since
+   * `limit.since` (their row held, so that creations at once are counted one after another); a
+   * slug in use is StoreConflict 'slug_taken'.
+   */
   async create (
     input: { name: string, slug: string },
     ownerId: string,
     now: string,
+    limit: WindowLimit,
     db: Db = this.db
-  ): Promise<Organization> {
+  ): Promise<Organization | LimitReached> {
     const organization = { id: uuidv7(), name: input.name, slug: input.slug, created_at: now, updated_at: now }
     try {
-      await atomically(db, async (trx) => {
-        await trx.insertInto('organizations').values(organization).execute()
+      return await atomically(db, async (trx) => {
+        await holdUserRow(trx, ownerId)
+        const created = await trx.selectFrom('organizations')
+          .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.min('created_at').as('oldest')])
+          .where('created_by', '=', ownerId).where('created_at', '>', limit.since).executeTakeFirst()
+        const refusal = reached(created, limit, now)
+        if (refusal !== null) return refusal
+        await trx.insertInto('organizations').values({ ...organization, created_by: ownerId }).execute()
         await trx.insertInto('organization_members')
           .values({ organization_id: organization.id, user_id: ownerId, role: 'owner', created_at: now }).execute()
+        return { ...organization, role: 'owner' as const }
       })
     } catch (error) {
       if (isUniqueViolation(error)) throw new StoreConflict('slug_taken')
       throw error
     }
-    return { ...organization, role: 'owner' }
   }
 
   /** The organization as `viewerId` sees it (with their role), or undefined. */
@@ -277,7 +311,7 @@ export class OrganizationsRepository {
     invitation: NewInvitation,
     message: OutgoingMessage,
     now: string,
-    limit: { max: number, since: string },
+    limits: InvitationLimits,
     db: Db = this.db
   ): Promise<Invitation | InvitationRefusal | undefined> {
     const email = normalizeEmail(invitation.email)
@@ -291,12 +325,20 @@ export class OrganizationsRepository {
         .where('organization_id', '=', organizationId).where('email', '=', email).where('expires_at', '>', now)
         .where('closed_at', 'is', null).executeTakeFirst()
       if (pending !== undefined) return 'pending'
-      const sent = await trx.selectFrom('organization_invitations')
+      const counted = (limit: WindowLimit) => trx.selectFrom('organization_invitations')
         .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.min('created_at').as('oldest')])
-        .where('organization_id', '=', organizationId).where('created_at', '>', limit.since).executeTakeFirst()
-      if (Number(sent?.count ?? 0) >= limit.max) {
-        const window = Date.parse(now) - Date.parse(limit.since)
-        return { retryAt: new Date(Date.parse(String(sent?.oldest ?? now)) + window).toISOString() }
+        .where('created_at', '>', limit.since)
+      // The inviter's row is held too: their invitations to other organizations at once are counted one after another.
+      await holdUserRow(trx, invitation.invitedBy)
+      const counts: Array<[WindowLimit, typeof counted]> = [
+        [limits.organization, (limit) => counted(limit).where('organization_id', '=', organizationId)],
+        [limits.inviter, (limit) => counted(limit).where('invited_by', '=', invitation.invitedBy)],
+        [limits.pair, (limit) => counted(limit).where('invited_by', '=', invitation.invitedBy).where('email', '=', email)],
+        [limits.address, (limit) => counted(limit).where('email', '=', email)]
+      ]
+      for (const [limit, query] of counts) {
+        const refusal = reached(await query(limit).executeTakeFirst(), limit, now)
+        if (refusal !== null) return refusal
       }
       const row = {
         id: uuidv7(),
@@ -332,25 +374,40 @@ export class OrganizationsRepository {
 
   /** The open, unexpired invitation with this token hash, without spending it. */
   async findInvitation (tokenHash: string, now: string): Promise<PresentedInvitation | undefined> {
-    const row = await this.db.selectFrom('organization_invitations').select(['id', 'organization_id', 'email', 'role'])
+    const row = await this.db.selectFrom('organization_invitations').select(['id', 'organization_id', 'email', 'role', 'invited_by'])
       .where('token_hash', '=', tokenHash).where('expires_at', '>', now).where('closed_at', 'is', null).executeTakeFirst()
     return row === undefined
       ? undefined
-      : { id: row.id, organizationId: row.organization_id, email: row.email, role: row.role }
+      : { id: row.id, organizationId: row.organization_id, email: row.email, role: row.role, invitedBy: row.invited_by }
   }
 
   /**
-   * Spends the invitation and makes its addressee a member, in one transaction: closing it is
-   * the single use (of two simultaneous acceptances one finds it closed). Answers false when it
-   * was spent or withdrawn meanwhile; StoreConflict 'already_member' when the user is one.
+   * Spends the invitation and makes `userId` a member with its role, in one transaction: closing
+   * it is the single use (of two simultaneous acceptances one finds it closed). The role is
+   * granted only if its inviter may still grant it (`inviterMayGrant`, given the inviter's
+   * membership role now, or undefined); else the invitation is closed unused
+   * ('inviter_cannot_grant'). The organization's row is held first, so that a change of the
+   * inviter's role commits wholly before or after. Answers false when it was spent or withdrawn
+   * meanwhile; StoreConflict 'already_member' when the user is one.
    */
-  async accept (invitation: PresentedInvitation, userId: string, now: string, db: Db = this.db): Promise<boolean> {
+  async accept (
+    invitation: PresentedInvitation,
+    userId: string,
+    now: string,
+    inviterMayGrant: (inviterRole: OrganizationRole | undefined) => boolean,
+    db: Db = this.db
+  ): Promise<boolean | 'inviter_cannot_grant'> {
     try {
       return await atomically(db, async (trx) => {
+        if (!await holdOrganizationRow(trx, invitation.organizationId)) return false
         if (await this.roleOf(invitation.organizationId, userId, trx) !== undefined) throw new StoreConflict('already_member')
+        const { invitedBy, organizationId: organization } = invitation
+        const inviterRole = invitedBy === null ? undefined : await this.roleOf(organization, invitedBy, trx)
+        const grantable = invitedBy !== null && inviterMayGrant(inviterRole)
         const spent = await trx.updateTable('organization_invitations').set({ closed_at: now })
           .where('id', '=', invitation.id).where('closed_at', 'is', null).executeTakeFirst()
         if (spent.numUpdatedRows === 0n) return false
+        if (!grantable) return 'inviter_cannot_grant'
         const { organizationId, role } = invitation
         await trx.insertInto('organization_members')
           .values({ organization_id: organizationId, user_id: userId, role, created_at: now }).execute()

@@ -276,6 +276,8 @@ export interface OrganizationsTable {
   slug: string
   created_at: string
   updated_at: string
+  /** Who created it (migration 0024); null before, or once that account is erased. */
+  created_by: string | null
 }
 
 export interface OrganizationMembersTable {
@@ -334,6 +336,8 @@ export interface WebhookDeliveriesTable {
   last_error: string | null
   created_at: string
   updated_at: string
+  /** The audit entry the event stands for (migration 0024): erasing its account scrubs the payload. */
+  audit_log_id: string | null
 }
 
 /** An application signing people in with the service (migration 0020). */

@@ -5,6 +5,7 @@ import { build } from '../helpers/app.js'
 import { msUntil } from '../helpers/clock.js'
 import { backends } from '../helpers/database.js'
 import { mailServer } from '../helpers/servers/mail-server.js'
+import { WebhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 /** Deleting one's own account through the API (docs/api.md, "Deleting one's account"). */
 
@@ -83,6 +84,35 @@ for (const backend of backends()) {
       t.equal(me.statusCode, 401, 'its token no longer works')
       const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
       t.equal(login.statusCode, 401)
+    })
+
+    t.test('with the audit log streamed to webhooks, the deliveries waiting at the erasure, and the outbox, keep no trace of the account', async (t) => {
+      const smtp = await mailServer(t)
+      // A receiver that refuses every delivery: they wait to be tried again, as they would behind an outage.
+      const receiver = await new WebhookReceiver({ answer: () => 503 }).start()
+      t.teardown(async () => { await receiver.stop() })
+      const app = await build(t, { postgresUrl: backend.url, env: { SMTP_URL: smtp.url(), AUDIT_STREAM: 'webhooks', WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' } })
+      const operator = await createAccount(app, { roles: ['super_admin'] })
+      const hook = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, events: ['audit.entry'] } }))
+      t.equal(hook.statusCode, 201)
+      const account = await accountWithData(app)
+      await app.auditTrail.flush()
+      const { db } = app.database
+      const holding = async () => (await rowsHolding(app, account.email)).filter((row) => row.startsWith('webhook_deliveries'))
+      t.ok((await holding()).length > 0, 'deliveries carry the address before')
+      const deleted = await app.inject(withToken(account.token, { method: 'DELETE', url: '/api/v1/users/me', payload: { current_password: account.password } }))
+      t.equal(deleted.statusCode, 204)
+      await smtp.next((mail) => mail.to.includes(account.email) && mail.subject === 'Your account was deleted')
+      t.ok(await msUntil(async () => (await rowsHolding(app, account.email)).length === 0, 5000) < 5000, 'no row holds the address: deliveries and outbox included')
+      const pending = await db.selectFrom('webhook_deliveries').select('payload').where('status', '=', 'pending').execute()
+      type AuditEntryData = Record<'event' | 'actor_id' | 'target_id' | 'ip' | 'user_agent', string | null>
+      const aboutIt = pending.map((row) => JSON.parse(row.payload) as { data: AuditEntryData })
+        .filter(({ data }) => data.actor_id === account.id || data.target_id === account.id)
+      t.ok(aboutIt.length > 0, 'the deliveries about the account are still to be sent')
+      // The deletion's own entry keeps its request's address, as the audit log does (docs/security.md).
+      const scrubbed = aboutIt.filter(({ data }) => data.event !== 'user.deleted')
+      t.ok(scrubbed.length > 0, 'entries written before the deletion are among them')
+      t.same(scrubbed.filter(({ data }) => data.ip !== null || data.user_agent !== null), [], 'without its client address or user agent')
     })
 
     t.test('with ACCOUNT_DELETION_GRACE_DAYS the account is suspended at once and erased when due; an administrator lifting the suspension keeps it', async (t) => {

@@ -133,6 +133,31 @@ for (const backend of backends()) {
       t.equal(after.json().data.email, user.email, 'nothing changed')
     })
 
+    t.test('inside an impersonation, the person\'s sessions are not ended: by id, or by logging out with their refresh token', async (t) => {
+      const user = await createAccount(app)
+      const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } })
+      const { refresh_token: refreshToken } = login.json().data as { refresh_token: string }
+      const impersonated = await actingAs(app, admin, user)
+      const listed = await app.inject(withToken(impersonated.token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      const sessions = listed.json().data as Array<{ id: string }>
+      t.ok(sessions.length >= 2, 'the administrator sees the person\'s sessions')
+      for (const session of sessions) {
+        const ended = await app.inject(withToken(impersonated.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${session.id}` }))
+        t.equal(ended.statusCode, 403)
+        t.equal(ended.json().error.code, 'IMPERSONATION_RESTRICTED')
+      }
+      const logout = await app.inject(withToken(impersonated.token, { method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: refreshToken } }))
+      t.equal(logout.statusCode, 403, 'naming the person\'s refresh token')
+      t.equal(logout.json().error.code, 'IMPERSONATION_RESTRICTED')
+      const own = await app.inject(withToken(user.token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      t.equal(own.json().data.length, sessions.length, 'every session of the person still lives')
+      const refreshed = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: refreshToken } })
+      t.equal(refreshed.statusCode, 200, 'their refresh token still works')
+      const ended = await app.inject(withToken(impersonated.token, { method: 'POST', url: '/api/v1/auth/logout' }))
+      t.equal(ended.statusCode, 204, 'the impersonation ends its own token')
+      t.equal((await app.inject(withToken(impersonated.token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 401)
+    })
+
     t.test('the token ends with the user\'s sessions, and with the administrator\'s permission', async (t) => {
       const user = await createAccount(app)
       const first = await actingAs(app, admin, user)

@@ -311,11 +311,10 @@ for (const backend of backends()) {
     t.test('withdrawing invitations does not reset the limit of 50 per organization per hour: no inbox is flooded', async (t) => {
       const owner = await createAccount(app)
       const organization = await h.organization(owner, 'Flood')
-      const victim = uniqueEmail('flooded')
       const path = `/organizations/${organization.id}/invitations`
       const statuses: number[] = []
       for (let n = 0; n < 51; n++) {
-        const invited = await h.call(owner, 'POST', path, { email: victim, role: 'member' })
+        const invited = await h.call(owner, 'POST', path, { email: uniqueEmail('flooded'), role: 'member' })
         statuses.push(invited.statusCode)
         if (invited.statusCode !== 201) break
         const withdrawn = await h.call(owner, 'DELETE', `${path}/${invited.json().data.id}`)
@@ -323,6 +322,68 @@ for (const backend of backends()) {
       }
       t.equal(statuses.filter((status) => status === 201).length, 50, 'fifty invitations within the hour')
       t.equal(statuses.at(-1), 429, `the 51st is refused with 429 (answered ${statuses.at(-1)})`)
+    })
+
+    t.test('one account floods no inbox through many organizations: 3 invitations a day to one address, withdrawn or not', async (t) => {
+      const flooder = await createAccount(app)
+      const victim = uniqueEmail('one-inbox')
+      const organizations = [await h.organization(flooder, 'First'), await h.organization(flooder, 'Second')]
+      const statuses: number[] = []
+      for (const organization of [...organizations, ...organizations]) {
+        const path = `/organizations/${organization.id}/invitations`
+        const invited = await h.call(flooder, 'POST', path, { email: victim, role: 'member' })
+        statuses.push(invited.statusCode)
+        if (invited.statusCode === 201) await h.call(flooder, 'DELETE', `${path}/${invited.json().data.id as string}`)
+      }
+      t.same(statuses, [201, 201, 201, 429], 'invite, withdraw, invite again across organizations: the fourth is refused')
+      const refusedAgain = await h.call(flooder, 'POST', `/organizations/${organizations[0]?.id ?? ''}/invitations`, { email: victim, role: 'member' })
+      t.ok(Number(refusedAgain.headers['retry-after']) > 3600, 'until a day after the first')
+      const another = await createAccount(app)
+      const theirs = await h.organization(another, 'Someone else\'s')
+      t.equal((await h.call(another, 'POST', `/organizations/${theirs.id}/invitations`, { email: victim, role: 'member' })).statusCode, 201,
+        'another inviter still reaches the address')
+    })
+
+    t.test('an account creates at most 10 organizations a day: none made by the hundred to send invitations from', async (t) => {
+      const maker = await createAccount(app)
+      const statuses: number[] = []
+      for (let n = 0; n < 11; n++) statuses.push((await h.call(maker, 'POST', '/organizations', { name: `Org ${n}`, slug: uniqueSlug() })).statusCode)
+      t.same(statuses, [...Array(10).fill(201), 429])
+      const count = await app.database.db.selectFrom('organizations').select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .where('created_by', '=', maker.id).executeTakeFirstOrThrow()
+      t.equal(Number(count.count), 10, 'the eleventh was not made')
+    })
+
+    t.test('an invitation grants no more than its inviter holds when it is accepted: demoted or removed, theirs is refused and closed', async (t) => {
+      for (const loss of ['demoted', 'removed'] as const) {
+        const { owner, organization, admin } = await h.team(`Lost rank (${loss})`)
+        const second = await createAccount(app)
+        const { invitation, token } = await h.invite(admin, organization.id, second.email, 'admin')
+        const listed = await h.call(owner, 'GET', `/organizations/${organization.id}/invitations`)
+        t.match(listed.json().data, [{ id: invitation.id, invited_by: admin.id, role: 'admin' }], 'the owner sees who invited whom')
+        const change = loss === 'demoted'
+          ? await h.call(owner, 'PATCH', `/organizations/${organization.id}/members/${admin.id}`, { role: 'member' })
+          : await h.call(owner, 'DELETE', `/organizations/${organization.id}/members/${admin.id}`)
+        t.ok(change.statusCode < 300, `the inviter ${loss}`)
+        refused(t, await h.accept(second, token), 409, 'CONFLICT')
+        const { members, open } = await h.snapshot(organization.id)
+        t.notOk(members.some((member) => member.user_id === second.id), `${loss}: no way back in above the inviter's rank`)
+        t.notOk(open.some((pending) => pending.id === invitation.id), 'the invitation is closed')
+      }
+      const { owner, organization, admin } = await h.team('Kept rank')
+      const kept = await createAccount(app)
+      const { token } = await h.invite(admin, organization.id, kept.email, 'member')
+      await h.call(owner, 'PATCH', `/organizations/${organization.id}/members/${admin.id}`, { role: 'member' })
+      t.equal((await h.accept(kept, token)).statusCode, 200, 'an invitation to a rank the inviter still holds stays good')
+    })
+
+    t.test('a taken slug is public, as a GitHub organization\'s name is: 409 to anyone, and nothing else of the organization', async (t) => {
+      const { victim, attacker } = await h.victimAndAttacker()
+      const taken = await h.call(attacker, 'POST', '/organizations', { name: 'Squatter', slug: victim.slug })
+      refused(t, taken, 409, 'CONFLICT', 'Slug already taken')
+      t.notMatch(taken.body, victim.id, 'not its id')
+      t.notMatch(taken.body, 'Victim', 'nor its name')
+      t.same((await h.call(attacker, 'GET', `/organizations/${victim.id}`)).json(), NOT_FOUND, 'and it stays hidden from the outsider')
     })
 
     t.test('a removed member\'s token that named the organization before the session switched away is refused too', async (t) => {
@@ -401,10 +462,23 @@ for (const backend of backends()) {
         const { mail } = await h.invite(owner, created.json().data.id, invitee.email, 'member')
         t.same(mail.to, [invitee.email], 'sent to the invitee alone')
         t.notMatch(mail.subject, /[\r\n]/, 'one subject line')
-        if (name.includes('Bcc')) t.match(mail.subject, /Bcc: .*X-Injected: yes/, 'the name stayed in the subject: no header was added')
+        t.notMatch(mail.subject, 'Evil', 'the name is not in the subject at all')
         t.notMatch(mail.html, '<script>', 'the name is escaped in the HTML')
       }
       t.equal(h.smtp.received.filter((message) => message.to.includes(bcc)).length, 0, 'nobody else was sent anything')
+    })
+
+    t.test('an organization named like a phishing message: the mail quotes the name as inert data, never as a link or in the subject', async (t) => {
+      const owner = await createAccount(app)
+      const name = 'Your account is locked - restore it at https://evil.example/login'
+      const organization = await h.organization(owner, name)
+      const invitee = await createAccount(app)
+      const { mail } = await h.invite(owner, organization.id, invitee.email, 'member')
+      t.equal(mail.subject, 'An invitation to an organization on Users API', 'the subject is the service\'s words alone')
+      t.notMatch(mail.text, 'https://evil.example', 'no address a mail client would make a link of, in the text')
+      t.notMatch(mail.html, 'https://evil.example', 'nor in the HTML')
+      t.notMatch(mail.html, /href="[^"]*evil/, 'no link to it')
+      t.match(mail.text.replaceAll('\u200b', ''), `“${name}”`, 'the name, quoted, readable')
     })
 
     t.test('a deleted organization: its members\' selected tokens are refused (401); a refresh carries no organization', async (t) => {

@@ -541,7 +541,9 @@ for (const backend of backends()) {
     t.test('invitations: at most 50 per organization per hour, then 429 RATE_LIMITED', async (t) => {
       const owner = await createAccount(app)
       const organization = await h.organization(owner, 'Busy')
-      const other = await h.organization(owner, 'Quiet')
+      // Another owner's: the same one's would meet the inviter's own limit (50 an hour, across organizations).
+      const otherOwner = await createAccount(app)
+      const other = await h.organization(otherOwner, 'Quiet')
       for (let n = 0; n < 50; n++) {
         const answer = await h.call(owner, 'POST', `/organizations/${organization.id}/invitations`, { email: uniqueEmail(`bulk-${n}`), role: 'member' })
         if (answer.statusCode !== 201) t.fail(`invitation ${n}: ${answer.statusCode} ${answer.body}`)
@@ -550,8 +552,9 @@ for (const backend of backends()) {
       const over = await h.call(owner, 'POST', `/organizations/${organization.id}/invitations`, { email: fiftyFirst, role: 'member' })
       refused(t, over, 429, 'RATE_LIMITED')
       t.equal((await h.invitations(organization.id)).length, 50, 'the 51st was not stored')
-      const elsewhere = await h.call(owner, 'POST', `/organizations/${other.id}/invitations`, { email: fiftyFirst, role: 'member' })
+      const elsewhere = await h.call(otherOwner, 'POST', `/organizations/${other.id}/invitations`, { email: fiftyFirst, role: 'member' })
       t.equal(elsewhere.statusCode, 201, 'the limit is per organization')
+      refused(t, await h.call(owner, 'POST', `/organizations/${other.id}/invitations`, { email: uniqueEmail('bulk-other'), role: 'member' }), 404, 'NOT_FOUND')
     })
 
     t.test('accept: 200 with the organization and the invited role; the membership is audited and the invitation spent', async (t) => {

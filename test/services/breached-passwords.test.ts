@@ -63,6 +63,17 @@ for (const backend of backends()) {
       t.match(await fixture.audited('password.breached'), [{ outcome: 'success', details: { purpose: 'registration', mode: 'warn', occurrences: 3861 } }])
     })
 
+    t.test('a redirect from the range API is a failure, never followed: the password passes unchecked, audited, and nothing goes elsewhere', async (t) => {
+      const { api, fixture } = await withRangeApi(t, backend.url, 'block')
+      const elsewhere = await pwnedPasswordsServer(t)
+      elsewhere.add(BREACHED, 3861)
+      api.redirectTo = elsewhere.url
+      t.ok(await register(fixture, FRESH), 'accepted unchecked')
+      t.equal(api.requests.length, 1, 'the configured API was asked')
+      t.equal(elsewhere.requests.length, 0, 'the address it redirected to was not')
+      t.match((await fixture.audited('password.breach_check_failed')).at(-1), { outcome: 'failure', details: { purpose: 'registration', reason: 'redirected' } })
+    })
+
     t.test('off: nothing is asked', async (t) => {
       const { api, fixture } = await withRangeApi(t, backend.url, 'off')
       await register(fixture, BREACHED)

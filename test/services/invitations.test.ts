@@ -44,7 +44,7 @@ async function invitationSent ({ database, delivered, sent }: ServiceFixture, to
   await delivered()
   const waiting = await database.db.selectFrom('outbox').select(['recipient as to', 'subject', 'text_body as text'])
     .where('recipient', '=', to).orderBy('created_at').orderBy('id').execute()
-  const message = [...sent, ...waiting].filter((mail) => mail.to === to && mail.subject.startsWith('You are invited to join')).at(-1)
+  const message = [...sent, ...waiting].filter((mail) => mail.to === to && mail.subject.startsWith('An invitation to an organization')).at(-1)
   const token = message === undefined ? undefined : /Token: ([A-Za-z0-9_-]+)/.exec(message.text)?.[1]
   if (message === undefined || token === undefined) throw new Error(`no invitation with a token to ${to}`)
   return { message, token }
@@ -81,7 +81,7 @@ async function limitReached (
   await t.rejects(fixture.services.invitations.invite(actingAs(inviter), organizationId, { email: uniqueEmail('more'), role: 'member' }),
     Errors.RATE_LIMITED, why)
   await fixture.delivered()
-  const messages = fixture.sent.filter((mail) => mail.subject.startsWith('You are invited'))
+  const messages = fixture.sent.filter((mail) => mail.subject.startsWith('An invitation to an organization'))
   t.equal(messages.length, 50, 'no more than 50 messages went out')
 }
 
@@ -101,7 +101,9 @@ for (const backend of backends()) {
       // The outbox may have sent it already (it is kicked when the invitation is stored).
       t.ok(stored.length === 1 || fixture.sent.some((mail) => mail.to === email), 'the message was stored with the invitation, and waits or went out')
       const { message, token } = await invitationSent(fixture, email)
-      t.match(message.subject, /Invited Org/)
+      t.match(message.subject, /^An invitation to an organization on /)
+      t.notMatch(message.subject, /Invited Org/, 'the subject names no organization: its name is chosen by anyone')
+      t.match(message.text.replaceAll('\u200b', ''), '“Invited Org”', 'the body quotes the name')
       t.match(message.text, `${APP_URL}/accept-invitation?token=${token}`, 'a link to the application')
       t.match(message.text, `Token: ${token}`, 'and the bare token')
       t.ok(token.length >= 32, 'a token long enough not to be guessed')
@@ -207,7 +209,7 @@ for (const backend of backends()) {
       t.equal((await openInvitations(fixture)).length, 1, 'one invitation stored')
       t.equal((await fixture.audited('invitation.created')).length, 1, 'one recorded')
       await fixture.delivered()
-      t.equal(fixture.sent.filter((mail) => mail.subject.startsWith('You are invited')).length, 1, 'one sent')
+      t.equal(fixture.sent.filter((mail) => mail.subject.startsWith('An invitation to an organization')).length, 1, 'one sent')
       const other = await organizationOf(fixture, alice, 'Other')
       await t.resolves(services.invitations.invite(actingAs(alice), other.id, { email, role: 'member' }),
         'pending here is no bar to another organization')
@@ -251,19 +253,53 @@ for (const backend of backends()) {
     t.test('at most 50 invitations per organization per hour: then 429 RATE_LIMITED', async (t) => {
       const { fixture, services, alice, organization } = await invitingOrganization(t, backend.url)
       const { clock } = fixture
-      const other = await organizationOf(fixture, alice, 'Other')
-      await inviteMany(fixture, alice, organization.id, 50, 'many')
+      const bob = await owner(fixture)
+      const other = await organizationOf(fixture, bob, 'Other')
+      await join(fixture, organization.id, bob.id, 'admin')
+      await inviteMany(fixture, alice, organization.id, 25, 'many')
+      await inviteMany(fixture, bob, organization.id, 25, 'many')
       const email = uniqueEmail('one-too-many')
       await t.rejects(services.invitations.invite(actingAs(alice), organization.id, { email, role: 'member' }), Errors.RATE_LIMITED)
       t.equal((await invitationRows(fixture)).length, 50, 'the 51st was not stored')
       t.equal((await fixture.audited('invitation.created')).length, 50)
       await fixture.delivered()
       t.same(fixture.sent.filter((mail) => mail.to === email), [], 'nor sent')
-      await t.resolves(services.invitations.invite(actingAs(alice), other.id, { email, role: 'member' }),
+      await t.resolves(services.invitations.invite(actingAs(bob), other.id, { email, role: 'member' }),
         'another organization has a count of its own')
       clock.aheadMs = HOUR + MINUTE
       await t.resolves(services.invitations.invite(actingAs(alice), organization.id, { email: uniqueEmail('later'), role: 'member' }),
         'an hour later, invitations go out again')
+    })
+
+    t.test('one inviter sends at most 50 invitations an hour, however many organizations they own', async (t) => {
+      const { fixture, services, alice, organization } = await invitingOrganization(t, backend.url)
+      const others = [await organizationOf(fixture, alice, 'Second'), await organizationOf(fixture, alice, 'Third')]
+      await inviteMany(fixture, alice, organization.id, 20, 'first')
+      await inviteMany(fixture, alice, others[0]?.id ?? '', 20, 'second')
+      await inviteMany(fixture, alice, others[1]?.id ?? '', 10, 'third')
+      await limitReached(t, fixture, alice, others[1]?.id ?? '', '50 sent by alice this hour, over three organizations')
+      const bob = await owner(fixture)
+      await join(fixture, organization.id, bob.id, 'admin')
+      await t.resolves(services.invitations.invite(actingAs(bob), organization.id, { email: uniqueEmail('by-bob'), role: 'member' }),
+        'another inviter of the same organization has a count of their own')
+    })
+
+    t.test('one address receives at most 20 invitations a day, from everyone together', async (t) => {
+      const { fixture, services } = await invitingOrganization(t, backend.url)
+      const email = uniqueEmail('popular')
+      for (let n = 0; n < 20; n++) {
+        const inviter = await owner(fixture)
+        const theirs = await organizationOf(fixture, inviter, `Inviting ${n}`)
+        await services.invitations.invite(actingAs(inviter), theirs.id, { email, role: 'member' })
+      }
+      const late = await owner(fixture)
+      const lateOrganization = await organizationOf(fixture, late, 'Late')
+      await t.rejects(services.invitations.invite(actingAs(late), lateOrganization.id, { email, role: 'member' }), Errors.RATE_LIMITED,
+        'the 21st invitation of the day to one address is refused')
+      await t.resolves(services.invitations.invite(actingAs(late), lateOrganization.id, { email: uniqueEmail('other'), role: 'member' }),
+        'the same inviter still reaches other addresses')
+      fixture.clock.aheadMs = DAY + MINUTE
+      await t.resolves(services.invitations.invite(actingAs(late), lateOrganization.id, { email, role: 'member' }), 'a day later it is reached again')
     })
 
     t.test('withdrawing an invitation does not raise the hourly limit', async (t) => {

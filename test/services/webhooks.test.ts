@@ -54,6 +54,18 @@ for (const backend of backends()) {
       t.match(await fixture.audited('webhook.created'), [{ actor_id: admin.id, details: { webhook_id: endpoint.id, events: ['user.created'] } }])
     })
 
+    t.test('a receiver\'s credential in its URL reaches neither the audit log nor a delivery: the entry holds the origin only', async (t) => {
+      const { fixture, receiver, admin } = await withEndpoint(t, backend.url, ['user.created'])
+      const credential = 'T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX'
+      const url = `${new URL(receiver.url).origin}/services/${credential}?token=s3cret-query-token`
+      const created = await fixture.services.webhooks.create(actingAs(admin), { url, events: ['audit.entry'] })
+      const entry = (await fixture.audited('webhook.created')).find((row) => row.details.webhook_id === created.id)
+      t.same(entry?.details, { webhook_id: created.id, origin: new URL(url).origin, events: ['audit.entry'] })
+      const everything = JSON.stringify(await fixture.database.db.selectFrom('audit_logs').selectAll().execute())
+      t.notMatch(everything, credential, 'the path\'s credential is in no entry')
+      t.notMatch(everything, 's3cret-query-token', 'nor the query\'s')
+    })
+
     t.test('an unclaimed account creates no endpoint, whatever its role', async (t) => {
       const fixture = await buildServices(t, backend.url, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' })
       const unclaimed = await registered(fixture, ['super_admin'])
@@ -138,8 +150,10 @@ for (const backend of backends()) {
       t.match(await fixture.audited('webhook.disabled'), [{ actor_id: null, details: { webhook_id: endpoint.id, reason: 'failing' } }])
       await fixture.delivered()
       t.match(fixture.sent.filter((mail) => mail.to === admin.email && /webhook/.test(mail.subject)), [{
-        subject: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day', text: new RegExp(endpoint.url)
+        subject: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day',
+        text: `The endpoint is ${endpoint.id}, at ${new URL(endpoint.url).origin}.`
       }])
+      t.notOk(fixture.sent.some((mail) => mail.text.includes(endpoint.url)), 'the mail carries the origin, not the path (it may hold a secret)')
 
       // A change made while it is disabled is not sent to it; enabling it sends what was pending.
       await register(fixture)

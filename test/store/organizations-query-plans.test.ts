@@ -163,6 +163,15 @@ for (const backend of backends()) {
       }
     })
 
+    t.test('an organization\'s creation counts its creator\'s of the day through an index', async (t) => {
+      const { checkPlans: checkOrganizations } = planChecker(['organizations'])
+      await checkOrganizations(t, database, recorded, 'organizations', async () => {
+        await rolledBack(recorded.db, async (trx) => {
+          t.match(await organizations.create({ name: 'New', slug: 'new-organization' }, userId(7), at(2000), { max: 10, since: at(0) }, trx), { slug: 'new-organization' })
+        })
+      }, /organizations_created_by_created_at/)
+    })
+
     t.test('the sessions that speak for an organization and the access tokens issued for it, found after a membership change', async (t) => {
       for (const member of [userId(120), undefined]) {
         await checkPlans(t, database, recorded, 'refresh_tokens', async () => {
@@ -176,16 +185,20 @@ for (const backend of backends()) {
       }
     })
 
-    t.test('an invitation\'s checks (member, pending, the hourly count) and the token\'s lookup', async (t) => {
-      await checkPlans(t, database, recorded, 'organization_invitations', async () => {
+    t.test('an invitation\'s checks (member, pending, the counts of its limits) and the token\'s lookup', async (t) => {
+      const window = { max: 1000, since: at(0) }
+      const plans = await checkPlans(t, database, recorded, 'organization_invitations', async () => {
         await rolledBack(recorded.db, async (trx) => {
           const outcome = await organizations.invite(
             { organizationId: BIG, email: 'newcomer@example.com', role: 'member', tokenHash: 'new-hash', invitedBy: userId(0), expiresAt: at(10_000_000) },
             { channel: 'email', recipient: 'newcomer@example.com', subject: 'Invitation', text: 'Token: x', html: null },
-            at(1000), { max: 1000, since: at(0) }, trx)
+            at(1000), { organization: window, inviter: window, pair: window, address: window }, trx)
           t.match(outcome, { email: 'newcomer@example.com' }, 'stored (then rolled back)')
         })
       }, /organization_invitations_organization_id_(email|created_at_id)/)
+      const all = plans.map(({ plan }) => plan).join('\n')
+      t.match(all, /organization_invitations_invited_by_created_at/, 'the inviter\'s count, across organizations, by its index')
+      t.match(all, /organization_invitations_email_created_at/, 'the address\'s count, by its index')
       await checkPlans(t, database, recorded, 'organization_invitations', async () => {
         t.match(await organizations.findInvitation('hash-42', at(0)), { id: id(2, 42) })
       }, dialect === 'sqlite' ? /SEARCH organization_invitations USING INDEX \w+ \(token_hash=\?\)/ : /organization_invitations_token_hash/)

@@ -37,6 +37,15 @@ function escapeHtml (text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`)
 }
 
+/**
+ * A name others chose (an organization's), as a message quotes it: in quotation marks, and with
+ * a zero-width space after each `.`, `:`, `/` and `@`, so that no mail client makes a link or an
+ * address of it (`restore it at https://evil.example/login` stays text).
+ */
+export function quotedName (name: string): string {
+  return `“${name.replace(/[.:/@]/g, '$&\u200b')}”`
+}
+
 function page (paragraphs: string[]): string {
   return `<!doctype html><html><body>${paragraphs.map((paragraph) => `<p>${paragraph}</p>`).join('')}</body></html>`
 }
@@ -58,12 +67,19 @@ export class MessageTemplates {
       `Someone asked to reset the password of the account with this address. If it was you, choose a new password within ${validMinutes} minutes; if not, ignore this message.`)
   }
 
-  /** An invitation to join an organization, with the role it gives. */
+  /**
+   * An invitation to join an organization, with the role it gives. The organization's name is
+   * its members' words, not the service's: never in the subject, quoted as data in the body
+   * (docs/security.md, "Organization access").
+   */
   organizationInvitation (
     to: string, organization: string, role: string, token: string, validDays: number
   ): OutgoingMessage {
-    return this.#withToken(to, `You are invited to join ${organization} on ${this.options.productName}`, 'accept-invitation', token,
-      `You are invited to join ${organization} as ${role === 'admin' ? 'an' : 'a'} ${role}. Sign in with this address to accept; the invitation is good for ${validDays} days, once.`)
+    const { productName } = this.options
+    return this.#withToken(to, `An invitation to an organization on ${productName}`, 'accept-invitation', token,
+      `You are invited to join an organization on ${productName} as ${role === 'admin' ? 'an' : 'a'} ${role}. ` +
+      `Its name, as its members wrote it: ${quotedName(organization)}. ${productName} does not check what the name says. ` +
+      `Sign in with this address to accept; the invitation is good for ${validDays} days, once.`)
   }
 
   /** A security notice; `detail` says more of what happened (what a claim removed). */

@@ -162,7 +162,7 @@ export class WebhookDispatcher {
     const creator = endpoint.createdBy === null ? undefined : await users.findById(endpoint.createdBy)
     const disabled = await audit.recordServiceChange(async (trx) => {
       const done = await webhooks.disableFailing(endpoint.id, delivery.createdAt, now, trx)
-      if (done && creator !== undefined) await notices.add(creator.email, 'webhook_disabled', trx, `The endpoint is ${endpoint.url}.`)
+      if (done && creator !== undefined) await notices.add(creator.email, 'webhook_disabled', trx, `The endpoint is ${endpoint.id}, at ${new URL(endpoint.url).origin}.`)
       return done
     }, (done) => done ? [{ event: 'webhook.disabled', outcome: 'success', details: { webhook_id: endpoint.id, reason: 'failing' } }] : [])
     if (!disabled) return

@@ -5,8 +5,10 @@ import type { WebhooksRepository } from '../../store/webhooks.js'
 import type { AuditTrailOptions } from '../audit/trail.js'
 import { type WebhookEvent, webhookEventsOf } from './events.js'
 
-/** One event to one endpoint, due now: the row its delivery starts as. */
-export function deliveryRow (endpointId: string, event: WebhookEvent, timestamp: string): WebhookDeliveriesTable {
+/** One event to one endpoint, due now: the row its delivery starts as; `auditLogId`, the entry it stands for. */
+export function deliveryRow (
+  endpointId: string, event: WebhookEvent, timestamp: string, auditLogId: string | null = null
+): WebhookDeliveriesTable {
   return {
     id: uuidv7(),
     endpoint_id: endpointId,
@@ -20,7 +22,8 @@ export function deliveryRow (endpointId: string, event: WebhookEvent, timestamp:
     last_status: null,
     last_error: null,
     created_at: timestamp,
-    updated_at: timestamp
+    updated_at: timestamp,
+    audit_log_id: auditLogId
   }
 }
 
@@ -40,12 +43,12 @@ export class WebhookPublisher {
   /** Stores, on `trx`, the deliveries the audit rows bring about; how many. */
   async publish (rows: AuditLogsTable[], trx: Db): Promise<number> {
     const events = rows.flatMap((row) =>
-      webhookEventsOf(row, this.deps.streamAudit).map((event) => ({ event, at: row.created_at })))
+      webhookEventsOf(row, this.deps.streamAudit).map((event) => ({ event, row })))
     if (events.length === 0) return 0
     const endpoints = await this.deps.webhooks.subscriptions(trx)
-    const deliveries = events.flatMap(({ event, at }) => endpoints
+    const deliveries = events.flatMap(({ event, row }) => endpoints
       .filter((endpoint) => endpoint.events.includes(event.type))
-      .map((endpoint) => deliveryRow(endpoint.id, event, at)))
+      .map((endpoint) => deliveryRow(endpoint.id, event, row.created_at, row.id)))
     await this.deps.webhooks.addDeliveries(deliveries, trx)
     return deliveries.length
   }

@@ -70,7 +70,10 @@ export class WebhookService {
       created_by: caller.id,
       created_at: now,
       updated_at: now
-    }, trx), (created) => [{ event: 'webhook.created', outcome: 'success', details: { webhook_id: created.id, url: created.url, events: created.events } }])
+    }, trx), (created) => [{
+      // The receiver's origin only: a URL's path or query may carry its credential (a Slack-style token).
+      event: 'webhook.created', outcome: 'success', details: { webhook_id: created.id, origin: new URL(created.url).origin, events: created.events }
+    }])
     return { ...webhook, secret }
   }
 

@@ -20,6 +20,8 @@ export class PwnedPasswordsServer {
   readonly breached = new Map<string, number>()
   /** Never answer (a timeout), from now on. */
   hang = false
+  /** Answer every request with a redirect (302) to this address, from now on. */
+  redirectTo: string | null = null
   readonly #hanging: ServerResponse[] = []
   readonly #server: Server
   url = ''
@@ -29,6 +31,10 @@ export class PwnedPasswordsServer {
       this.requests.push({ url: request.url ?? '', headers: request.headers })
       if (this.hang) {
         this.#hanging.push(response)
+        return
+      }
+      if (this.redirectTo !== null) {
+        response.writeHead(302, { location: `${this.redirectTo}${request.url ?? ''}` }).end()
         return
       }
       const prefix = /^\/range\/([0-9A-F]{5})(\?mode=sha1)?$/.exec(request.url ?? '')?.[1]
