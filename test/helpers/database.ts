@@ -1,13 +1,15 @@
 /**
- * Test databases: the backends to run on, a fresh SQLite database or PostgreSQL schema per test, query plans, rows
+ * Test databases: the backends to run on, a fresh SQLite or PostgreSQL database per test, query plans, rows
  * to insert directly.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Compilable, CompiledQuery, sql } from 'kysely'
+import { type Compilable, CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Database } from '../../src/store/database.js'
+import { migrateToLatest } from '../../src/store/migrations/index.js'
 import type { AuditLogsTable } from '../../src/store/types.js'
 import type { TestContext } from './context.js'
 
@@ -19,8 +21,6 @@ export function backends (): Array<{ name: string, url: string | null }> {
   return list
 }
 
-let schemaCounter = 0
-
 /** A SQLite database file in a temporary directory removed after the test: its URL and path. */
 export function sqliteFile (t: TestContext): { url: string, path: string } {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))
@@ -29,10 +29,74 @@ export function sqliteFile (t: TestContext): { url: string, path: string } {
   return { url: `sqlite://${path}`, path }
 }
 
+/** `url` with its database replaced by `name`. */
+function onDatabase (url: string, name: string): string {
+  const other = new URL(url)
+  other.pathname = `/${name}`
+  return other.toString()
+}
+
+/**
+ * The migrations' contents, hashed: a template database made by other migrations (an earlier
+ * commit, a migration being written) is never copied.
+ */
+export function migrationsFingerprint (): string {
+  const folder = new URL('../../src/store/migrations/', import.meta.url)
+  const hash = createHash('sha256')
+  for (const name of readdirSync(folder).sort()) hash.update(name).update(readFileSync(new URL(name, folder)))
+  return hash.digest('hex').slice(0, 16)
+}
+
+/** Test databases are named `test_<pid>_…`, the migrated template `test_template_<fingerprint>`. */
+export const TEMPLATE_PREFIX = 'test_template_'
+
+/** Held while a test process makes the template, so that the others wait for it rather than make it too. */
+const TEMPLATE_LOCK = 7_302_015_054
+
+/**
+ * The template database every PostgreSQL test database is copied from, migrated: made once per
+ * set of migrations by whichever test process needs it first. Copying it takes about 60 ms;
+ * migrating a new database took 450–650 ms, most of a PostgreSQL test's app build
+ * (docs/testing.md, "Where the time goes"). It takes no connections (autovacuum's included), as
+ * a copy's source must have none.
+ */
+async function migratedTemplate (postgresUrl: string): Promise<string> {
+  const name = `${TEMPLATE_PREFIX}${migrationsFingerprint()}`
+  const client = new pg.Client({ connectionString: postgresUrl })
+  await client.connect()
+  try {
+    await client.query('select pg_advisory_lock($1)', [TEMPLATE_LOCK])
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name])
+    if (rowCount === 0) {
+      // Made under another name and renamed once migrated: a process stopped halfway leaves no template.
+      const building = `${name}_building`
+      await client.query(`drop database if exists "${building}"`)
+      await client.query(`create database "${building}"`)
+      const pool = new pg.Pool({ connectionString: onDatabase(postgresUrl, building), max: 1 })
+      const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
+      try {
+        await migrateToLatest(db, 'postgres')
+      } finally {
+        await db.destroy()
+      }
+      await client.query(`alter database "${building}" rename to "${name}"`)
+      await client.query(`alter database "${name}" with is_template true allow_connections false`)
+    }
+  } finally {
+    await client.end()
+  }
+  return name
+}
+
+let template: Promise<string> | undefined
+let admin: pg.Pool | undefined
+let databaseCounter = 0
+
 /**
  * A fresh, empty database for one test: SQLite in memory (or, `shared`, in a temporary file
- * for several instances, restarts or WAL, removed at teardown), or a new PostgreSQL schema
- * (removed after the suite by test/helpers/drop-test-schemas.ts), so tests never share state.
+ * for several instances, restarts or WAL, removed at teardown), or on PostgreSQL a new database
+ * copied from the migrated template, dropped at teardown (after the apps on it closed: tap runs
+ * a test's teardowns last registered first), so tests never share state.
  */
 export async function freshDatabaseUrl (
   t: TestContext,
@@ -42,14 +106,15 @@ export async function freshDatabaseUrl (
   if (postgresUrl === null) {
     return options.shared === true ? sqliteFile(t).url : 'sqlite://:memory:'
   }
-  const schema = `test_${process.pid}_${Date.now()}_${schemaCounter++}`
-  const admin = new pg.Client({ connectionString: postgresUrl })
-  await admin.connect()
-  await admin.query(`create schema "${schema}"`)
-  await admin.end()
-  const url = new URL(postgresUrl)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return url.toString()
+  template ??= migratedTemplate(postgresUrl)
+  // Idle, the pool lets the process exit.
+  admin ??= new pg.Pool({ connectionString: postgresUrl, max: 2, allowExitOnIdle: true })
+  const pool = admin
+  const name = `test_${process.pid}_${Date.now()}_${databaseCounter++}`
+  await pool.query(`create database "${name}" template "${await template}"`)
+  // Forced: a connection a test left open must not keep its database.
+  t.teardown(async () => { await pool.query(`drop database if exists "${name}" with (force)`) })
+  return onDatabase(postgresUrl, name)
 }
 
 /**
