@@ -70,8 +70,8 @@ export const OffsetMetaSchema = Type.Object({
   kind: Type.Literal('offset', { description: 'Which pagination answered: page and limit' }),
   page: Type.Integer(),
   limit: Type.Integer(),
-  total: Type.Integer({ description: 'Number of matching records; at most 10000 when the collection is filtered or searched (see totalExact)' }),
-  totalExact: Type.Boolean({ description: 'false when the count stopped at 10000: there are more matching records' }),
+  total: Type.Integer({ description: 'Number of matching records; when the collection is filtered or searched, at most the count limit (COLLECTION_COUNT_LIMIT, 1000 by default; see totalExact)' }),
+  totalExact: Type.Boolean({ description: 'false when the count stopped at its limit: there are more matching records (a page past totalPages answers normally)' }),
   totalPages: Type.Integer({ description: 'ceil(total / limit)' })
 }, { title: 'OffsetMeta' })
 

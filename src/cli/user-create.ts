@@ -79,7 +79,10 @@ async function main (): Promise<void> {
     await migrateToLatest(database.db, database.dialect)
     const user = await createAccount({
       users: new UsersRepository(database.db, database.readRows, {
-        ...database, cursors: new CursorCodec(config.jwtSecret), read: database.readRows
+        ...database,
+        cursors: new CursorCodec(config.jwtSecret),
+        read: database.readRows,
+        countLimit: config.collectionCountLimit
       }),
       passwords: new PasswordHasher({ concurrency: availableParallelism(), queueLimit: 1 }),
       passwordPolicy: config.passwordPolicy

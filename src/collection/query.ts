@@ -43,10 +43,16 @@ export function queryFingerprint (request: Pick<CollectionRequest, 'scope' | 'so
 export const DEFAULT_LIMIT = 20
 
 /**
- * How far counts and offset pages reach (docs/api.md, "Collections"): counting or skipping
- * more rows costs in proportion to them; cursors reach every record.
+ * How far offset pages reach (docs/api.md, "Collections"): skipping more rows costs in
+ * proportion to them; cursors reach every record.
  */
-export const COUNT_LIMIT = 10_000
+export const OFFSET_REACH = 10_000
+
+/**
+ * How many matches a filtered collection counts (COLLECTION_COUNT_LIMIT, docs/api.md,
+ * "Collections at scale"): counting costs in proportion to the matches counted.
+ */
+export const COUNT_LIMITS = { default: 1000, min: 100, max: 10_000 } as const
 
 export interface CollectionQueryInput {
   page?: number
@@ -133,8 +139,9 @@ export function parseCollectionQuery (
   const createdAfter = parseInstant(query.createdAfter, issues)
   const limit = query.limit ?? DEFAULT_LIMIT
   let pagination: Pagination = { kind: 'offset', page: query.page ?? 1, limit }
-  if (query.cursor === undefined && Number.isFinite(pagination.page * limit) && pagination.page * limit > COUNT_LIMIT) {
-    issues.push({ path: '/page', message: `page × limit must be at most ${COUNT_LIMIT}; use cursor pagination (cursor=) to reach later records` })
+  const skipped = pagination.page * limit
+  if (query.cursor === undefined && Number.isFinite(skipped) && skipped > OFFSET_REACH) {
+    issues.push({ path: '/page', message: `page × limit must be at most ${OFFSET_REACH}; use cursor pagination (cursor=) to reach later records` })
   }
   if (query.cursor !== undefined) {
     if (query.page !== undefined) issues.push({ path: '/page', message: 'cannot be combined with cursor' })

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { COUNT_LIMITS } from '../collection/query.js'
 import { JWT_ALGORITHMS } from '../security/signing-keys.js'
 import { shown } from './problems.js'
 
@@ -75,6 +76,11 @@ export const EnvSchema = Type.Object({
   TRUSTED_NETWORKS: commaList('192.168.1.0/24,10.0.0.0/8,172.16.0.0/12'),
   ZERO_TRUST_MODE: oneOf(['off', 'monitor', 'enforce'], 'monitor'),
   AUDIT_RETENTION_DAYS: positiveInteger('90'),
+  COLLECTION_COUNT_LIMIT: Type.String({
+    default: String(COUNT_LIMITS.default),
+    pattern: '^([1-9][0-9]{2,3}|10000)$',
+    description: `a whole number from ${COUNT_LIMITS.min} to ${COUNT_LIMITS.max}`
+  }),
   OAUTH_PROVIDERS: Type.Optional(commaList()),
   OAUTH_REDIRECT_URLS: Type.Optional(commaList()),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://\\S+$', description: 'an smtp:// or smtps:// URL' })),

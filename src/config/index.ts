@@ -72,6 +72,8 @@ export interface Config {
   trustedNetworks: string[]
   zeroTrustMode: 'off' | 'monitor' | 'enforce'
   auditRetentionDays: number
+  /** How many matches a filtered collection counts (docs/api.md, "Collections at scale"). */
+  collectionCountLimit: number
   messages: {
     /** null: messages are written to the log. */
     smtpUrl: string | null
@@ -216,6 +218,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     trustedNetworks,
     zeroTrustMode: env.ZERO_TRUST_MODE,
     auditRetentionDays: Number(env.AUDIT_RETENTION_DAYS),
+    collectionCountLimit: Number(env.COLLECTION_COUNT_LIMIT),
     messages: {
       smtpUrl: env.SMTP_URL ?? null,
       from: env.MAIL_FROM,

@@ -5,6 +5,7 @@ import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
 import type { OutboxRepository, OutgoingMessage } from './outbox.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
+import { MEMBER_SEARCH_INDEX } from './search.js'
 import { atomically, type Db } from './types.js'
 import { holdUserRow, normalizeEmail } from './users.js'
 
@@ -114,14 +115,16 @@ export class OrganizationsRepository {
         .select(['user_id as id', 'organization_id', 'role', 'created_at']).as('members'))
         .where('organization_id', '=', organizationId), MEMBERSHIP_COLUMNS, pages)
     // A search matches the users' addresses and names, so it reads them with the memberships.
-    // PostgreSQL finds the matching users through their trigram indexes (migration 0015); SQLite
-    // has no index over both, so there it looks at 10,000 members at a time, as a short search
-    // does, however rare the term (docs/api.md, "Collections at scale").
+    // PostgreSQL finds the matching users through their trigram indexes (migration 0015), SQLite
+    // through users_member_search (migration 0025) when the term is rare; a common one there
+    // looks at the first members in order, as a short search does (docs/api.md, "Collections at scale").
+    const sqlite = pages.dialect === 'sqlite'
     this.#membersFound = new PageQueries<Member, { organizationId: string }>(({ organizationId }) => db.selectFrom(db
       .selectFrom('organization_members as m').innerJoin('users as u', 'u.id', 'm.user_id')
       .select(['m.user_id as id', 'm.organization_id', 'u.email', 'u.name', 'm.role', 'm.created_at'])
       .as('members')).where('organization_id', '=', organizationId), MEMBER_COLUMNS, pages, {
-      searchIn: ['email', 'name'], windowEverySearch: pages.dialect === 'sqlite'
+      searchIn: MEMBER_SEARCH_INDEX.columns,
+      ...(sqlite && { searchIndex: MEMBER_SEARCH_INDEX, windowUnindexedSearches: true })
     })
     this.#invitations = new PageQueries<Invitation, { organizationId: string }>(({ organizationId }) =>
       db.selectFrom('organization_invitations').where('organization_id', '=', organizationId).where('closed_at', 'is', null),

@@ -1,6 +1,6 @@
 import { type CompiledQuery, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { CursorCodec } from '../collection/cursor.js'
-import { type CollectionRequest, COUNT_LIMIT, queryFingerprint, type SortKey } from '../collection/query.js'
+import { type CollectionRequest, OFFSET_REACH, queryFingerprint, type SortKey } from '../collection/query.js'
 import { bindNamed, Placeholder, type ReadRows } from './prepared.js'
 import { containsPattern, indexedSearch, matchesIgnoringCase, type SearchIndex, searchPhrase } from './search.js'
 import type { Db, Dialect } from './types.js'
@@ -29,6 +29,8 @@ export interface PageStore {
   dialect: Dialect
   cursors: CursorCodec
   read: ReadRows
+  /** How many matches a filtered collection counts (COLLECTION_COUNT_LIMIT). */
+  countLimit: number
 }
 
 export interface PageOptions<Values extends FilterValues> {
@@ -42,14 +44,15 @@ export interface PageOptions<Values extends FilterValues> {
   /**
    * The collection_counts row holding the exact number of rows these filter values select, when
    * one is maintained for them (migrations/0010-collections-at-scale.ts); undefined: the rows are counted, up to
-   * COUNT_LIMIT. The key is bound as a value; whether there is one is part of the query's shape.
+   * the count limit. The key is bound as a value; whether there is one is part of the query's shape.
    */
   maintainedCount?: (values: Values) => string | undefined
   /**
-   * Every search is windowed, as a short one is (see #shape): for a collection whose searched
-   * columns no index covers, where a rare term would otherwise be compared with every record.
+   * Every search the index does not answer (see #probe) is windowed, as a short one is (see
+   * #shape): for a collection whose searched columns are another table's, joined, where
+   * counting a common term's matches in order would read a row and a join per record.
    */
-  windowEverySearch?: boolean
+  windowUnindexedSearches?: boolean
 }
 
 /**
@@ -101,7 +104,7 @@ function after (eb: ExpressionBuilder<any, any>, keys: SortKey[], values: unknow
  */
 export class PageQueries<Row extends object, Values extends FilterValues> {
   readonly #shapes = new Map<string, Shape>()
-  /** Counts a search's trigram-index matches, up to COUNT_LIMIT + 1 (SQLite). */
+  /** Counts a search's trigram-index matches, up to #probeLimit + 1 (SQLite). */
   #probeQuery: CompiledQuery<any> | undefined
 
   readonly #searchIn: readonly string[]
@@ -125,7 +128,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       $phrase: searchPhrase(request.search),
       $createdAfter: request.createdAfter,
       $countKey: countKey,
-      $countLimit: COUNT_LIMIT + 1
+      $countLimit: this.store.countLimit + 1
     }
     if (pagination.kind === 'offset') {
       values.$limit = pagination.limit
@@ -148,11 +151,12 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
         shape.count === 'probed' ? [{ total: probed ?? 0 }] : bind<{ total: number | string | bigint | null, examined?: number | string | bigint }>(shape.count)
       ])
       const counts = Number(counted[0]?.total ?? 0)
-      // A maintained count is exact however large; a counted one stops past COUNT_LIMIT, and a
+      // A maintained count is exact however large; a counted one stops past the count limit, and a
       // windowed one is exact only when its window held every record.
+      const { countLimit } = this.store
       const totalExact = countKey !== undefined ||
-        (shape.windowed ? Number(counted[0]?.examined ?? 0) < COUNT_LIMIT : counts <= COUNT_LIMIT)
-      const total = countKey === undefined ? Math.min(counts, COUNT_LIMIT) : counts
+        (shape.windowed ? Number(counted[0]?.examined ?? 0) < countLimit : counts <= countLimit)
+      const total = countKey === undefined ? Math.min(counts, countLimit) : counts
       const { page, limit } = pagination
       return { kind: 'offset', items, page, limit, total, totalExact, totalPages: Math.ceil(total / limit) }
     }
@@ -176,12 +180,12 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
   }
 
   /**
-   * How many rows a search's trigram index matches, up to COUNT_LIMIT + 1 (SQLite); undefined
+   * How many rows a search's trigram index matches, up to #probeLimit + 1 (SQLite); undefined
    * when there is no index or the search is too short for it. The index answers which rows
    * match, not in the page's order: its matches are read whole and sorted, which is cheap while
    * they are few (MATCHES_READ_WHOLE). A search matching more rows reads the collection in its
    * order instead, checking each row: with that many matches the page fills quickly. The probe
-   * itself reads at most COUNT_LIMIT + 1 index entries, and no rows.
+   * itself reads at most #probeLimit + 1 index entries, and no rows.
    */
   #probe (search: string | undefined): number | undefined {
     const index = this.options.searchIndex
@@ -189,9 +193,15 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     if (this.store.dialect !== 'sqlite' || index === undefined || phrase === undefined) return undefined
     this.#probeQuery ??= this.store.db.selectFrom(sql<{ rowid: number }>`(select rowid from ${sql.table(index.table)} where ${sql.table(index.table)} match ${new Placeholder('$phrase')} limit ${new Placeholder('$countLimit')})`.as('matches'))
       .select((eb) => eb.fn.countAll().as('total')).compile()
-    const matches = this.store.read<{ total: number }>({ ...this.#probeQuery, parameters: [phrase, COUNT_LIMIT + 1] })
+    const parameters = [phrase, this.#probeLimit + 1]
+    const matches = this.store.read<{ total: number }>({ ...this.#probeQuery, parameters })
     if (matches instanceof Promise) return undefined
     return Number(matches[0]?.total ?? 0)
+  }
+
+  /** What the probe counts to: enough to tell whether matches are read whole, and to serve as the count. */
+  get #probeLimit (): number {
+    return Math.max(MATCHES_READ_WHOLE, this.store.countLimit)
   }
 
   /** The maintained count serving this request, if any: only without search and createdAfter. */
@@ -202,8 +212,9 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
 
   /**
    * The compiled queries for this request's shape, built on first use. A search too short for
-   * trigrams is windowed: it looks at the first COUNT_LIMIT records of the ordering (after the
-   * cursor), so that no query reads more than that many rows however rare its matches.
+   * trigrams is windowed: its page looks at the first OFFSET_REACH records of the ordering (after
+   * the cursor), as far as offset pages reach, and its count at the first count-limit records,
+   * so that no query reads more than that many rows however rare its matches.
    */
   #shape (
     request: CollectionRequest,
@@ -215,7 +226,8 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const afterCount = pagination.kind === 'cursor' ? pagination.after?.length ?? 0 : 0
     const filterShape = Object.entries(filters).map(([name, value]) => `${name}${value === undefined ? '-' : value === null ? '0' : '+'}`)
     const search = request.search !== undefined && this.#searchIn.length > 0
-    const windowed = search && (this.options.windowEverySearch === true || searchPhrase(request.search) === undefined)
+    const windowed = search &&
+      (searchPhrase(request.search) === undefined || (this.options.windowUnindexedSearches === true && !indexed))
     const key = `${request.sort.map((sort) => `${sort.descending ? '-' : ''}${sort.field}`).join(',')}|${pagination.kind}${afterCount}|${filterShape.join(',')}` +
       `|${search ? 's' : ''}${indexed ? 'i' : ''}${windowed ? 'w' : ''}${countProbed ? 'p' : ''}${request.createdAfter !== undefined ? 'c' : ''}${maintained ? 'm' : ''}`
     let shape = this.#shapes.get(key)
@@ -236,12 +248,9 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
     const selected = (query: SelectQueryBuilder<any, any, object>) =>
       query.select(columns.map((column) => sql.ref(column).as(column)))
     // What the page and the count read: the rows the filters (and the cursor) leave, or, for a
-    // windowed search, the first COUNT_LIMIT of them in the page's order.
-    let source: SelectQueryBuilder<any, any, object> = resumed
-    if (windowed) {
-      source = this.store.db.selectFrom(ordered(selected(resumed)).limit(sql.lit(COUNT_LIMIT) as unknown as number).as('window'))
-    }
-    let matching = source
+    // windowed search, the first `size` of them in the page's order.
+    const windowOf = (size: number) => this.store.db.selectFrom(ordered(selected(resumed)).limit(sql.lit(size) as unknown as number).as('window'))
+    let matching = windowed ? windowOf(OFFSET_REACH) : resumed
     if (search) {
       const pattern = new Placeholder('$search') as unknown as string
       if (indexed && this.options.searchIndex !== undefined) {
@@ -264,7 +273,7 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
         count = 'probed'
       } else if (windowed) {
         const match = sql.join(this.#searchIn.map((column) => matchesIgnoringCase(column, new Placeholder('$search') as unknown as string)), sql` or `)
-        count = this.store.db.selectFrom(source.selectAll().as('examined'))
+        count = this.store.db.selectFrom(windowOf(this.store.countLimit).selectAll().as('examined'))
           .select((eb) => [eb.fn.countAll().as('examined'), sql<number>`coalesce(sum(case when ${match} then 1 else 0 end), 0)`.as('total')]).compile()
       } else {
         count = this.store.db.selectFrom(matching.select(sql.lit(1).as('one')).limit(new Placeholder('$countLimit') as unknown as number).as('capped'))
@@ -272,10 +281,10 @@ export class PageQueries<Row extends object, Values extends FilterValues> {
       }
       shape = { kind: 'offset', page: page.limit(limit).offset(new Placeholder('$offset') as unknown as number).compile(), count, windowed }
     } else {
-      // The window's last record, when it holds COUNT_LIMIT (there may be more after it).
+      // The window's last record, when it holds OFFSET_REACH (there may be more after it).
       const windowEnd = windowed
         ? ordered(resumed.select(request.sort.map((sort) => sql.ref(sort.field).as(sort.field))))
-          .limit(1).offset(sql.lit(COUNT_LIMIT - 1) as unknown as number).compile()
+          .limit(1).offset(sql.lit(OFFSET_REACH - 1) as unknown as number).compile()
         : undefined
       shape = { kind: 'cursor', page: page.limit(limit).compile(), windowEnd }
     }

@@ -24,9 +24,15 @@ import { WebhooksRepository } from './webhooks.js'
 
 export type Repositories = ReturnType<typeof createRepositories>
 
-/** The data layer over one database: the only code that builds SQL. */
-export function createRepositories ({ db, dialect, readRows }: Pick<Database, 'db' | 'dialect' | 'readRows'>, cursors: CursorCodec) {
-  const pages: PageStore = { db, dialect, cursors, read: readRows }
+/**
+ * The data layer over one database: the only code that builds SQL. Filtered collections count
+ * up to `countLimit` matches (COLLECTION_COUNT_LIMIT).
+ */
+export function createRepositories (
+  { db, dialect, readRows }: Pick<Database, 'db' | 'dialect' | 'readRows'>,
+  { cursors, countLimit }: { cursors: CursorCodec, countLimit: number }
+) {
+  const pages: PageStore = { db, dialect, cursors, read: readRows, countLimit }
   const users = new UsersRepository(db, readRows, pages)
   const outbox = new OutboxRepository(db)
   const authorizationArtifacts = new AuthorizationArtifactsRepository(db)

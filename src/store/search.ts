@@ -24,12 +24,26 @@ export function matchesIgnoringCase (column: string, pattern: string): RawBuilde
 export interface SearchIndex {
   /** The FTS5 table. */
   table: string
+  /**
+   * When the searched rows are not the indexed table's own: the indexed table, and the column of
+   * the searched rows holding its `id`.
+   */
+  of?: { table: string, key: string }
 }
 
+/** Made by migrations/0010-collections-at-scale.ts, each table with its own rows. */
 export const SEARCH_INDEXES = {
   users: { table: 'users_search', columns: ['name'] },
   posts: { table: 'posts_search', columns: ['title', 'body'] },
   comments: { table: 'comments_search', columns: ['body'] }
+} as const
+
+/**
+ * The users' addresses and names, as a member search matches them, from the memberships joined
+ * with their users (migrations/0025-members-search-index.ts).
+ */
+export const MEMBER_SEARCH_INDEX = {
+  table: 'users_member_search', columns: ['email', 'name'], of: { table: 'users', key: 'id' }
 } as const
 
 /** Characters a trigram index needs in a search to use it: shorter ones scan. */
@@ -50,5 +64,8 @@ export function searchPhrase (text: string | undefined): string | undefined {
 /** The rows whose indexed columns contain the phrase from searchPhrase (SQLite only). */
 export function indexedSearch (index: SearchIndex, phrase: string): RawBuilder<boolean> {
   const table = sql.table(index.table)
-  return sql<boolean>`rowid in (select rowid from ${table} where ${table} match ${phrase})`
+  const matches = sql`select rowid from ${table} where ${table} match ${phrase}`
+  if (index.of === undefined) return sql<boolean>`rowid in (${matches})`
+  // From the matches to the searched rows by key: the database then starts from the few matches.
+  return sql<boolean>`${sql.ref(index.of.key)} in (select id from ${sql.table(index.of.table)} where rowid in (${matches}))`
 }

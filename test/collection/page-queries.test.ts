@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { CompiledQuery } from 'kysely'
 import t from 'tap'
 import { CursorCodec } from '../../src/collection/cursor.js'
-import { COUNT_LIMIT, type CollectionRequest, queryFingerprint } from '../../src/collection/query.js'
+import { type CollectionRequest, COUNT_LIMITS, OFFSET_REACH, queryFingerprint } from '../../src/collection/query.js'
 import { createRepositories } from '../../src/store/repositories.js'
 import { createAccount } from '../helpers/accounts.js'
 import { build, TEST_SECRET } from '../helpers/app.js'
@@ -97,7 +97,7 @@ function recordingRepositories (app: FastifyInstance) {
       ran.push(query)
       return read(query)
     }
-  }, new CursorCodec(TEST_SECRET))
+  }, { cursors: new CursorCodec(TEST_SECRET), countLimit: app.config.collectionCountLimit })
   return { repositories, ran }
 }
 
@@ -219,54 +219,64 @@ for (const backend of backends()) {
       t.equal(await usersTotal(), before)
     })
 
-    t.test('a count past the limit stops there and says so', async (t) => {
-      const rows = Array.from({ length: COUNT_LIMIT + 5 }, (_, index) => ({
-        id: `00000000-0000-7000-8000-${String(index).padStart(12, '0')}`,
-        event: 'user.login',
-        actor_id: alice.id,
-        target_id: null,
-        ip: null,
-        user_agent: null,
-        outcome: 'success',
-        details: '{}',
-        created_at: new Date(Date.UTC(2026, 0, 1) + index).toISOString()
-      }))
-      await app.repositories.auditLogs.insertMany(rows)
+    /** `count` audit entries of `event`, a millisecond apart from `since`. */
+    const auditEntries = (count: number, event: string, since: number) => Array.from({ length: count }, (_, index) => ({
+      id: `00000000-0000-7000-8000-${String(since + index).padStart(12, '0')}`,
+      event,
+      actor_id: alice.id,
+      target_id: null,
+      ip: null,
+      user_agent: null,
+      outcome: 'success',
+      details: '{}',
+      created_at: new Date(Date.UTC(2026, 0, 1) + since + index).toISOString()
+    }))
+
+    t.test('a count past the limit (COLLECTION_COUNT_LIMIT, 1,000 by default) stops there and says so', async (t) => {
+      const limit = COUNT_LIMITS.default
+      t.equal(app.config.collectionCountLimit, limit)
+      await app.repositories.auditLogs.insertMany(auditEntries(limit, 'user.login', 0))
       await app.auditTrail.flush()
+      const exactly = await app.repositories.auditLogs.list({ ...firstPage(), filters: { event: 'user.login' } })
+      t.match(exactly, { kind: 'offset', total: limit, totalExact: true }, 'as many matches as the limit: still exact')
+      await app.repositories.auditLogs.insertMany(auditEntries(5, 'user.login', limit))
       const filtered = await app.repositories.auditLogs.list({ ...firstPage(), filters: { event: 'user.login' } })
-      t.match(filtered, { kind: 'offset', total: COUNT_LIMIT, totalExact: false, totalPages: Math.ceil(COUNT_LIMIT / 50) })
+      t.match(filtered, { kind: 'offset', total: limit, totalExact: false, totalPages: Math.ceil(limit / 50) })
+      const beyond = await app.repositories.auditLogs.list({ ...firstPage(), filters: { event: 'user.login' }, pagination: { kind: 'offset', page: 21, limit: 50 } })
+      t.match(beyond, { kind: 'offset', total: limit, totalExact: false }, 'a page past totalPages answers normally')
+      t.equal(beyond.items.length, 5, 'and holds the records beyond the count')
       const all = await app.repositories.auditLogs.list(firstPage())
-      t.ok(all.kind === 'offset' && all.total > COUNT_LIMIT && all.totalExact, 'the unfiltered count is maintained: exact past the limit')
+      t.ok(all.kind === 'offset' && all.total > limit && all.totalExact, 'the unfiltered count is maintained: exact past the limit')
     })
 
-    t.test('a search too short for trigrams looks at the first 10,000 records of the ordering, and cursor pages go on past them', async (t) => {
+    t.test('a search too short for trigrams looks at the first 10,000 records of the ordering, its count at the first 1,000, and cursor pages go on past them', async (t) => {
       // Before every other user, oldest first: a rare name at the 11th and at the 10,003rd place.
       const { db } = app.database
-      for (let chunk = 0; chunk * 1000 < COUNT_LIMIT + 5; chunk++) {
-        const rows = Array.from({ length: Math.min(1000, COUNT_LIMIT + 5 - chunk * 1000) }, (_, offset) => {
+      for (let chunk = 0; chunk * 1000 < OFFSET_REACH + 5; chunk++) {
+        const rows = Array.from({ length: Math.min(1000, OFFSET_REACH + 5 - chunk * 1000) }, (_, offset) => {
           const index = chunk * 1000 + offset
           const at = new Date(Date.UTC(2020, 0, 1) + index * 1000).toISOString()
-          return { id: `00000000-0000-7000-8001-${String(index).padStart(12, '0')}`, email: `window-${index}@example.com`, name: index === 10 || index === COUNT_LIMIT + 2 ? `Rare qx ${index}` : `Filler ${index}`, email_verified: 0, created_at: at, updated_at: at }
+          return { id: `00000000-0000-7000-8001-${String(index).padStart(12, '0')}`, email: `window-${index}@example.com`, name: index === 10 || index === 1500 || index === OFFSET_REACH + 2 ? `Rare qx ${index}` : `Filler ${index}`, email_verified: 0, created_at: at, updated_at: at }
         })
         await db.insertInto('users').values(rows).execute()
       }
       const oldestFirst = [{ field: 'created_at', descending: false }, { field: 'id', descending: false }]
       const offset = await users.list(firstPage({ sort: oldestFirst, search: 'qx' }))
-      t.match(offset, { kind: 'offset', total: 1, totalExact: false }, 'only the first 10,000 records were looked at, and the total says so')
-      t.same(offset.items.map((user) => user.name), ['Rare qx 10'])
+      t.match(offset, { kind: 'offset', total: 1, totalExact: false }, 'the count looked at the first 1,000 records only, and says so')
+      t.same(offset.items.map((user) => user.name), ['Rare qx 10', 'Rare qx 1500'], 'the page at the first 10,000')
 
       const firstRequest = firstPage({ sort: oldestFirst, search: 'qx', pagination: { kind: 'cursor', limit: 50, after: null } })
       const first = await users.list(firstRequest)
-      t.same(first.items.map((user) => user.name), ['Rare qx 10'])
+      t.same(first.items.map((user) => user.name), ['Rare qx 10', 'Rare qx 1500'])
       if (first.kind !== 'cursor' || first.nextCursor === null) throw new Error('expected a cursor past the window')
       t.equal(first.hasMore, true, 'the window ended before the page was full: there is more')
       const after = new CursorCodec(TEST_SECRET).decode(first.nextCursor, queryFingerprint(firstRequest))
       t.same(after, ['2020-01-01T02:46:39.000Z', '00000000-0000-7000-8001-000000009999'], "the next page starts after the window's last record")
       const second = await users.list({ ...firstRequest, pagination: { kind: 'cursor', limit: 50, after } })
-      t.same(second.items.map((user) => user.name), [`Rare qx ${COUNT_LIMIT + 2}`], 'and finds the match beyond it')
+      t.same(second.items.map((user) => user.name), [`Rare qx ${OFFSET_REACH + 2}`], 'and finds the match beyond it')
       t.match(second, { hasMore: false, nextCursor: null })
 
-      t.same((await users.list(firstPage({ sort: oldestFirst, search: 'rare qx' }))).items.map((user) => user.name), ['Rare qx 10', `Rare qx ${COUNT_LIMIT + 2}`],
+      t.same((await users.list(firstPage({ sort: oldestFirst, search: 'rare qx' }))).items.map((user) => user.name), ['Rare qx 10', 'Rare qx 1500', `Rare qx ${OFFSET_REACH + 2}`],
         'a search of 3 characters or more looks at every record')
     })
   })

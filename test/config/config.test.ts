@@ -101,6 +101,9 @@ t.test('values are read and typed', async (t) => {
   t.same(loadConfig({ DATABASE_URL: 'sqlite://:memory:' }).database, { dialect: 'sqlite', url: 'sqlite://:memory:', path: ':memory:' })
   t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
   t.equal(loadConfig({ REFRESH_RETRY_WINDOW_S: '0' }).session.refreshRetryWindowS, 0, '0 turns refresh retries off')
+  t.equal(loadConfig({}).collectionCountLimit, 1000, 'filtered collections count up to 1,000 matches by default')
+  t.equal(loadConfig({ COLLECTION_COUNT_LIMIT: '100' }).collectionCountLimit, 100)
+  t.equal(loadConfig({ COLLECTION_COUNT_LIMIT: '10000' }).collectionCountLimit, 10_000)
   t.match(loadConfig({ TRUST_PROXY: 'true' }).warnings.join(), /forge/)
 })
 
@@ -113,6 +116,9 @@ t.test('a bad value stops start-up with a message naming the variable', async (t
     [{ REFRESH_RETRY_WINDOW_S: '-1' }, /^REFRESH_RETRY_WINDOW_S must be a whole number of seconds \(got "-1"\)/],
     [{ REFRESH_RETRY_WINDOW_S: '901' }, /^REFRESH_RETRY_WINDOW_S must be at most 900, the access token's lifetime/],
     [{ PORT: '70000' }, /^PORT must be at most 65535/],
+    [{ COLLECTION_COUNT_LIMIT: '99' }, /^COLLECTION_COUNT_LIMIT must be a whole number from 100 to 10000 \(got "99"\)/],
+    [{ COLLECTION_COUNT_LIMIT: '10001' }, /^COLLECTION_COUNT_LIMIT must be a whole number from 100 to 10000/],
+    [{ COLLECTION_COUNT_LIMIT: '1e3' }, /^COLLECTION_COUNT_LIMIT must be a whole number from 100 to 10000/],
     [{ PORT: 'http' }, /^PORT must be a port number/],
     [{ JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 characters long/],
     [{ TRUSTED_NETWORKS: '10.0.0.0/33' }, /^TRUSTED_NETWORKS has malformed CIDRs: 10.0.0.0\/33/],

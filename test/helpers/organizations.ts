@@ -9,6 +9,7 @@ import type { CompiledQuery, KyselyPlugin, QueryId, RootOperationNode } from 'ky
 import type { Test } from 'tap'
 import type { OrganizationRole } from '../../schemas/organizations.js'
 import { CursorCodec } from '../../src/collection/cursor.js'
+import { COUNT_LIMITS } from '../../src/collection/query.js'
 import { loadConfig } from '../../src/config/index.js'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations/index.js'
@@ -224,6 +225,6 @@ export function recordingRepositories (database: Database) {
       ran.push(query)
       return database.readRows(query)
     }
-  }, new CursorCodec(TEST_SECRET))
+  }, { cursors: new CursorCodec(TEST_SECRET), countLimit: COUNT_LIMITS.default })
   return { repositories, ran, db }
 }

@@ -56,7 +56,7 @@ export async function buildServices (
   const database = openDatabase(config.database)
   await migrateToLatest(database.db, database.dialect)
   const cursors = new CursorCodec(config.jwtSecret)
-  const repositories = createRepositories(database, cursors)
+  const repositories = createRepositories(database, { cursors, countLimit: config.collectionCountLimit })
   // As the app stores entries: with the webhook deliveries they bring about.
   const audit = new AuditTrail({
     ...auditStorage({

@@ -151,3 +151,23 @@ for (const backend of backends()) {
     })
   })
 }
+
+for (const backend of backends()) {
+  t.test(`${backend.name}: COLLECTION_COUNT_LIMIT moves where filtered counts stop`, async (t) => {
+    const app = await build(t, { postgresUrl: backend.url, env: { COLLECTION_COUNT_LIMIT: '100' } })
+    const caller = await createAccount(app, { name: 'Caller' })
+    const at = new Date(Date.UTC(2025, 0, 1)).toISOString()
+    await app.database.db.insertInto('users').values(Array.from({ length: 103 }, (_, index) => ({
+      id: `00000000-0000-7000-8000-${String(index).padStart(12, '0')}`, email: `capped-${index}@example.com`, name: `Capped ${index}`, email_verified: 0, created_at: at, updated_at: at
+    }))).execute()
+    const meta = async (query: string) => (await app.inject(withToken(caller.token, { method: 'GET', url: `/api/v1/users?${query}` }))).json()
+    t.same((await meta('search=capped')).meta, { kind: 'offset', page: 1, limit: 20, total: 100, totalExact: false, totalPages: 5 })
+    const past = await meta('search=capped&page=6')
+    t.same(past.meta, { kind: 'offset', page: 6, limit: 20, total: 100, totalExact: false, totalPages: 5 }, 'a page past totalPages answers normally')
+    t.equal(past.data.length, 3, 'with the matches beyond the count')
+    t.same((await meta('search=capped&limit=100&page=2')).data.length, 3)
+    t.same((await meta('')).meta, { kind: 'offset', page: 1, limit: 20, total: 104, totalExact: true, totalPages: 6 }, 'unfiltered: exact past the limit')
+    t.same((await meta('limit=100&page=101')).error.code, 'VALIDATION_FAILED', 'offset pages still reach 10,000 records, not further')
+    t.equal((await app.inject(withToken(caller.token, { method: 'GET', url: '/api/v1/users?limit=100&page=100' }))).statusCode, 200)
+  })
+}

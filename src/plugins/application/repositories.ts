@@ -14,5 +14,5 @@ declare module 'fastify' {
 export default fp(async (fastify) => {
   const cursors = new CursorCodec(fastify.config.jwtSecret)
   fastify.decorate('cursors', cursors)
-  fastify.decorate('repositories', createRepositories(fastify.database, cursors))
+  fastify.decorate('repositories', createRepositories(fastify.database, { cursors, countLimit: fastify.config.collectionCountLimit }))
 }, { name: 'repositories', dependencies: ['database'] })
