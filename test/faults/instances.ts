@@ -78,7 +78,14 @@ export async function startPostgres (t: TestContext): Promise<PrivatePostgres> {
     if (!running) return
     const postmaster = readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0] ?? ''
     const children = execFileSync('pgrep', ['-P', postmaster]).toString().split('\n').filter((pid) => pid !== '')
-    for (const pid of [postmaster, ...children]) process.kill(Number(pid), name)
+    for (const pid of [postmaster, ...children]) {
+      try {
+        process.kill(Number(pid), name)
+      } catch (error) {
+        // A backend that exited since pgrep listed it (a connection closing) needs no signal.
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error
+      }
+    }
   }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
   const connect = async () => {
