@@ -44,13 +44,18 @@ export interface AppOptions {
   config: Config
   /** How webhook endpoints' host names are resolved: the system's resolver unless given (tests give one). */
   resolve?: Resolver
+  /**
+   * PBKDF2 rounds of the passwords it hashes: PBKDF2_ROUNDS unless given. Tests give fewer, as
+   * their subject is the rules and not the hash's cost (docs/testing.md).
+   */
+  passwordRounds?: number
 }
 
 /**
  * The application: edge protections first (their hooks run on every request, errors and
  * 404s included), then infrastructure, decorators and guards, then routes (no listen).
  */
-const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve }) => {
+const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, passwordRounds }) => {
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
   // Bodies are JSON or refused with 415 (docs/api.md, "Conventions").
@@ -67,7 +72,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve })
   await fastify.register(cors)
   await fastify.register(database)
   await fastify.register(redis)
-  await fastify.register(credentials)
+  await fastify.register(credentials, { passwordRounds })
   await fastify.register(repositories)
   await fastify.register(revocation)
   await fastify.register(authentication)

@@ -48,7 +48,16 @@ export interface BuildOptions {
   databaseUrl?: string
   /** Adds test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void
+  /** PBKDF2 rounds of new password hashes: TEST_PASSWORD_ROUNDS unless given (PBKDF2_ROUNDS for the real cost). */
+  passwordRounds?: number
 }
+
+/**
+ * The rounds passwords are hashed with in apps built for tests: their subject is the rules, not
+ * the hash's cost, which most of their time went to at the real one (docs/testing.md). A hash
+ * names its rounds, so stored hashes of either cost verify.
+ */
+export const TEST_PASSWORD_ROUNDS = 1000
 
 /** Builds the app as the server does, ready for `app.inject`, closed at teardown. */
 export async function build (t: TestContext, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -68,7 +77,8 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     MFA_REQUIRED_ROLES: 'none',
     ...options.env
   })
-  const app = createInstance(config, undefined, { resolve: loopbackResolver })
+  const passwordRounds = options.passwordRounds ?? TEST_PASSWORD_ROUNDS
+  const app = createInstance(config, undefined, { resolve: loopbackResolver, passwordRounds })
   options.extend?.(app)
   t.teardown(async () => await app.close())
   await app.ready()

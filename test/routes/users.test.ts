@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { type Account, createAccount, uniqueEmail, withToken } from '../helpers/accounts.js'
-import { build } from '../helpers/app.js'
+import { loadConfig } from '../../src/config/index.js'
+import { createInstance } from '../../src/http/instance.js'
+import { PBKDF2_ROUNDS } from '../../src/security/passwords.js'
+import { build, TEST_PASSWORD_ROUNDS, TEST_SECRET } from '../helpers/app.js'
 import { backends } from '../helpers/database.js'
 
 const PUBLIC_KEYS = ['created_at', 'email', 'email_verified', 'id', 'name']
@@ -13,6 +16,17 @@ function patchUser (app: FastifyInstance, caller: Account, id: string, payload: 
 function register (app: FastifyInstance, body: Record<string, unknown>) {
   return app.inject({ method: 'POST', url: '/api/v1/users', payload: body })
 }
+
+t.test('the app as src/server.ts creates it hashes passwords at PBKDF2_ROUNDS, the tests\' fewer rounds being theirs alone', async (t) => {
+  const app = createInstance(loadConfig({ DATABASE_URL: 'sqlite://:memory:', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }))
+  t.teardown(async () => await app.close())
+  await app.ready()
+  const response = await register(app, { email: uniqueEmail(), name: 'Ada Lovelace', password: 'password1' })
+  t.equal(response.statusCode, 201)
+  const stored = await app.database.db.selectFrom('users').select('password_hash').where('id', '=', response.json().data.id).executeTakeFirstOrThrow()
+  t.match(stored.password_hash, new RegExp(`^pbkdf2-sha256\\$${PBKDF2_ROUNDS}\\$`))
+  t.equal(PBKDF2_ROUNDS, 120_000)
+})
 
 for (const backend of backends()) {
   t.test(backend.name, async (t) => {
@@ -29,7 +43,7 @@ for (const backend of backends()) {
       t.ok(Math.abs(Date.parse(data.created_at) - Date.now()) < 60_000)
       t.notMatch(response.body, /password|hash/i)
       const stored = await app.database.db.selectFrom('users').select('password_hash').where('id', '=', data.id).executeTakeFirstOrThrow()
-      t.match(stored.password_hash, /^pbkdf2-sha256\$120000\$/, 'stored hashed')
+      t.match(stored.password_hash, new RegExp(`^pbkdf2-sha256\\$${TEST_PASSWORD_ROUNDS}\\$`), 'stored hashed')
       t.same(await app.database.db.selectFrom('user_roles').select('role').where('user_id', '=', data.id).execute(), [{ role: 'user' }])
     })
 

@@ -18,12 +18,12 @@ declare module '@fastify/jwt' {
   }
 }
 
-/** Password hashing and token issuance, configured once for the app. */
-export default fp(async (fastify) => {
+/** Password hashing (`passwordRounds`: PBKDF2_ROUNDS unless given) and token issuance, configured once. */
+export default fp<{ passwordRounds?: number }>(async (fastify, { passwordRounds }) => {
   const cores = availableParallelism()
   // One hash per core keeps the CPU busy without starving the rest; a short queue
   // (about half a second of work) absorbs bursts, and beyond it sign-ins get 503.
-  fastify.decorate('passwords', new PasswordHasher({ concurrency: cores, queueLimit: cores * 8 }))
+  fastify.decorate('passwords', new PasswordHasher({ rounds: passwordRounds, concurrency: cores, queueLimit: cores * 8 }))
   const keys = fastify.config.jwt
   const { current, issuer } = keys
   await fastify.register(fastifyJwt, {
