@@ -1,24 +1,22 @@
 import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import * as client from 'openid-client'
 import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
 import { build } from '../helpers/app.js'
 import { sqliteFile } from '../helpers/database.js'
 import { integrationSnippet } from '../helpers/integration-guide.js'
+import { type CommandRun, ROOT, runCli } from '../helpers/process.js'
 
-const ROOT = join(import.meta.dirname, '..', '..')
-
-/** A command run as an operator runs it, in the repository, with `env` over the environment. */
-async function run (command: string, args: string[], env: Record<string, string>) {
-  return await new Promise<{ code: number, stdout: string, stderr: string }>((resolve) => {
+/** The docs' shell snippet run as an operator runs it, in the repository, with `env` over the environment. */
+async function run (command: string, args: string[], env: Record<string, string>): Promise<CommandRun> {
+  return await new Promise((resolve) => {
     execFile(command, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'error', ...env } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr }))
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }))
   })
 }
 
 const clientCreate = async (args: string[], env: Record<string, string>) =>
-  await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'src', 'cli', 'client-create.ts'), ...args], env)
+  await runCli('client-create', args, { ...process.env, LOG_LEVEL: 'error', ...env })
 
 t.test('the set-up of docs/integration.md runs as written: an operator and an application, with no token and no second factor', async (t) => {
   const setup = integrationSnippet('sh', 'client:create')

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { lintFromString, loadConfig } from '@redocly/openapi-core'
@@ -15,6 +14,7 @@ import { Errors } from '../../src/errors.js'
 import { passwordPolicyProblems } from '../../src/security/password-policy.js'
 import { schemaCheck } from '../../src/http/validation.js'
 import { build, SECURITY_HEADERS } from '../helpers/app.js'
+import { runCli } from '../helpers/process.js'
 
 type Json = Record<string, any>
 
@@ -265,12 +265,7 @@ t.test('sort and fields enumerate the collection\'s own names', async (t) => {
 })
 
 t.test('npm run export:openapi: --help, a refused option without a stack trace, --out', async (t) => {
-  const cli = async (...args: string[]) =>
-    await new Promise<{ code: number | null, stdout: string, stderr: string }>((resolve) => {
-      execFile(join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx'), [join(import.meta.dirname, '..', '..', 'src', 'cli', 'export-openapi.ts'), ...args],
-        (error, stdout, stderr) =>
-          resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr }))
-    })
+  const cli = async (...args: string[]) => await runCli('export-openapi', args)
   const help = await cli('--help')
   t.equal(help.code, 0)
   t.match(help.stdout, /^Usage: npm run export:openapi/)

@@ -1,22 +1,16 @@
-import { execFile } from 'node:child_process'
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config/index.js'
+import { type CommandRun, runCli } from '../helpers/process.js'
 
 /** `npm run keys:generate` as an operator runs it, with JWT_ALGORITHM as given (unset when undefined). */
-async function generate (
-  args: string[],
-  jwtAlgorithm?: string
-): Promise<{ code: number | null, stdout: string, stderr: string }> {
+async function generate (args: string[], jwtAlgorithm?: string): Promise<CommandRun> {
   const env: NodeJS.ProcessEnv = { ...process.env }
   delete env.JWT_ALGORITHM
   if (jwtAlgorithm !== undefined) env.JWT_ALGORITHM = jwtAlgorithm
-  return await new Promise((resolve) => {
-    execFile(join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx'), [join(import.meta.dirname, '..', '..', 'src', 'cli', 'keys-generate.ts'), ...args], { env },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr }))
-  })
+  return await runCli('keys-generate', args, env)
 }
 
 /** The private and the public key the output holds, in that order, and nothing else. */

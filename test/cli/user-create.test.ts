@@ -1,19 +1,12 @@
-import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
 import { sqliteFile } from '../helpers/database.js'
+import { type CommandRun, runCli } from '../helpers/process.js'
 
 /** `npm run user:create -- ARGS` as an operator runs it, with `env` over the environment. */
-async function userCreate (
-  args: string[],
-  env: Record<string, string>
-): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  return await new Promise((resolve) => {
-    execFile(join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx'), [join(import.meta.dirname, '..', '..', 'src', 'cli', 'user-create.ts'), ...args], { env: { ...process.env, ...env } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr }))
-  })
+async function userCreate (args: string[], env: Record<string, string>): Promise<CommandRun> {
+  return await runCli('user-create', args, { ...process.env, ...env })
 }
 
 function emailsIn (path: string): unknown[] {

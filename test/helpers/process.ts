@@ -1,4 +1,5 @@
-import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process'
+import { type ChildProcess, execFile, spawn, type StdioOptions } from 'node:child_process'
+import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { TestContext } from './context.js'
 
@@ -19,6 +20,24 @@ export interface SpawnedService {
 export interface ServiceProcess extends SpawnedService {
   /** `http://127.0.0.1:PORT` */
   base: string
+}
+
+/** The repository's root. */
+export const ROOT = join(import.meta.dirname, '..', '..')
+
+/** What a command printed, and its exit code (null when ended by a signal). */
+export interface CommandRun { code: number | null, stdout: string, stderr: string }
+
+/**
+ * `npm run <script>` as an operator runs it, for a script that is `tsx src/cli/<name>.ts`: that
+ * file run by Node through tsx's loader, in the repository, with `args` and `env` (the whole
+ * environment). Not through the `tsx` command, which starts a second Node process to run it.
+ */
+export async function runCli (name: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandRun> {
+  return await new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', `${name}.ts`), ...args], { cwd: ROOT, env },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }))
+  })
 }
 
 /** Runs src/server.ts (or another entry, such as src/cluster.ts) through tsx, so no build is needed. */

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
 import { Webhook } from 'standardwebhooks'
@@ -11,6 +9,7 @@ import { createAccount, TEST_PASSWORD, withToken } from '../helpers/accounts.js'
 import { build, TEST_SECRET } from '../helpers/app.js'
 import { CookieBrowser, authorizeWithPassword, exchange, pkceAuthorization, relyingParty, type RunningAuthorizationServer } from '../helpers/authorization-server.js'
 import { backends, freshDatabaseUrl, sqliteFile } from '../helpers/database.js'
+import { type CommandRun, runCli } from '../helpers/process.js'
 import { webhookReceiver, type WebhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 /** A webhook endpoint at `receiver`, made by a new super_admin: its id, secret, and a way to send it a test event. */
@@ -82,12 +81,8 @@ for (const backend of backends()) {
 }
 
 /** `npm run secrets:reseal` against `env`'s database, as an operator runs it. */
-async function reseal (env: Record<string, string>): Promise<{ code: number, stdout: string, stderr: string }> {
-  const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx')
-  return await new Promise((resolve) => {
-    execFile(tsx, [join(import.meta.dirname, '..', '..', 'src', 'cli', 'secrets-reseal.ts')], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr }))
-  })
+async function reseal (env: Record<string, string>): Promise<CommandRun> {
+  return await runCli('secrets-reseal', [], { ...process.env, LOG_LEVEL: 'silent', ...env })
 }
 
 t.test('a new SEALING_KEY: the former one in SEALING_PREVIOUS_KEYS opens what it sealed; secrets:reseal moves it all under the new one', async (t) => {
