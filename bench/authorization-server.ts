@@ -186,119 +186,139 @@ function summary (runs: Run[]): Run {
   }
 }
 
-export async function benchAuthorizationServer (dir: string, report: Report): Promise<void> {
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const env = {
-    ...serviceEnv(join(dir, 'authorization-server.db')),
+/** Listens on `port` as the authorization server at its own address, with the bench's admin. */
+export function authorizationServerEnv (port: number): Record<string, string> {
+  return {
     PORT: String(port),
-    JWT_ISSUER: base,
+    JWT_ISSUER: `http://127.0.0.1:${port}`,
     AUTHORIZATION_SERVER_SCOPES: 'api:read',
     ADMIN_EMAIL: ADMIN.email,
     ADMIN_PASSWORD: ADMIN.password
   }
+}
+
+/** Per core of the server: client-credential grants, and sign-ins at a relying party (code made and redeemed). */
+export interface AuthorizationServerCapacity { grantsPerCore: number, signInsPerCore: number }
+
+/** The token endpoint on SQLite, alone (BENCH_ONLY=authorization-server). */
+export async function benchAuthorizationServer (dir: string, report: Report): Promise<void> {
+  const port = await freePort()
+  const env = { ...serviceEnv(join(dir, 'authorization-server.db')), ...authorizationServerEnv(port) }
   const service = await start([...START_FLAGS, 'dist/src/server.js'], env, join(dir, 'authorization-server.log'))
-  const pid = service.child.pid
-  process.stdout.write(`authorization server on ${base}; ${machine()}\n`)
+  process.stdout.write(`authorization server on ${service.base}; ${machine()}\n`)
   try {
-    const login = await json(`${base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify(ADMIN) })
-    const admin = { authorization: `Bearer ${String(login.data.access_token)}` }
-    const register = async (client: Record<string, unknown>) => {
-      const { data } = await json(`${base}/api/v1/oauth-clients`, { method: 'POST', headers: admin, body: JSON.stringify(client) })
-      return { id: String(data.id), secret: String(data.client_secret) }
-    }
-    const machineClient = await register({ name: 'Bench machine client', redirect_uris: [], grant_types: ['client_credentials'], scopes: ['api:read'] })
-    const webClient = await register({ name: 'Bench web client', redirect_uris: [REDIRECT_URI], grant_types: ['authorization_code'], scopes: PERSON_SCOPE.split(' ') })
-    await json(`${base}/api/v1/users`, { method: 'POST', body: JSON.stringify(PERSON) })
-    const browser = new Browser(base)
-    await signInThroughPages(browser, base, webClient.id)
-
-    const form = { 'content-type': 'application/x-www-form-urlencoded' }
-    const credentialsHeaders = { ...form, authorization: basic(machineClient.id, machineClient.secret) }
-    const credentialsBody = 'grant_type=client_credentials&scope=api%3Aread'
-    const clientCredentials: autocannon.Options = { url: `${base}/oidc/token`, method: 'POST', headers: credentialsHeaders, body: credentialsBody }
-    const codeGrant = (codes: Code[]): autocannon.Options => {
-      let next = 0
-      return {
-        url: `${base}/oidc/token`,
-        method: 'POST',
-        headers: { ...form, authorization: basic(webClient.id, webClient.secret) },
-        requests: [{
-          setupRequest: (request) => {
-            // Called once per request sent (`amount` in all): each code once, the spare ones a margin.
-            const { code, verifier } = codes[next++] ?? { code: 'exhausted', verifier: '' }
-            const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier })
-            return { ...request, body: body.toString() }
-          }
-        }]
-      }
-    }
-
-    // Each grant once by hand: the answer is the tokens it should be.
-    const issued = await fetch(`${base}/oidc/token`, { method: 'POST', headers: credentialsHeaders, body: credentialsBody })
-    const issuedBody = await issued.json() as Record<string, unknown>
-    if (issued.status !== 200 || issuedBody.scope !== 'api:read') throw new Error(`client credentials: ${issued.status} ${JSON.stringify(issuedBody)}`)
-    const sample = await oneCode(browser, base, webClient.id)
-    const redeemed = await fetch(`${base}/oidc/token`, {
-      method: 'POST',
-      headers: { ...form, authorization: basic(webClient.id, webClient.secret) },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: sample.code, redirect_uri: REDIRECT_URI, code_verifier: sample.verifier }).toString()
-    })
-    const redeemedBody = await redeemed.json() as Record<string, unknown>
-    if (redeemed.status !== 200 || typeof redeemedBody.id_token !== 'string') throw new Error(`authorization code: ${redeemed.status} ${JSON.stringify(redeemedBody)}`)
-
-    // A run of the code grant takes as many requests as it has codes (autocannon's `amount`:
-    // exactly that many are built), at least a few per connection. Codes expire 60 s after they
-    // are made, so a round's are made just before it.
-    const redeem = async (amount: number) => {
-      const { codes, preparation, seconds } = await prepareCodes(browser, base, webClient.id, amount + CONNECTIONS, pid)
-      return { run: await measure({ ...codeGrant(codes), amount }, pid), preparation, seconds }
-    }
-    const enough = (rate: number, seconds: number) => Math.max(CONNECTIONS * 4, Math.ceil(rate * seconds))
-    // Warm-up, which also estimates the code grant's rate: each round then has codes for SECONDS.
-    await autocannon({ ...clientCredentials, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
-    let codeRate = (await redeem(CONNECTIONS * 10)).run.rps
-    codeRate = (await redeem(enough(codeRate, WARM_UP_SECONDS))).run.rps
-
-    const credentialRuns: Run[] = []
-    const codeRuns: Run[] = []
-    const preparations: Preparation[] = []
-    const preparedSeconds: number[] = []
-    for (let round = 0; round < ROUNDS; round++) {
-      // Each round in the other order from the last: the machine's speed drifts.
-      for (const side of round % 2 === 0 ? ['credentials', 'code'] : ['code', 'credentials']) {
-        if (side === 'credentials') {
-          credentialRuns.push(await measure({ ...clientCredentials, duration: SECONDS }, pid))
-          continue
-        }
-        const { run, preparation, seconds } = await redeem(enough(codeRate, SECONDS))
-        preparations.push(preparation)
-        preparedSeconds.push(seconds)
-        codeRuns.push(run)
-        codeRate = run.rps
-      }
-    }
-
-    const row = (name: string, runs: Run[], unit: string) => {
-      const side = summary(runs)
-      report(name, perCore(side.cpuUs) / KEYCLOAK_GRANTS_PER_VCPU, `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
-        `${side.rps.toFixed(0)} req/s; p50 ${side.p50} ms, p99 ${side.p99} ms; ${cpuShare(side, unit)}`)
-      return side
-    }
-    row('POST /oidc/token, client_credentials (Basic)', credentialRuns, 'grants')
-    const code = row('POST /oidc/token, authorization_code + PKCE (Basic)', codeRuns, 'codes redeemed')
-    const made = {
-      aloneMs: median(preparations.map((preparation) => preparation.aloneMs)),
-      codesPerSecond: median(preparations.map((preparation) => preparation.codesPerSecond)),
-      cpuUs: median(preparations.map((preparation) => preparation.cpuUs))
-    }
-    const signIn = made.cpuUs + code.cpuUs
-    report('GET /oidc/auth (signed in, consent remembered) + the code\'s POST /oidc/token: a sign-in at a relying party', perCore(signIn) / KEYCLOAK_GRANTS_PER_VCPU,
-      `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
-      `GET /oidc/auth: ${made.aloneMs.toFixed(1)} ms for one code alone (median), ${made.codesPerSecond.toFixed(0)} codes/s ${PREPARING_CONCURRENCY} at a time, ` +
-      `server CPU per code ${made.cpuUs.toFixed(0)} µs; with the token request ${signIn.toFixed(0)} µs, so ${perCore(signIn).toFixed(0)} sign-ins/s per core ` +
-      `(a round's codes made in ${median(preparedSeconds).toFixed(1)} s)`)
+    await measureAuthorizationServer(service.base, service.child.pid, report, '')
   } finally {
     await stop(service.child)
   }
+}
+
+/**
+ * The measurements on a service started with authorizationServerEnv at `base` (process `pid`);
+ * `suffix` ends each row's name (the back end, say).
+ */
+export async function measureAuthorizationServer (
+  base: string,
+  pid: number | undefined,
+  report: Report,
+  suffix: string
+): Promise<AuthorizationServerCapacity> {
+  const login = await json(`${base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify(ADMIN) })
+  const admin = { authorization: `Bearer ${String(login.data.access_token)}` }
+  const register = async (client: Record<string, unknown>) => {
+    const { data } = await json(`${base}/api/v1/oauth-clients`, { method: 'POST', headers: admin, body: JSON.stringify(client) })
+    return { id: String(data.id), secret: String(data.client_secret) }
+  }
+  const machineClient = await register({ name: 'Bench machine client', redirect_uris: [], grant_types: ['client_credentials'], scopes: ['api:read'] })
+  const webClient = await register({ name: 'Bench web client', redirect_uris: [REDIRECT_URI], grant_types: ['authorization_code'], scopes: PERSON_SCOPE.split(' ') })
+  await json(`${base}/api/v1/users`, { method: 'POST', body: JSON.stringify(PERSON) })
+  const browser = new Browser(base)
+  await signInThroughPages(browser, base, webClient.id)
+
+  const form = { 'content-type': 'application/x-www-form-urlencoded' }
+  const credentialsHeaders = { ...form, authorization: basic(machineClient.id, machineClient.secret) }
+  const credentialsBody = 'grant_type=client_credentials&scope=api%3Aread'
+  const clientCredentials: autocannon.Options = { url: `${base}/oidc/token`, method: 'POST', headers: credentialsHeaders, body: credentialsBody }
+  const codeGrant = (codes: Code[]): autocannon.Options => {
+    let next = 0
+    return {
+      url: `${base}/oidc/token`,
+      method: 'POST',
+      headers: { ...form, authorization: basic(webClient.id, webClient.secret) },
+      requests: [{
+        setupRequest: (request) => {
+          // Called once per request sent (`amount` in all): each code once, the spare ones a margin.
+          const { code, verifier } = codes[next++] ?? { code: 'exhausted', verifier: '' }
+          const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier })
+          return { ...request, body: body.toString() }
+        }
+      }]
+    }
+  }
+
+  // Each grant once by hand: the answer is the tokens it should be.
+  const issued = await fetch(`${base}/oidc/token`, { method: 'POST', headers: credentialsHeaders, body: credentialsBody })
+  const issuedBody = await issued.json() as Record<string, unknown>
+  if (issued.status !== 200 || issuedBody.scope !== 'api:read') throw new Error(`client credentials: ${issued.status} ${JSON.stringify(issuedBody)}`)
+  const sample = await oneCode(browser, base, webClient.id)
+  const redeemed = await fetch(`${base}/oidc/token`, {
+    method: 'POST',
+    headers: { ...form, authorization: basic(webClient.id, webClient.secret) },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code: sample.code, redirect_uri: REDIRECT_URI, code_verifier: sample.verifier }).toString()
+  })
+  const redeemedBody = await redeemed.json() as Record<string, unknown>
+  if (redeemed.status !== 200 || typeof redeemedBody.id_token !== 'string') throw new Error(`authorization code: ${redeemed.status} ${JSON.stringify(redeemedBody)}`)
+
+  // A run of the code grant takes as many requests as it has codes (autocannon's `amount`:
+  // exactly that many are built), at least a few per connection. Codes expire 60 s after they
+  // are made, so a round's are made just before it.
+  const redeem = async (amount: number) => {
+    const { codes, preparation, seconds } = await prepareCodes(browser, base, webClient.id, amount + CONNECTIONS, pid)
+    return { run: await measure({ ...codeGrant(codes), amount }, pid), preparation, seconds }
+  }
+  const enough = (rate: number, seconds: number) => Math.max(CONNECTIONS * 4, Math.ceil(rate * seconds))
+  // Warm-up, which also estimates the code grant's rate: each round then has codes for SECONDS.
+  await autocannon({ ...clientCredentials, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
+  let codeRate = (await redeem(CONNECTIONS * 10)).run.rps
+  codeRate = (await redeem(enough(codeRate, WARM_UP_SECONDS))).run.rps
+
+  const credentialRuns: Run[] = []
+  const codeRuns: Run[] = []
+  const preparations: Preparation[] = []
+  const preparedSeconds: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    // Each round in the other order from the last: the machine's speed drifts.
+    for (const side of round % 2 === 0 ? ['credentials', 'code'] : ['code', 'credentials']) {
+      if (side === 'credentials') {
+        credentialRuns.push(await measure({ ...clientCredentials, duration: SECONDS }, pid))
+        continue
+      }
+      const { run, preparation, seconds } = await redeem(enough(codeRate, SECONDS))
+      preparations.push(preparation)
+      preparedSeconds.push(seconds)
+      codeRuns.push(run)
+      codeRate = run.rps
+    }
+  }
+
+  const row = (name: string, runs: Run[], unit: string) => {
+    const side = summary(runs)
+    report(name, perCore(side.cpuUs) / KEYCLOAK_GRANTS_PER_VCPU, `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
+      `${side.rps.toFixed(0)} req/s; p50 ${side.p50} ms, p99 ${side.p99} ms; ${cpuShare(side, unit)}`)
+    return side
+  }
+  const grants = row(`POST /oidc/token, client_credentials (Basic)${suffix}`, credentialRuns, 'grants')
+  const code = row(`POST /oidc/token, authorization_code + PKCE (Basic)${suffix}`, codeRuns, 'codes redeemed')
+  const made = {
+    aloneMs: median(preparations.map((preparation) => preparation.aloneMs)),
+    codesPerSecond: median(preparations.map((preparation) => preparation.codesPerSecond)),
+    cpuUs: median(preparations.map((preparation) => preparation.cpuUs))
+  }
+  const signIn = made.cpuUs + code.cpuUs
+  report(`GET /oidc/auth (signed in, consent remembered) + the code's POST /oidc/token: a sign-in at a relying party${suffix}`, perCore(signIn) / KEYCLOAK_GRANTS_PER_VCPU,
+    `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
+    `GET /oidc/auth: ${made.aloneMs.toFixed(1)} ms for one code alone (median), ${made.codesPerSecond.toFixed(0)} codes/s ${PREPARING_CONCURRENCY} at a time, ` +
+    `server CPU per code ${made.cpuUs.toFixed(0)} µs; with the token request ${signIn.toFixed(0)} µs, so ${perCore(signIn).toFixed(0)} sign-ins/s per core ` +
+    `(a round's codes made in ${median(preparedSeconds).toFixed(1)} s)`)
+  return { grantsPerCore: perCore(grants.cpuUs), signInsPerCore: perCore(signIn) }
 }

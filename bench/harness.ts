@@ -123,6 +123,34 @@ export async function dropPostgresSchema (schema: string): Promise<void> {
   await onPostgres(`drop schema if exists ${schema} cascade`)
 }
 
+/** Where a benchmark keeps the service's data: SQLite alone, or PostgreSQL with Redis. */
+export interface Backend {
+  name: string
+  /** A fresh database for one service (`label` tells them apart); its DATABASE_URL. */
+  database: (label: string) => Promise<string>
+  env: Record<string, string>
+  /** Removes what `database` made outside the run's folder. */
+  drop: (label: string) => Promise<void>
+}
+
+/**
+ * The two back ends, SQLite first: SQLite files in `dir` without Redis (as one instance runs),
+ * and PostgreSQL schemas named `<prefix>_<label>` with Redis (as several instances run: rate
+ * limits in Redis, revocations published through it).
+ */
+export function backends (dir: string, prefix: string): Backend[] {
+  const schema = (label: string) => `${prefix}_${label}`
+  return [
+    { name: 'SQLite', database: async (label) => `sqlite://${join(dir, `${prefix}-${label}.db`)}`, env: {}, drop: async () => {} },
+    {
+      name: 'PostgreSQL + Redis',
+      database: async (label) => await freshPostgresSchema(schema(label)),
+      env: { REDIS_URL },
+      drop: async (label) => { await dropPostgresSchema(schema(label)) }
+    }
+  ]
+}
+
 export async function stop (child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once('exit', resolve))

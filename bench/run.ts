@@ -9,6 +9,7 @@ import { compareAlgorithms, type Report } from './algorithms.js'
 import { benchAuthorizationServer } from './authorization-server.js'
 import { CONNECTIONS, json, load, loadAverage, machine, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 import { benchSessions } from './sessions.js'
+import { benchSizing } from './sizing.js'
 
 /**
  * `npm run bench`: autocannon scenarios against the service (compiled, SQLite, every
@@ -19,7 +20,8 @@ import { benchSessions } from './sessions.js'
  * BENCH_SOAK_SECONDS (default 60) the soak. BENCH_ONLY=authorization-server runs only the
  * authorization server's token endpoint (authorization-server.ts), BENCH_ONLY=sessions only the
  * refreshes and the read beside 100,000 revocations, on SQLite and on PostgreSQL + Redis
- * (sessions.ts).
+ * (sessions.ts), BENCH_ONLY=sizing only the capacity per core in Keycloak's terms on both
+ * (sizing.ts), which the whole run ends with.
  *
  * The machine's speed drifts by tens of percent within a minute (shared host), so each
  * comparison alternates its sides over several short rounds and compares medians: a drift
@@ -62,9 +64,12 @@ function summary (rounds: Measured[]): Measured {
 interface Side { base: string, path: string, headers?: Record<string, string>, pid: number | undefined }
 
 /** Scenario groups that run alone with BENCH_ONLY: each, and the databases it runs on. */
-const ALONE: Record<string, { bench: typeof benchSessions, databases: string }> = {
-  'authorization-server': { bench: benchAuthorizationServer, databases: 'SQLite' },
-  sessions: { bench: benchSessions, databases: 'SQLite, and PostgreSQL + Redis' }
+/** A group's rows go to the report; it may answer lines to append after them (the sizing table). */
+type Group = (dir: string, report: Report) => Promise<string[] | undefined>
+const ALONE: Record<string, { bench: Group, databases: string }> = {
+  'authorization-server': { bench: async (dir, report) => { await benchAuthorizationServer(dir, report); return undefined }, databases: 'SQLite' },
+  sessions: { bench: async (dir, report) => { await benchSessions(dir, report); return undefined }, databases: 'SQLite, and PostgreSQL + Redis' },
+  sizing: { bench: benchSizing, databases: 'SQLite, and PostgreSQL + Redis' }
 }
 const ONLY = process.env.BENCH_ONLY
 /** The load average when the run started: the heading gives it beside the one at the end. */
@@ -102,10 +107,11 @@ const COMMIT = (() => {
 })()
 
 /**
- * Appends a run's table to bench/RESULTS.md under a heading of the date, the commit, `what` was
- * measured on which `databases`, the machine and its load.
+ * Appends a run's table (and `after` it, when given, the sizing table) to bench/RESULTS.md under
+ * a heading of the date, the commit, `what` was measured on which `databases`, the machine and
+ * its load.
  */
-function appendResults (what: string, databases: string, results: string[]): void {
+function appendResults (what: string, databases: string, results: string[], after: string[] = []): void {
   appendFileSync(join(ROOT, 'bench', 'RESULTS.md'), [
     '',
     `## ${new Date().toISOString().slice(0, 10)} — commit ${COMMIT} — ${what}, ${CONNECTIONS} connections, ${databases}, ${machine()}, ` +
@@ -114,6 +120,7 @@ function appendResults (what: string, databases: string, results: string[]): voi
     '| scenario | ratio | target | verdict | measured |',
     '|---|---|---|---|---|',
     ...results,
+    ...after,
     ''
   ].join('\n'))
 }
@@ -125,12 +132,13 @@ async function alone (name: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-bench-'))
   const results: string[] = []
   const verdicts: boolean[] = []
+  let after: string[] | undefined
   try {
-    await group.bench(dir, reporter(results, verdicts))
+    after = await group.bench(dir, reporter(results, verdicts))
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-  appendResults(`${name} alone: medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, group.databases, results)
+  appendResults(`${name} alone: medians of ${ROUNDS} rounds of ${SECONDS} s`, group.databases, results, after)
   process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
 }
 
@@ -152,6 +160,7 @@ async function main () {
   const results: string[] = []
   const verdicts: boolean[] = []
   const report = reporter(results, verdicts)
+  let sizing: string[] = []
   try {
     const password = 'bench-password-1'
     const created = await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', name: 'Bench User', password }) })
@@ -284,7 +293,6 @@ async function main () {
       `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
 
     await compareAlgorithms(dir, report)
-    await benchAuthorizationServer(dir, report)
     await benchSessions(dir, report)
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on
@@ -315,6 +323,7 @@ async function main () {
     const two = median(twoWorkers)
     report('cluster: two workers vs one (authenticated GET user)', two / one, 'reported', true,
       `${two.toFixed(0)} vs ${one.toFixed(0)} req/s, medians of ${CLUSTER_ROUNDS} rounds`)
+    sizing = await benchSizing(dir, report)
   } finally {
     for (const child of [service.child, unlogged.child, express.child, betterAuth.child]) await stop(child)
     await stop(ceiling.child)
@@ -322,7 +331,7 @@ async function main () {
     rmSync(dir, { recursive: true, force: true })
   }
 
-  appendResults(`medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, 'SQLite (sessions also on PostgreSQL + Redis)', results)
+  appendResults(`medians of ${ROUNDS} interleaved rounds of ${SECONDS} s`, 'SQLite (sessions and sizing also on PostgreSQL + Redis)', results, sizing)
   process.stdout.write(`${verdicts.filter(Boolean).length} of ${verdicts.length} targets hold\n`)
 }
 

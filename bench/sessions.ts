@@ -6,8 +6,8 @@ import { openDatabase } from '../src/store/database.js'
 import { migrateToLatest } from '../src/store/migrations/index.js'
 import type { Report } from './algorithms.js'
 import {
-  CONNECTIONS, cpuShare, dropPostgresSchema, freshPostgresSchema, json, JWT_SECRET, loadAverage, load, type Measured,
-  median, perCore, REDIS_URL, ROUNDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
+  type Backend, backends, CONNECTIONS, cpuShare, json, JWT_SECRET, loadAverage, load, type Measured, median, perCore,
+  ROUNDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
 } from './harness.js'
 
 /**
@@ -37,15 +37,6 @@ const REVOKED_READ_TARGET = 0.9
 const PASSWORD = 'bench-password-1'
 /** How many accounts are registered and signed in at once while preparing. */
 const PREPARING_CONCURRENCY = 8
-
-interface Backend {
-  name: string
-  /** A fresh database for one service (`label` tells them apart); its DATABASE_URL. */
-  database: (label: string) => Promise<string>
-  env: Record<string, string>
-  /** Removes what `database` made outside `dir`. */
-  drop: (label: string) => Promise<void>
-}
 
 /** One connection's session: its current refresh token, and whether a rotation of it is unanswered. */
 export interface Session { token: string, inFlight: boolean }
@@ -201,15 +192,5 @@ async function benchBackend (backend: Backend, dir: string, report: Report): Pro
 
 /** Both back ends, SQLite first. */
 export async function benchSessions (dir: string, report: Report): Promise<void> {
-  const schema = (label: string) => `bench_sessions_${label}`
-  const backends: Backend[] = [
-    { name: 'SQLite', database: async (label) => `sqlite://${join(dir, `sessions-${label}.db`)}`, env: {}, drop: async () => {} },
-    {
-      name: 'PostgreSQL + Redis',
-      database: async (label) => await freshPostgresSchema(schema(label)),
-      env: { REDIS_URL },
-      drop: async (label) => { await dropPostgresSchema(schema(label)) }
-    }
-  ]
-  for (const backend of backends) await benchBackend(backend, dir, report)
+  for (const backend of backends(dir, 'bench_sessions')) await benchBackend(backend, dir, report)
 }
