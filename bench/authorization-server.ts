@@ -4,14 +4,15 @@ import autocannon from 'autocannon'
 import type { Report } from './algorithms.js'
 import { freePort } from './free-port.js'
 import {
-  CONNECTIONS, cpuMicros, cpuShare, json, machine, median, perCore, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start,
-  stop, WARM_UP_SECONDS
+  CONNECTIONS, cpuMicros, cpuShare, json, machine, type Measured, median, medians, perCore, ROUNDS, SECONDS, serviceEnv,
+  START_FLAGS, start, stop, WARM_UP_SECONDS
 } from './harness.js'
 
 /**
  * The authorization server's token endpoint (docs/performance.md, "Authorization server"): the
- * service compiled, on SQLite, with JWT_ISSUER its own address, and two clients registered
- * through the admin API. Measured in ROUNDS interleaved rounds, medians:
+ * service compiled, with JWT_ISSUER its own address (on SQLite when run alone, on each back
+ * end as part of the sizing, sizing.ts), and two clients registered through the admin API.
+ * Measured in ROUNDS interleaved rounds, medians:
  * - `POST /oidc/token` with `grant_type=client_credentials` (HTTP Basic), for a machine client;
  * - `POST /oidc/token` redeeming an authorization code (PKCE, HTTP Basic). Codes are single-use
  *   and live 60 s, so each round's are made just before it: one person signed in once through
@@ -36,9 +37,6 @@ const PERSON_SCOPE = 'openid email profile'
 const PREPARING_CONCURRENCY = 8
 /** Of each round's codes, this many are made one at a time: the latency of one alone. */
 const ALONE = 30
-
-/** One measurement: throughput over the run, latencies, the server's CPU per request. */
-interface Run { rps: number, p50: number, p99: number, cpuUs: number }
 
 /** A code ready to redeem, with its PKCE verifier. */
 interface Code { code: string, verifier: string }
@@ -163,7 +161,7 @@ async function prepareCodes (browser: Browser, base: string, clientId: string, c
 }
 
 /** One autocannon run (for `duration` seconds, or `amount` requests), every answer 200. */
-async function measure (options: autocannon.Options, pid: number | undefined): Promise<Run> {
+async function measure (options: autocannon.Options, pid: number | undefined): Promise<Measured> {
   const cpuBefore = cpuMicros(pid)
   const result = await autocannon({ connections: CONNECTIONS, ...options })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${options.url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
@@ -173,16 +171,6 @@ async function measure (options: autocannon.Options, pid: number | undefined): P
     p50: result.latency.p50,
     p99: result.latency.p99,
     cpuUs: total > 0 ? (cpuMicros(pid) - cpuBefore) / total : 0
-  }
-}
-
-/** The medians of a side's rounds (latencies too, each its own median). */
-function summary (runs: Run[]): Run {
-  return {
-    rps: median(runs.map((run) => run.rps)),
-    p50: median(runs.map((run) => run.p50)),
-    p99: median(runs.map((run) => run.p99)),
-    cpuUs: median(runs.map((run) => run.cpuUs))
   }
 }
 
@@ -282,8 +270,8 @@ export async function measureAuthorizationServer (
   let codeRate = (await redeem(CONNECTIONS * 10)).run.rps
   codeRate = (await redeem(enough(codeRate, WARM_UP_SECONDS))).run.rps
 
-  const credentialRuns: Run[] = []
-  const codeRuns: Run[] = []
+  const credentialRuns: Measured[] = []
+  const codeRuns: Measured[] = []
   const preparations: Preparation[] = []
   const preparedSeconds: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
@@ -301,8 +289,8 @@ export async function measureAuthorizationServer (
     }
   }
 
-  const row = (name: string, runs: Run[], unit: string) => {
-    const side = summary(runs)
+  const row = (name: string, runs: Measured[], unit: string) => {
+    const side = medians(runs)
     report(name, perCore(side.cpuUs) / KEYCLOAK_GRANTS_PER_VCPU, `reported (per core, against Keycloak's ${KEYCLOAK_GRANTS_PER_VCPU} client credential grants/s per vCPU)`, true,
       `${side.rps.toFixed(0)} req/s; p50 ${side.p50} ms, p99 ${side.p99} ms; ${cpuShare(side, unit)}`)
     return side

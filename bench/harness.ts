@@ -185,3 +185,11 @@ export async function json (url: string, init: RequestInit = {}): Promise<any> {
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+/** A side's rounds as one: each figure its own median. */
+export const medians = (rounds: Measured[]): Measured => ({
+  rps: median(rounds.map((round) => round.rps)),
+  p50: median(rounds.map((round) => round.p50)),
+  p99: median(rounds.map((round) => round.p99)),
+  cpuUs: median(rounds.map((round) => round.cpuUs))
+})

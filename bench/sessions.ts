@@ -6,7 +6,7 @@ import { openDatabase } from '../src/store/database.js'
 import { migrateToLatest } from '../src/store/migrations/index.js'
 import type { Report } from './algorithms.js'
 import {
-  type Backend, backends, CONNECTIONS, cpuShare, json, JWT_SECRET, loadAverage, load, type Measured, median, perCore,
+  type Backend, backends, CONNECTIONS, cpuShare, json, JWT_SECRET, loadAverage, load, type Measured, medians, perCore,
   ROUNDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
 } from './harness.js'
 
@@ -127,13 +127,6 @@ async function reader (base: string): Promise<{ path: string, headers: Record<st
   return { path: `/api/v1/users/${String(created.data.id)}`, headers: { authorization: `Bearer ${String(login.data.access_token)}` } }
 }
 
-const summary = (rounds: Measured[]): Measured => ({
-  rps: median(rounds.map((round) => round.rps)),
-  p50: median(rounds.map((round) => round.p50)),
-  p99: median(rounds.map((round) => round.p99)),
-  cpuUs: median(rounds.map((round) => round.cpuUs))
-})
-
 async function benchBackend (backend: Backend, dir: string, report: Report): Promise<void> {
   const serve = async (label: string, revocations: number) => {
     const databaseUrl = await backend.database(label)
@@ -157,7 +150,7 @@ async function benchBackend (backend: Backend, dir: string, report: Report): Pro
         side.reads.push(await load(read(side), side.service.child.pid))
       }
     }
-    const [without, withRevoked] = sides.map((side) => summary(side.reads)) as [Measured, Measured]
+    const [without, withRevoked] = sides.map((side) => medians(side.reads)) as [Measured, Measured]
     const ratio = withRevoked.rps / without.rps
     report(`GET /api/v1/users/{id} (authenticated), ${REVOKED.toLocaleString('en')} access tokens revoked vs none, ${backend.name}`, ratio,
       `≥ ${REVOKED_READ_TARGET} × none revoked`, ratio >= REVOKED_READ_TARGET,
@@ -177,7 +170,7 @@ async function benchBackend (backend: Backend, dir: string, report: Report): Pro
       refreshes.push(await load(refresh, plain.child.pid))
       await resume(plain.base, sessions)
     }
-    const rotated = summary(refreshes)
+    const rotated = medians(refreshes)
     const multiple = perCore(rotated.cpuUs) / KEYCLOAK_REFRESHES_PER_VCPU
     report(`POST /api/v1/auth/refresh, each connection rotating its own session, ${backend.name}`, multiple,
       `≥ ${REFRESH_TARGET} × Keycloak's ${KEYCLOAK_REFRESHES_PER_VCPU} refreshes/s per vCPU, per core`, multiple >= REFRESH_TARGET,

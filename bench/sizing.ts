@@ -12,8 +12,8 @@ import type { Report } from './algorithms.js'
 import { type AuthorizationServerCapacity, authorizationServerEnv, measureAuthorizationServer } from './authorization-server.js'
 import { freePort } from './free-port.js'
 import {
-  type Backend, backends, CONNECTIONS, cpuShare, json, JWT_SECRET, load, machine, type Measured, median, perCore,
-  ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
+  type Backend, backends, CONNECTIONS, cpuShare, json, JWT_SECRET, load, machine, type Measured, median, medians,
+  perCore, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS
 } from './harness.js'
 import { resume, rotating, signedInSessions } from './sessions.js'
 
@@ -109,13 +109,6 @@ function memoryMb (pid: number): { now: number, peak: number } {
   return { now: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 }
 }
 
-const medianOf = (rounds: Measured[]): Measured => ({
-  rps: median(rounds.map((round) => round.rps)),
-  p50: median(rounds.map((round) => round.p50)),
-  p99: median(rounds.map((round) => round.p99)),
-  cpuUs: median(rounds.map((round) => round.cpuUs))
-})
-
 /** One back end's figures, per core of the server. */
 interface Capacity extends AuthorizationServerCapacity {
   backend: string
@@ -155,7 +148,7 @@ async function measureBackend (backend: Backend, dir: string, report: Report): P
       hashRates.push(await pbkdf2PerCore())
       signIns.push(await load(signIn, pid))
     }
-    const signInSide = medianOf(signIns)
+    const signInSide = medians(signIns)
     const pbkdf2 = median(hashRates)
     const signInsPerCore = perCore(signInSide.cpuUs)
     report(`POST /api/v1/auth/login per core${suffix}`, signInsPerCore / pbkdf2, `≥ ${TARGETS.signInsOfPbkdf2} × PBKDF2 per core`,
@@ -172,7 +165,7 @@ async function measureBackend (backend: Backend, dir: string, report: Report): P
     await autocannon({ ...read, connections: CONNECTIONS, duration: WARM_UP_SECONDS })
     const reads: Measured[] = []
     for (let round = 0; round < ROUNDS; round++) reads.push(await load(read, pid))
-    const readSide = medianOf(reads)
+    const readSide = medians(reads)
     report(`GET /api/v1/users/{id} (authenticated) per core${suffix}`, perCore(readSide.cpuUs), 'reported (reads/s per core)', true,
       `${readSide.rps.toFixed(0)} req/s; p50 ${readSide.p50} ms, p99 ${readSide.p99} ms; ${cpuShare(readSide, 'reads')}`)
 
@@ -186,7 +179,7 @@ async function measureBackend (backend: Backend, dir: string, report: Report): P
       refreshes.push(await load(refresh, pid))
       await resume(service.base, sessions)
     }
-    const refreshSide = medianOf(refreshes)
+    const refreshSide = medians(refreshes)
     const refreshesPerCore = perCore(refreshSide.cpuUs)
     report(`POST /api/v1/auth/refresh per core${suffix}`, refreshesPerCore / KEYCLOAK.refreshes,
       `≥ ${TARGETS.ofKeycloak} × Keycloak's ${KEYCLOAK.refreshes} per vCPU`, refreshesPerCore / KEYCLOAK.refreshes >= TARGETS.ofKeycloak,

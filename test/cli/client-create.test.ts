@@ -5,7 +5,8 @@ import { freePort } from '../../bench/free-port.js'
 import { build } from '../helpers/app.js'
 import { sqliteFile } from '../helpers/database.js'
 import { integrationSnippet } from '../helpers/integration-guide.js'
-import { type CommandRun, ROOT, runCli } from '../helpers/process.js'
+import { ROOT } from '../helpers/compiled.js'
+import { type CommandRun, runCli } from '../helpers/process.js'
 
 /** The docs' shell snippet run as an operator runs it, in the repository, with `env` over the environment. */
 async function run (command: string, args: string[], env: Record<string, string>): Promise<CommandRun> {

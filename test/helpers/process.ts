@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn, type StdioOptions } from 'node:child_process'
-import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { compiledEntry, ROOT } from './compiled.js'
 import type { TestContext } from './context.js'
 
 export type LogEntry = Record<string, unknown>
@@ -22,27 +22,24 @@ export interface ServiceProcess extends SpawnedService {
   base: string
 }
 
-/** The repository's root. */
-export const ROOT = join(import.meta.dirname, '..', '..')
-
 /** What a command printed, and its exit code (null when ended by a signal). */
 export interface CommandRun { code: number | null, stdout: string, stderr: string }
 
 /**
  * `npm run <script>` as an operator runs it, for a script that is `tsx src/cli/<name>.ts`: that
- * file run by Node through tsx's loader, in the repository, with `args` and `env` (the whole
- * environment). Not through the `tsx` command, which starts a second Node process to run it.
+ * file, compiled (compiled.ts), run by Node in the repository with `args` and `env` (the whole
+ * environment).
  */
 export async function runCli (name: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandRun> {
   return await new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', `${name}.ts`), ...args], { cwd: ROOT, env },
+    execFile(process.execPath, [compiledEntry(`src/cli/${name}.ts`), ...args], { cwd: ROOT, env },
       (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }))
   })
 }
 
-/** Runs src/server.ts (or another entry, such as src/cluster.ts) through tsx, so no build is needed. */
+/** Runs src/server.ts (or another entry, such as src/cluster.ts), compiled (compiled.ts). */
 export function spawnServer (env: Record<string, string>, stdio: StdioOptions, entry = 'src/server.ts'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio })
+  return spawn(process.execPath, [compiledEntry(entry)], { cwd: ROOT, env: { ...process.env, ...env }, stdio })
 }
 
 /** Spawns `entry` (see spawnServer) with a JWT secret and `env`; killed at teardown if still running. */
