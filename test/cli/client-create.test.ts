@@ -1,19 +1,14 @@
-import { execFile } from 'node:child_process'
 import * as client from 'openid-client'
 import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
 import { build } from '../helpers/app.js'
 import { sqliteFile } from '../helpers/database.js'
 import { integrationSnippet } from '../helpers/integration-guide.js'
-import { ROOT } from '../helpers/compiled.js'
-import { type CommandRun, runCli } from '../helpers/process.js'
+import { type CommandRun, runCli, runCommand } from '../helpers/process.js'
 
 /** The docs' shell snippet run as an operator runs it, in the repository, with `env` over the environment. */
 async function run (command: string, args: string[], env: Record<string, string>): Promise<CommandRun> {
-  return await new Promise((resolve) => {
-    execFile(command, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'error', ...env } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }))
-  })
+  return await runCommand(command, args, { ...process.env, LOG_LEVEL: 'error', ...env })
 }
 
 const clientCreate = async (args: string[], env: Record<string, string>) =>

@@ -65,14 +65,20 @@ function lock (): void {
   }
 }
 
+/** Whether this process has seen the build fresh: the sources do not change during a run. */
+let checked = false
+
 /** `entry` (`src/…/name.ts`) compiled, built first when any source is newer than the last build. */
 export function compiledEntry (entry: string): string {
-  lock()
-  try {
-    const files = sourceFiles()
-    if (!fresh(files)) build(files)
-  } finally {
-    rmSync(LOCK, { recursive: true, force: true })
+  if (!checked) {
+    lock()
+    try {
+      const files = sourceFiles()
+      if (!fresh(files)) build(files)
+      checked = true
+    } finally {
+      rmSync(LOCK, { recursive: true, force: true })
+    }
   }
   return join(OUT, entry.replace(/\.ts$/, '.js'))
 }

@@ -25,16 +25,22 @@ export interface ServiceProcess extends SpawnedService {
 /** What a command printed, and its exit code (null when ended by a signal). */
 export interface CommandRun { code: number | null, stdout: string, stderr: string }
 
-/**
- * `npm run <script>` as an operator runs it, for a script that is `tsx src/cli/<name>.ts`: that
- * file, compiled (compiled.ts), run by Node in the repository with `args` and `env` (the whole
- * environment).
- */
-export async function runCli (name: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandRun> {
+/** `command` run in the repository with `args` and `env` (the whole environment). */
+export async function runCommand (
+  command: string, args: string[], env: NodeJS.ProcessEnv = process.env
+): Promise<CommandRun> {
   return await new Promise((resolve) => {
-    execFile(process.execPath, [compiledEntry(`src/cli/${name}.ts`), ...args], { cwd: ROOT, env },
+    execFile(command, args, { cwd: ROOT, env },
       (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }))
   })
+}
+
+/**
+ * `npm run <script>` as an operator runs it, for a script that is `tsx src/cli/<name>.ts`: that
+ * file, compiled (compiled.ts), run by Node (runCommand).
+ */
+export async function runCli (name: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandRun> {
+  return await runCommand(process.execPath, [compiledEntry(`src/cli/${name}.ts`), ...args], env)
 }
 
 /** Runs src/server.ts (or another entry, such as src/cluster.ts), compiled (compiled.ts). */
