@@ -1,5 +1,5 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { buildSync } from 'esbuild'
 
 /** The repository's root. */
@@ -51,6 +51,8 @@ function build (files: string[]): void {
 
 /** Takes the build lock (a directory: creating one is atomic), waiting while another process holds it. */
 function lock (): void {
+  // A clean clone has no node_modules/.cache yet.
+  mkdirSync(dirname(LOCK), { recursive: true })
   for (;;) {
     try {
       mkdirSync(LOCK)
