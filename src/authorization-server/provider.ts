@@ -3,9 +3,9 @@ import Provider, { type Adapter, type Configuration, interactionPolicy, type Koa
 import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
 import { clientSecretHash } from '../security/client-secrets.js'
 import { ID_TOKEN_ALGORITHMS } from '../security/signing-keys.js'
-import type { IdTokenKeySet } from '../services/id-token-keys.js'
-import type { AuthorizationGrantService } from '../services/authorization-grants.js'
-import type { SessionService } from '../services/sessions.js'
+import type { IdTokenKeySet } from '../services/authorization-server/id-token-keys.js'
+import type { AuthorizationGrantService } from '../services/authorization-server/authorization-grants.js'
+import type { SessionService } from '../services/sessions/sessions.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
@@ -32,7 +32,7 @@ export interface AuthorizationServerOptions {
   issuer: string
   /** The service's secret (JWT_SECRET), which its cookies' keys are derived from, whatever JWT_ALGORITHM is. */
   secret: string
-  /** What ID tokens are signed with, and every key published (src/services/id-token-keys.ts). */
+  /** What ID tokens are signed with, and every key published (src/services/authorization-server/id-token-keys.ts). */
   idTokenKeys: IdTokenKeySet
   /** Scopes machine clients may be given (AUTHORIZATION_SERVER_SCOPES). */
   scopes: string[]

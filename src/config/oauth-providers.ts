@@ -137,7 +137,7 @@ export function readOAuth (
 /**
  * OAUTH_REDIRECT_URLS: http(s) URLs without query or fragment, in the parser's form (an entry
  * that is only an origin gets its `/`, and so admits every path of that origin). A return URL
- * matches an entry on its origin and a path boundary (OAuthService, docs/api.md "Browser
+ * matches an entry on its origin and a path boundary (FederatedSignInService, docs/api.md "Browser
  * applications"). null: that mode is off.
  */
 export function readRedirectUrls (value: string | undefined, problems: string[]): string[] | null {

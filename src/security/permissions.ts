@@ -1,4 +1,5 @@
 import type { Permission, Role } from '../../schemas/rbac.js'
+import { Errors } from '../errors.js'
 
 /**
  * The role table (docs/api.md, "Roles and permissions"). Each permission is held either on
@@ -52,6 +53,20 @@ export function hasPermission (principal: Principal, permission: Permission, own
     if ((ownerId === undefined || isOwner) && grant.own.includes(permission)) return true
   }
   return false
+}
+
+/**
+ * The caller, when it holds `permission` (on a resource of `ownerId`, when given); throws
+ * `Authentication required` without a caller, `Permission denied. Requires: <permission>` without it.
+ */
+export function authorize<Caller extends Principal> (
+  caller: Caller | null,
+  permission: Permission,
+  ownerId?: string
+): Caller {
+  if (caller === null) throw new Errors.AUTHENTICATION_REQUIRED()
+  if (!hasPermission(caller, permission, ownerId)) throw new Errors.FORBIDDEN(permission)
+  return caller
 }
 
 /**

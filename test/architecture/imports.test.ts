@@ -73,3 +73,14 @@ t.test('no route imports another route folder', async (t) => {
       .filter((target) => target.startsWith('src/routes/') && folderOf(target) !== folderOf(file))
       .map((target) => `${file} imports ${target}`)), [])
 })
+
+t.test('a feature of src/services/ reaches another feature only through its index', async (t) => {
+  const featureOf = (file: string) => /^src\/services\/([^/]+)\//.exec(file)?.[1]
+  t.same([...imports].filter(([file]) => featureOf(file) !== undefined)
+    .flatMap(([file, targets]) => targets
+      .filter((target) => {
+        const feature = featureOf(target)
+        return feature !== undefined && feature !== featureOf(file) && target !== `src/services/${feature}/index.ts`
+      })
+      .map((target) => `${file} imports ${target}`)), [])
+})

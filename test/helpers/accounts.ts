@@ -1,6 +1,6 @@
 /** Test accounts through the API: registering, signing in, stepping up, tokens and what they carry. */
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import { REAUTHENTICATION_TTL_MS } from '../../src/services/reauthentication.js'
+import { REAUTHENTICATION_TTL_MS } from '../../src/services/sign-in/reauthentication.js'
 import type { MailServer } from './servers/mail-server.js'
 import type { TestProvider } from './servers/oauth-provider.js'
 

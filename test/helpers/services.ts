@@ -7,7 +7,7 @@ import { auditStorage, WebhookPublisher } from '../../src/services/webhooks/publ
 import type { Resolver } from '../../src/services/webhooks/http-sender.js'
 import type { Caller, RequestContext } from '../../src/services/context.js'
 import { createServices, type Services } from '../../src/services/index.js'
-import { REAUTHENTICATION_TTL_MS } from '../../src/services/reauthentication.js'
+import { REAUTHENTICATION_TTL_MS } from '../../src/services/sign-in/reauthentication.js'
 import type { Mailer, MailMessage } from '../../src/services/messaging/ports.js'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations/index.js'
@@ -228,8 +228,8 @@ export async function googleTestProvider (
 export async function providerSignIn (
   { services }: ServiceFixture, provider: TestProvider, profile: Record<string, unknown>, ip = '198.51.100.30'
 ) {
-  const { url, state } = await services.oauth.authorize('google', {})
+  const { url, state } = await services.federation.authorize('google', {})
   const code = provider.approve(new URL(url).searchParams.get('code_challenge') ?? '', profile)
-  const flow = await services.oauth.takeState('google', { state }, state)
-  return await services.oauth.finish(contextFrom(ip), flow, { code, state })
+  const flow = await services.federation.takeState('google', { state }, state)
+  return await services.federation.finish(contextFrom(ip), flow, { code, state })
 }

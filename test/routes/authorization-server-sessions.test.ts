@@ -7,7 +7,7 @@ import {
 import { backends } from '../helpers/database.js'
 import { uniqueSlug } from '../helpers/organizations.js'
 
-/** How a session opened at the pages is listed (src/services/sessions.ts). */
+/** How a session opened at the pages is listed (src/services/sessions/sessions.ts). */
 const AT_AUTHORIZATION_SERVER = 'authorization-server'
 
 interface ListedSession { id: string, device: { id?: string } }

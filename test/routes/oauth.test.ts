@@ -5,7 +5,7 @@ import { createAccount, stateCookie, uniqueEmail, withToken } from '../helpers/a
 import { build, redisReady } from '../helpers/app.js'
 import type { TestContext } from '../helpers/context.js'
 import { backends } from '../helpers/database.js'
-import { MAX_PROVIDER_ANSWER_BYTES } from '../../src/oauth/client.js'
+import { MAX_PROVIDER_ANSWER_BYTES } from '../../src/federation/client.js'
 import { providerFor as providerAt, type TestProvider } from '../helpers/servers/oauth-provider.js'
 
 const REDIRECT = 'http://127.0.0.1:3000/callback'

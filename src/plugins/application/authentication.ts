@@ -2,7 +2,7 @@ import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors, tokenFailure } from '../../errors.js'
 import type { Caller, RequestContext } from '../../services/context.js'
-import { suspensionInForce } from '../../services/suspensions.js'
+import { suspensionInForce } from '../../security/suspension.js'
 import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
 import type { UserPrincipal } from '../../store/users.js'
 

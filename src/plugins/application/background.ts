@@ -88,7 +88,7 @@ export default fp(async (fastify) => {
         'and its routes answer 502 until a later read succeeds (docs/operations.md, "Providers by issuer")',
       shared: 'per instance: each keeps the documents it read in memory',
       run: async () => {
-        for (const { provider, reason } of await services.oauth.discoverAll()) {
+        for (const { provider, reason } of await services.federation.discoverAll()) {
           log.warn({ provider, reason }, 'OAuth provider unavailable: its discovery document could not be read')
         }
       },

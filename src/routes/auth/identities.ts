@@ -6,7 +6,7 @@ import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 
 /** The caller's linked provider identities (docs/api.md, "Identities"). */
 const identities: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { oauth } = fastify.services
+  const { federation } = fastify.services
 
   fastify.get('', {
     config: { access: 'bearer' },
@@ -16,7 +16,7 @@ const identities: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'The caller\'s linked provider identities',
       response: { 200: described(IdentityListResponseSchema, 'The caller\'s linked identities, oldest first'), ...errorResponses({}, 401) }
     }
-  }, async (request) => ({ data: await oauth.identities(request.serviceContext) }))
+  }, async (request) => ({ data: await federation.identities(request.serviceContext) }))
 
   fastify.delete('/:id', {
     config: { access: 'bearer' },
@@ -29,7 +29,7 @@ const identities: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: { type: 'null', description: 'Unlinked' }, ...errorResponses({ body: true }, 401, 403, 404, 409, 423) }
     }
   }, async (request, reply) => {
-    await oauth.unlink(request.serviceContext, request.params.id, request.body ?? {})
+    await federation.unlink(request.serviceContext, request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

@@ -6,7 +6,7 @@ import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema, OAuthExchangeBodyS
 import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
-import { STATE_TTL_MS } from '../../services/oauth.js'
+import { STATE_TTL_MS } from '../../services/sign-in/federated-sign-in.js'
 
 /**
  * The cookie binding a flow's state to the browser that started it (docs/security.md,
@@ -26,7 +26,7 @@ function stateCookie (request: FastifyRequest) {
 
 /** Sign-in through Google, GitHub, Microsoft or any OpenID provider (docs/api.md, "OAuth sign-in"). */
 const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { oauth: providers, signIn } = fastify.services
+  const { federation: providers, signIn } = fastify.services
   await fastify.register(fastifyCookie)
 
   fastify.get('/:provider/authorize', {

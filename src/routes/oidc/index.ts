@@ -18,7 +18,7 @@ import { type PasskeyAuthenticationBody, PasskeyAuthenticationBodySchema } from 
 import { ERROR_TABLE } from '../../../schemas/errors.js'
 import { isServiceError } from '../../errors.js'
 import type { AuthorizationServer } from '../../plugins/application/authorization-server.js'
-import type { SignInProof } from '../../services/sign-in.js'
+import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import { publicJwks } from '../../security/signing-keys.js'
 
 const PUBLIC = { access: 'public' as const }

@@ -1,6 +1,12 @@
 import pino from 'pino'
 import { auditEntryOf } from '../../store/audit-logs.js'
-import type { AuditSink } from '../webhooks/publisher.js'
+import type { AuditLogsTable } from '../../store/types.js'
+
+/** Where the audit stream goes besides the table (AUDIT_STREAM=stdout or file): written once stored. */
+export interface AuditSink {
+  write: (rows: AuditLogsTable[]) => void
+  close: () => Promise<void>
+}
 
 /**
  * The audit stream for a log shipper (AUDIT_STREAM=stdout or file; docs/operations.md,

@@ -2,7 +2,7 @@ import { Errors } from '../../errors.js'
 import type { Db } from '../../store/types.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { OutboxRepository } from '../../store/outbox.js'
-import type { Recorded } from '../audit/trail.js'
+import type { Recorded } from '../audit/index.js'
 import type { MessageTemplates, NoticeKind } from './templates.js'
 
 /**

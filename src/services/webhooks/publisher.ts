@@ -2,7 +2,7 @@ import type { AuditLogsRepository } from '../../store/audit-logs.js'
 import { uuidv7 } from '../../store/ids.js'
 import type { AuditLogsTable, Db, WebhookDeliveriesTable } from '../../store/types.js'
 import type { WebhooksRepository } from '../../store/webhooks.js'
-import type { AuditTrailOptions } from '../audit/trail.js'
+import type { AuditSink, AuditTrailOptions } from '../audit/index.js'
 import { type WebhookEvent, webhookEventsOf } from './events.js'
 
 /** One event to one endpoint, due now: the row its delivery starts as; `auditLogId`, the entry it stands for. */
@@ -52,12 +52,6 @@ export class WebhookPublisher {
     await this.deps.webhooks.addDeliveries(deliveries, trx)
     return deliveries.length
   }
-}
-
-/** Where the audit stream goes besides the table (AUDIT_STREAM=stdout or file): written once stored. */
-export interface AuditSink {
-  write: (rows: AuditLogsTable[]) => void
-  close: () => Promise<void>
 }
 
 /**

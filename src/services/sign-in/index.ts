@@ -1,0 +1,103 @@
+import { INTERACTION_PATH } from '../../authorization-server/paths.js'
+import { authorizationServerIssuer } from '../../config/index.js'
+import type { ServiceDependencies } from '../dependencies.js'
+import type { Messaging } from '../messaging/index.js'
+import type { SessionService } from '../sessions/index.js'
+import { AccountClaims } from './account-claims.js'
+import { FederatedSignInService } from './federated-sign-in.js'
+import { MfaSettingsService } from './mfa-settings.js'
+import { MfaService } from './mfa.js'
+import { PasskeyService } from './passkeys.js'
+import { ReauthenticationService } from './reauthentication.js'
+import { SignInGuard } from './sign-in-guard.js'
+import { SignInService } from './sign-in.js'
+
+export { type AccountClaims, claimedAccount } from './account-claims.js'
+export type { InlineProof, ReauthenticationService } from './reauthentication.js'
+
+/**
+ * Signing in and what proves who one is: passwords (with the guard against guessing), second
+ * factors and their settings, passkeys, federated sign-in at other providers, the step-up of
+ * sensitive changes, and the claiming of an account by proving its address.
+ */
+export function signInServices (
+  deps: ServiceDependencies,
+  { sessions, messaging }: { sessions: SessionService, messaging: Messaging }
+) {
+  const { config, repositories, passwords, tokens, audit, now } = deps
+  const { users } = repositories
+  const { notices, templates, deliver, messageCodes } = messaging
+  const signInGuard = new SignInGuard(repositories.signInFailures, audit)
+  const mfa = new MfaService({
+    mfa: repositories.mfa, secret: config.jwtSecret, sealingKeys: config.sealing.keys, issuer: config.mfa.issuer
+  })
+  const claims = new AccountClaims({ users, sessions, notices })
+  const reauthentication = new ReauthenticationService({
+    users,
+    sessions: repositories.sessions,
+    passwords,
+    guard: signInGuard,
+    mfa,
+    messageCodes,
+    // A passkey's assertion is one proof; the passkey service in turn asks this one for proofs of its changes.
+    verifyPasskey: async (context, body): Promise<{ userId: string }> => await passkeys.verifyAssertion(context, body),
+    outbox: repositories.outbox,
+    templates,
+    deliver,
+    audit,
+    mfaRequiredRoles: config.mfa.requiredRoles,
+    now
+  })
+  const passkeys: PasskeyService = new PasskeyService({
+    passkeys: repositories.passkeys,
+    users,
+    challenges: deps.singleUse.passkeyChallenges,
+    relyingParty: config.webauthn,
+    cursors: deps.cursors,
+    notices,
+    audit,
+    reauthentication
+  })
+  const issuer = authorizationServerIssuer(config)
+  const federation = new FederatedSignInService({
+    providers: config.oauth,
+    // The authorization server's sign-in page starts providers' sign-ins as a browser application does.
+    redirectUrls: issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`],
+    states: deps.singleUse.oauthStates,
+    exchanges: deps.singleUse.oauthExchanges,
+    users,
+    identities: repositories.identities,
+    claims,
+    notices,
+    reauthentication,
+    audit
+  })
+  return {
+    signInGuard,
+    mfa,
+    claims,
+    reauthentication,
+    passkeys,
+    federation,
+    signIn: new SignInService({
+      users,
+      revocations: repositories.revocations,
+      passwords,
+      tokens,
+      guard: signInGuard,
+      sessions,
+      mfa,
+      federation,
+      passkeys,
+      audit,
+      messageCodes,
+      outbox: repositories.outbox,
+      templates,
+      deliver,
+      requireVerifiedEmail: config.messages.emailVerification === 'required',
+      mfaRequiredRoles: config.mfa.requiredRoles,
+      now
+    }),
+    mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit })
+  }
+}

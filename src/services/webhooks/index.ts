@@ -1,0 +1,39 @@
+import { outboundPolicy } from '../../security/outbound-addresses.js'
+import { SEALED_PURPOSES, SecretBox } from '../../security/secret-box.js'
+import type { ServiceDependencies } from '../dependencies.js'
+import type { Messaging } from '../messaging/index.js'
+import { WebhookDispatcher } from './dispatcher.js'
+import { WebhookHttpSender } from './http-sender.js'
+import { WebhookService } from './service.js'
+
+export type { Resolver } from './http-sender.js'
+
+/** Webhook endpoints, and the dispatcher that delivers their events. */
+export function webhookServices (deps: ServiceDependencies, { messaging }: { messaging: Messaging }) {
+  const { config, repositories, audit, now } = deps
+  const secrets = new SecretBox(config.sealing.keys, SEALED_PURPOSES.webhookSecret)
+  const policy = outboundPolicy(config.webhooks.allowedNetworks)
+  const webhookDispatcher = new WebhookDispatcher({
+    webhooks: repositories.webhooks,
+    sender: new WebhookHttpSender({ policy, timeoutMs: config.webhooks.timeoutMs, resolve: deps.resolve }),
+    secrets,
+    users: repositories.users,
+    notices: messaging.notices,
+    audit,
+    log: deps.log,
+    now
+  })
+  return {
+    webhookDispatcher,
+    webhooks: new WebhookService({
+      webhooks: repositories.webhooks,
+      users: repositories.users,
+      secrets,
+      policy,
+      audit,
+      cursors: deps.cursors,
+      deliver: () => { webhookDispatcher.kick() },
+      now
+    })
+  }
+}
