@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { AUTHORIZATION_SERVER_PATH } from './authorization-server/paths.js'
 import type { Config } from './config/index.js'
 import access from './plugins/application/access.js'
 import adminBootstrap from './plugins/application/admin-bootstrap.js'
@@ -104,7 +105,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, p
   await fastify.register(oauthClientRoutes, { prefix: '/api/v1/oauth-clients' })
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
-  await fastify.register(oidcRoutes, { prefix: '/oidc' })
+  await fastify.register(oidcRoutes, { prefix: AUTHORIZATION_SERVER_PATH })
 }
 
 export default app

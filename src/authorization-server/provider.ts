@@ -1,8 +1,9 @@
 import { createHash, hkdfSync, timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import Provider, { type Adapter, type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider'
 import { STANDARD_SCOPES } from '../../schemas/oauth-clients.js'
 import { clientSecretHash } from '../security/client-secrets.js'
-import { ID_TOKEN_ALGORITHMS } from '../security/signing-keys.js'
+import { ID_TOKEN_ALGORITHMS, type PublicJwk } from '../security/signing-keys.js'
 import type { IdTokenKeySet } from '../services/authorization-server/id-token-keys.js'
 import type { AuthorizationGrantService } from '../services/authorization-server/authorization-grants.js'
 import type { SessionService } from '../services/sessions/sessions.js'
@@ -20,6 +21,24 @@ export const ORGANIZATION_SCOPE: (typeof STANDARD_SCOPES)[number] = 'organizatio
 
 /** What a sign-in at the pages hands oidc-provider (interactionResult's `login`); `ts` is when (`auth_time`). */
 export interface PagesLogin { accountId: string, amr: string[], acr: string, remember: false, ts: number }
+
+/** The authorization server, and the anti-forgery tokens of its pages' forms. */
+export interface AuthorizationServer {
+  provider: Provider
+  /** The public halves of the keys ID tokens are signed with and still verified with, for the JWKS. */
+  idTokenJwks: PublicJwk[]
+  /** Its issuer: JWT_ISSUER without a trailing slash. */
+  issuer: string
+  /** The token a page's forms carry for the interaction `uid`: an HMAC only the service can make. */
+  formToken: (uid: string) => string
+  isFormToken: (uid: string, token: unknown) => boolean
+  /**
+   * Makes a request one to the issuer's address before oidc-provider reads it: every address it
+   * builds (redirects, its discovery) is then the issuer's, whatever Host or X-Forwarded-*
+   * header the request carried, behind a proxy or not.
+   */
+  addressToIssuer: (request: IncomingMessage) => void
+}
 
 /** How long a device code may be entered (and polled for). */
 const DEVICE_CODE_TTL_S = 600

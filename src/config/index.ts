@@ -15,7 +15,7 @@ import { generatedSecretWarning, randomSecret, readSealingKeys, readSigningKeys 
  * the variable.
  */
 
-export { type DatabaseConfig, isCidr, isHttpBase, isHttpUrl } from './addresses.js'
+export { type DatabaseConfig, isHttpUrl } from './addresses.js'
 export {
   BUILT_IN_OAUTH_PROVIDERS,
   type BuiltInOAuthProvider,

@@ -1,28 +1,9 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
-import type Provider from 'oidc-provider'
+import type { AuthorizationServer } from '../../authorization-server/provider.js'
 import { authorizationServerIssuer } from '../../config/index.js'
-import type { PublicJwk } from '../../security/signing-keys.js'
 import { RedisShortLivedArtifacts } from '../../store/short-lived-artifacts.js'
-
-/** The authorization server, and the anti-forgery tokens of its pages' forms. */
-export interface AuthorizationServer {
-  provider: Provider
-  /** The public halves of the keys ID tokens are signed with and still verified with, for the JWKS. */
-  idTokenJwks: PublicJwk[]
-  /** Its issuer: JWT_ISSUER without a trailing slash. */
-  issuer: string
-  /** The token a page's forms carry for the interaction `uid`: an HMAC only the service can make. */
-  formToken: (uid: string) => string
-  isFormToken: (uid: string, token: unknown) => boolean
-  /**
-   * Makes a request one to the issuer's address before oidc-provider reads it: every address it
-   * builds (redirects, its discovery) is then the issuer's, whatever Host or X-Forwarded-*
-   * header the request carried, behind a proxy or not.
-   */
-  addressToIssuer: (request: IncomingMessage) => void
-}
 
 declare module 'fastify' {
   interface FastifyInstance {

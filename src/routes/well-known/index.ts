@@ -3,7 +3,8 @@ import { type Static, Type } from '@sinclair/typebox'
 import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { JwksSchema, OpenIdConfigurationSchema } from '../../../schemas/keys.js'
-import { isHttpBase } from '../../config/index.js'
+import { AUTHORIZATION_SERVER_PATH } from '../../authorization-server/paths.js'
+import { authorizationServerIssuer } from '../../config/index.js'
 import { acceptedAlgorithms, publicJwks } from '../../security/signing-keys.js'
 
 /**
@@ -30,7 +31,7 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
   const algorithms = acceptedAlgorithms(jwt)
   // With JWT_ISSUER an http(s) address the document does not depend on the Host header a
   // client sends; an issuer that is a name, or another kind of URI, locates nothing.
-  const configuredBase = jwt.issuer !== null && isHttpBase(jwt.issuer) ? jwt.issuer.replace(/\/+$/, '') : null
+  const configuredBase = authorizationServerIssuer(fastify.config)
   // A document built on the request's Host (or X-Forwarded-Host) header must not be kept: a
   // cache would hand the addresses one client sent to every other.
   const discoveryCaching = configuredBase === null ? 'no-store' : PUBLIC_CACHING
@@ -53,7 +54,7 @@ const wellKnown: FastifyPluginAsyncTypebox = async (fastify) => {
    * address, with this service's own members kept (docs/api.md, "Authorization server").
    */
   async function readAuthorizationServerDocument (base: string): Promise<OpenIdConfiguration> {
-    const answer = await fastify.inject({ method: 'GET', url: '/oidc/.well-known/openid-configuration' })
+    const answer = await fastify.inject({ method: 'GET', url: `${AUTHORIZATION_SERVER_PATH}/.well-known/openid-configuration` })
     const document = answer.json<OpenIdConfiguration>()
     return {
       ...document,
