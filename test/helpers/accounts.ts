@@ -52,6 +52,16 @@ export async function createAccount (
   return { id, email, password, token }
 }
 
+/** Signs `account` in once more with its password: a new session's pair of tokens. */
+export async function signIn (
+  app: FastifyInstance,
+  account: Pick<Account, 'email' | 'password'>
+): Promise<{ access_token: string, refresh_token: string }> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
+  if (response.statusCode !== 200) throw new Error(response.body)
+  return response.json().data
+}
+
 /**
  * Steps up the session of `token`, of an account without a password or second factor, as such
  * an account does: a code sent to its address `to`, taken from the test's mail server, given back.

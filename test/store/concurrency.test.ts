@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { type Account, claimsOf, createAccount, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
+import { type Account, claimsOf, createAccount, signIn, TEST_PASSWORD, uniqueEmail, withToken } from '../helpers/accounts.js'
 import { build } from '../helpers/app.js'
 import { within } from '../helpers/clock.js'
 import { backends, freshDatabaseUrl } from '../helpers/database.js'
@@ -17,15 +17,6 @@ function statuses (responses: LightMyRequestResponse[]): number[] {
 
 function errorCode (response: LightMyRequestResponse): string | undefined {
   return response.statusCode >= 400 ? response.json().error.code : undefined
-}
-
-async function signIn (
-  app: FastifyInstance,
-  account: Account
-): Promise<{ access_token: string, refresh_token: string }> {
-  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
-  if (response.statusCode !== 200) throw new Error(response.body)
-  return response.json().data
 }
 
 const refresh = (token: string): InjectOptions => ({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: token } })

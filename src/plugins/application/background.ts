@@ -1,53 +1,13 @@
-import { EventEmitter } from 'node:events'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { type JobDefinition, JobRunner } from '../../jobs/runner.js'
 import { Retention } from '../../services/retention.js'
-
-/** A job of the table below: what it does, how often, and how several instances share it. */
-export interface BackgroundJob {
-  readonly name: string
-  /** The time between two runs (ms); null for a start-up job, run once after `ready`. */
-  readonly everyMs: number | null
-  /** Also runs at `ready`, not only after its first interval. */
-  readonly atReady: boolean
-  readonly does: string
-  /** How the work is shared when several instances run (cluster workers or hosts). */
-  readonly shared: string
-}
-
-/** A job and how it goes. */
-export interface JobState extends BackgroundJob {
-  /** Started (after `ready`) and not yet stopped (at close). */
-  active: boolean
-  /** Runs begun, and failures among those settled. */
-  runs: number
-  failures: number
-  /** Its last run failed. */
-  failing: boolean
-}
-
-export interface BackgroundJobs {
-  readonly jobs: readonly JobState[]
-  /** Emits 'run' (name, error or null) each time a run settles. */
-  readonly events: EventEmitter
-}
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every periodic (and start-up) job of the instance, with its state. */
-    backgroundJobs: BackgroundJobs
+    backgroundJobs: Pick<JobRunner, 'jobs' | 'events'>
   }
-}
-
-interface JobDefinition extends BackgroundJob {
-  run: () => Promise<unknown>
-  /** Logged (warn, with `err`) when a run fails; absent when the work logs its own failures. */
-  failed?: string
-  /** Logged (info) when a run succeeds after failures: then only the first of them is logged. */
-  recovered?: string
-  /** False for the audit writer's own job: its failure is not written to the audit log it could not write. */
-  audited?: boolean
-  /** At close, after the timers stop: what must still be done (ends or waits for the run in progress). */
-  stop?: () => Promise<void>
 }
 
 const HOUR = 60 * 60 * 1000
@@ -63,13 +23,8 @@ const DAY = 24 * HOUR
 /** Every instance delivers what is due this often (and at once after storing a message). */
 const OUTBOX_POLL_MS = 2000
 
-/**
- * One home for background work: every job in one table, started once the app is ready and
- * stopped in one onClose hook, before the database closes (later plugins close first). A
- * failed run is logged and, once per spell of failures, recorded in the audit log as
- * `job.failed`; it never ends the process.
- */
-export default fp(async (fastify) => {
+/** The one list of jobs (docs/architecture.md, "Background jobs"), with their bodies. */
+function jobTable (fastify: FastifyInstance): JobDefinition[] {
   const { services, auditTrail, auditRetention, config, log, repositories } = fastify
   const upkeep = fastify.revocations.upkeep
   const retryWindowMs = config.session.refreshRetryWindowS * 1000
@@ -79,7 +34,7 @@ export default fp(async (fastify) => {
   })
 
   // Closed in this order: what may still write audit entries before the audit trail's last flush.
-  const table: JobDefinition[] = [
+  return [
     {
       name: 'oauth-discovery',
       everyMs: null,
@@ -228,66 +183,20 @@ export default fp(async (fastify) => {
       }
     }
   ]
+}
 
-  const events = new EventEmitter()
-  const entries = table.map((job) => {
-    const { name, everyMs, atReady, does, shared } = job
-    const state: JobState = {
-      name, everyMs, atReady, does, shared, active: false, runs: 0, failures: 0, failing: false
-    }
-    return { job, state, inFlight: new Set<Promise<void>>() }
+/**
+ * One home for background work: every job in one table, run by the job runner
+ * (src/jobs/runner.ts) once the app is ready and stopped in one onClose hook, before the
+ * database closes (later plugins close first).
+ */
+export default fp(async (fastify) => {
+  const { auditTrail, log } = fastify
+  const runner = new JobRunner(jobTable(fastify), {
+    log,
+    recordFailure: (job) => { auditTrail.record({ event: 'job.failed', outcome: 'failure', details: { job } }) }
   })
-  type Entry = typeof entries[number]
-  fastify.decorate('backgroundJobs', { jobs: entries.map((entry) => entry.state), events })
-
-  const timers: NodeJS.Timeout[] = []
-  let auditClosed = false
-
-  function settled ({ job, state }: Entry, error: unknown): void {
-    const wasFailing = state.failing
-    state.failing = error !== null
-    if (error === null) {
-      if (wasFailing && job.recovered !== undefined) log.info({ job: job.name }, job.recovered)
-    } else {
-      state.failures++
-      if (job.failed !== undefined && (job.recovered === undefined || !wasFailing)) {
-        log.warn({ err: error, job: job.name }, job.failed)
-      }
-      // Once per spell of failures, and never into an audit trail already closed.
-      if (!wasFailing && job.audited !== false && !auditClosed) {
-        auditTrail.record({ event: 'job.failed', outcome: 'failure', details: { job: job.name } })
-      }
-    }
-    events.emit('run', job.name, error)
-  }
-
-  function run (entry: Entry): void {
-    entry.state.runs++
-    const running: Promise<void> = Promise.resolve().then(entry.job.run).then(
-      () => { settled(entry, null) },
-      (error: unknown) => { settled(entry, error ?? new Error('job failed')) }
-    ).catch((error: unknown) => { log.error({ err: error, job: entry.job.name }, 'background job not settled') })
-      .finally(() => { entry.inFlight.delete(running) })
-    entry.inFlight.add(running)
-  }
-
-  fastify.addHook('onReady', async () => {
-    for (const entry of entries) {
-      const { everyMs, atReady } = entry.job
-      entry.state.active = true
-      if (everyMs !== null) timers.push(setInterval(() => { run(entry) }, everyMs).unref())
-      if (atReady || everyMs === null) run(entry)
-    }
-  })
-
-  // Every timer first, then each job in the table's order: its last work, then its runs in flight.
-  fastify.addHook('onClose', async () => {
-    for (const timer of timers) clearInterval(timer)
-    for (const entry of entries) {
-      await entry.job.stop?.()
-      await Promise.all(entry.inFlight)
-      entry.state.active = false
-      if (entry.job.name === 'audit-flush') auditClosed = true
-    }
-  })
+  fastify.decorate('backgroundJobs', runner)
+  fastify.addHook('onReady', async () => { runner.start() })
+  fastify.addHook('onClose', async () => { await runner.stop() })
 }, { name: 'background', dependencies: ['revocation', 'audit', 'services'] })

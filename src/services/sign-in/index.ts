@@ -1,5 +1,5 @@
 import { INTERACTION_PATH } from '../../authorization-server/paths.js'
-import { authorizationServerIssuer } from '../../config/index.js'
+import { authorizationServerIssuer, type Config } from '../../config/index.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
@@ -14,6 +14,16 @@ import { SignInService } from './sign-in.js'
 
 export { type AccountClaims, claimedAccount } from './account-claims.js'
 export type { InlineProof, ReauthenticationService } from './reauthentication.js'
+
+/**
+ * Where a provider's sign-in may send the browser back: OAUTH_REDIRECT_URLS, and the
+ * authorization server's sign-in page, which starts providers' sign-ins as a browser
+ * application does.
+ */
+function federationRedirectUrls (config: Config): string[] | null {
+  const issuer = authorizationServerIssuer(config)
+  return issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`]
+}
 
 /**
  * Signing in and what proves who one is: passwords (with the guard against guessing), second
@@ -58,11 +68,9 @@ export function signInServices (
     audit,
     reauthentication
   })
-  const issuer = authorizationServerIssuer(config)
   const federation = new FederatedSignInService({
     providers: config.oauth,
-    // The authorization server's sign-in page starts providers' sign-ins as a browser application does.
-    redirectUrls: issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`],
+    redirectUrls: federationRedirectUrls(config),
     states: deps.singleUse.oauthStates,
     exchanges: deps.singleUse.oauthExchanges,
     users,

@@ -1,10 +1,10 @@
 import { constants, createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { TokenService } from '../../../src/security/tokens.js'
-import { type Account, claimsOf, createAccount, withToken } from '../../helpers/accounts.js'
+import { claimsOf, createAccount, signIn, withToken } from '../../helpers/accounts.js'
 import { TEST_SECRET, build } from '../../helpers/app.js'
 import { backends, freshDatabaseUrl } from '../../helpers/database.js'
 
@@ -66,15 +66,6 @@ function withPayload (token: string, payload: Record<string, unknown>): string {
 function withHeader (token: string, header: Record<string, unknown>): string {
   const [, payload, signature] = token.split('.')
   return `${segment(header)}.${payload ?? ''}.${signature ?? ''}`
-}
-
-async function signIn (
-  app: FastifyInstance,
-  account: Account
-): Promise<{ access_token: string, refresh_token: string }> {
-  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
-  if (response.statusCode !== 200) throw new Error(response.body)
-  return response.json().data
 }
 
 interface Tally { attacks: number, requests: number }
