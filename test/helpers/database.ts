@@ -21,6 +21,15 @@ export function backends (): Array<{ name: string, url: string | null }> {
   return list
 }
 
+const redisUrl = process.env.TEST_REDIS_URL
+/** `REDIS_URL` for an app or a service under test when `TEST_REDIS_URL` is set, else nothing. */
+export const REDIS_ENV: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
+
+/** The name of a backend's test, ` + redis` added when the app runs with Redis (`TEST_REDIS_URL`). */
+export function suiteName (backend: { name: string }): string {
+  return `${backend.name}${REDIS_ENV.REDIS_URL === undefined ? '' : ' + redis'}`
+}
+
 /** A SQLite database file in a temporary directory removed after the test: its URL and path. */
 export function sqliteFile (t: TestContext): { url: string, path: string } {
   const dir = mkdtempSync(join(tmpdir(), 'users-api-test-'))

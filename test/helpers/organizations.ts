@@ -18,7 +18,7 @@ import { type Account, createAccount, withToken } from './accounts.js'
 import { build, redisReady, TEST_SECRET } from './app.js'
 import { within } from './clock.js'
 import type { TestContext } from './context.js'
-import { freshDatabaseUrl } from './database.js'
+import { freshDatabaseUrl, REDIS_ENV } from './database.js'
 import { type MailServer, mailServer, tokenIn } from './servers/mail-server.js'
 import { actingAs, buildServices, owner, type ServiceFixture } from './services.js'
 
@@ -36,20 +36,12 @@ export function uniqueSlug (prefix = 'org'): string {
   return `${prefix}-${process.pid}-${slugCounter++}`
 }
 
-const redisUrl = process.env.TEST_REDIS_URL
-const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
-
-/** The name of a backend's test, ` + redis` added when the app runs with Redis (`TEST_REDIS_URL`). */
-export function suiteName (backend: { name: string }): string {
-  return `${backend.name}${redisEnv.REDIS_URL === undefined ? '' : ' + redis'}`
-}
-
 /** The app as the server builds it, its mail sent to a real SMTP server, with Redis when `TEST_REDIS_URL` is set. */
 export async function appWithMail (
   t: TestContext, postgresUrl: string | null
 ): Promise<{ app: FastifyInstance, smtp: MailServer }> {
   const smtp = await mailServer(t)
-  const app = await build(t, { postgresUrl, env: { SMTP_URL: smtp.url(), APP_URL, ...redisEnv } })
+  const app = await build(t, { postgresUrl, env: { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV } })
   await redisReady(app)
   return { app, smtp }
 }

@@ -87,3 +87,22 @@ export async function startService (t: TestContext, env: Record<string, string>)
   const listening = await service.nextLog((entry) => String(entry.msg).startsWith('Server listening at http://127.0.0.1:'))
   return { ...service, base: String(listening.msg).replace('Server listening at ', '') }
 }
+
+/** A request to a started service, as another program makes it: JSON in, the status and the parsed body out. */
+export async function callService (
+  service: ServiceProcess,
+  method: string,
+  path: string,
+  options: { token?: string, body?: unknown } = {}
+): Promise<{ status: number, body: any }> {
+  const response = await fetch(`${service.base}${path}`, {
+    method,
+    headers: {
+      ...(options.token !== undefined && { authorization: `Bearer ${options.token}` }),
+      ...(options.body !== undefined && { 'content-type': 'application/json' })
+    },
+    body: options.body === undefined ? undefined : JSON.stringify(options.body)
+  })
+  const text = await response.text()
+  return { status: response.status, body: text === '' ? null : JSON.parse(text) }
+}

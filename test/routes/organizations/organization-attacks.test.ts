@@ -1,7 +1,7 @@
 import t from 'tap'
 import { type Account, claimsOf, createAccount, uniqueEmail, withToken } from '../../helpers/accounts.js'
-import { backends } from '../../helpers/database.js'
-import { appWithMail, type Method, OrganizationHarness, refused, suiteName, uniqueSlug } from '../../helpers/organizations.js'
+import { backends, suiteName } from '../../helpers/database.js'
+import { appWithMail, type Method, OrganizationHarness, refused, uniqueSlug } from '../../helpers/organizations.js'
 
 /**
  * The attacks a reviewer would try on organizations: ids of another organization in the path,

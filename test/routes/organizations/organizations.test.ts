@@ -2,9 +2,9 @@ import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { claimsOf, createAccount, uniqueEmail } from '../../helpers/accounts.js'
 import { within } from '../../helpers/clock.js'
-import { backends } from '../../helpers/database.js'
+import { backends, suiteName } from '../../helpers/database.js'
 import {
-  APP_URL, appWithMail, type Method, type Organization, OrganizationHarness, refused, suiteName, uniqueSlug
+  APP_URL, appWithMail, type Method, type Organization, OrganizationHarness, refused, uniqueSlug
 } from '../../helpers/organizations.js'
 import { tokenIn } from '../../helpers/servers/mail-server.js'
 

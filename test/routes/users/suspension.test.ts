@@ -3,12 +3,10 @@ import t from 'tap'
 import { type Account, createAccount, withToken } from '../../helpers/accounts.js'
 import { build } from '../../helpers/app.js'
 import { msUntil } from '../../helpers/clock.js'
-import { backends, freshDatabaseUrl } from '../../helpers/database.js'
+import { backends, freshDatabaseUrl, REDIS_ENV } from '../../helpers/database.js'
 
 /** Suspending accounts through the API (docs/api.md, "Suspension"). */
 
-const redisUrl = process.env.TEST_REDIS_URL
-const redisEnv: Record<string, string> = redisUrl !== undefined && redisUrl !== '' ? { REDIS_URL: redisUrl } : {}
 const DAY_MS = 24 * 60 * 60 * 1000
 
 async function login (app: FastifyInstance, account: Account, password = account.password) {
@@ -23,8 +21,8 @@ for (const backend of backends()) {
   t.test(`suspension (${backend.name})`, async (t) => {
     t.test('a suspended account cannot sign in, its sessions end and its tokens are refused on another instance within a second', async (t) => {
       const databaseUrl = await freshDatabaseUrl(t, backend.url, { shared: true })
-      const first = await build(t, { databaseUrl, env: redisEnv })
-      const second = await build(t, { databaseUrl, env: redisEnv })
+      const first = await build(t, { databaseUrl, env: REDIS_ENV })
+      const second = await build(t, { databaseUrl, env: REDIS_ENV })
       const admin = await createAccount(first, { roles: ['admin'] })
       const user = await createAccount(first)
       const signedIn = (await login(second, user)).json().data
