@@ -26,6 +26,7 @@ export function createServices (deps: ServiceDependencies) {
   const signIn = signInServices(deps, { sessions, messaging })
   const { claims, reauthentication } = signIn
   return {
+    ...auditServices(deps),
     outbox: messaging.outbox,
     sessions,
     ...signIn,
@@ -35,7 +36,6 @@ export function createServices (deps: ServiceDependencies) {
     ...webhookServices(deps, { messaging }),
     ...authorizationServerServices(deps),
     ...accessServices(deps),
-    ...postServices(deps),
-    ...auditServices(deps)
+    ...postServices(deps)
   }
 }

@@ -9,6 +9,13 @@ export const AUDIT_LOG_COLUMNS = ['id', 'event', 'actor_id', 'target_id', 'ip', 
 /** Rows inserted per statement: well under both dialects' bound-parameter limits. */
 const INSERT_CHUNK = 100
 
+/** Stores audit rows on `db` (a change's transaction), in chunks: the one insert into the audit table. */
+export async function insertAuditRows (db: Db, rows: AuditLogsTable[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    await db.insertInto('audit_logs').values(rows.slice(start, start + INSERT_CHUNK)).execute()
+  }
+}
+
 /** An entry as the audit log's API shows it (and the audit stream carries it). */
 export function auditEntryOf (row: AuditLogsTable): AuditEntry {
   return {
@@ -34,9 +41,7 @@ export class AuditLogsRepository {
   }
 
   async insertMany (rows: AuditLogsTable[], db: Db = this.db): Promise<void> {
-    for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-      await db.insertInto('audit_logs').values(rows.slice(start, start + INSERT_CHUNK)).execute()
-    }
+    await insertAuditRows(db, rows)
   }
 
   /**

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { IssuedRefreshToken } from '../security/tokens.js'
-import { AUDIT_LOG_COLUMNS } from './audit-logs.js'
+import { AUDIT_LOG_COLUMNS, insertAuditRows } from './audit-logs.js'
 import { Placeholder } from './prepared.js'
 import { type AuditLogsTable, type Db, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
 import { holdUserRow } from './users.js'
@@ -155,7 +155,7 @@ export async function rotateInTransaction (db: Db, rotation: Rotation): Promise<
     await trx.insertInto('refresh_tokens').values(refreshTokenRow(sessionId, userId, rotation, rotation.device, now)).execute()
     // Replaces the rotation kept before: the token it names has just had its successor spent.
     await trx.updateTable('sessions').set(keptRotation(rotation)).where('id', '=', sessionId).execute()
-    if (rotation.entries.length > 0) await trx.insertInto('audit_logs').values(rotation.entries).execute()
+    await insertAuditRows(trx, rotation.entries)
     return 'rotated'
   })
 }

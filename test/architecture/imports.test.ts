@@ -84,3 +84,20 @@ t.test('a feature of src/services/ reaches another feature only through its inde
       })
       .map((target) => `${file} imports ${target}`)), [])
 })
+
+t.test('a feature of src/services/ imports no feature that comes after it in the order createServices builds them', async (t) => {
+  // docs/architecture.md, "The service layer"; a new feature takes its place here.
+  const order = ['audit', 'messaging', 'sessions', 'sign-in', 'accounts', 'account-lifecycle', 'organizations',
+    'webhooks', 'authorization-server', 'access', 'posts']
+  const folders = readdirSync(join(ROOT, 'src', 'services')).filter((name) => statSync(join(ROOT, 'src', 'services', name)).isDirectory())
+  t.same(folders.filter((folder) => !order.includes(folder)), [], 'every feature has its place in the order')
+  const featureOf = (file: string) => /^src\/services\/([^/]+)\//.exec(file)?.[1]
+  t.same([...imports].flatMap(([file, targets]) => {
+    const feature = featureOf(file)
+    if (feature === undefined) return []
+    return targets.filter((target) => {
+      const other = featureOf(target)
+      return other !== undefined && order.indexOf(other) > order.indexOf(feature)
+    }).map((target) => `${file} imports ${target}`)
+  }), [])
+})

@@ -1,10 +1,11 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../../schemas/audit.js'
+import { auditStorage } from '../../services/audit/storage.js'
 import { auditStreamSink } from '../../services/audit/stream.js'
 import { type AuditFields, AuditTrail } from '../../services/audit/trail.js'
 import { Retention } from '../../services/retention.js'
-import { auditStorage, WebhookPublisher } from '../../services/webhooks/publisher.js'
+import { WebhookPublisher } from '../../services/webhooks/publisher.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

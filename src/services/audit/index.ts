@@ -2,6 +2,7 @@ import type { ServiceDependencies } from '../dependencies.js'
 import { AuditLogService } from './log.js'
 
 export { type AnomalyDetector, RecentSecurityEventsDetector } from './anomalies.js'
+export type { EntryPublisher } from './storage.js'
 export type { AuditSink } from './stream.js'
 export type { AuditChange, AuditTrail, AuditTrailOptions, Recorded } from './trail.js'
 
