@@ -3,18 +3,16 @@ import type { Invitation, Member, Organization, OrganizationRole } from '../../s
 import type { CollectionRequest } from '../collection/query.js'
 import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
-import type { OutboxRepository, OutgoingMessage } from './outbox.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { MEMBER_SEARCH_INDEX } from './search.js'
 import { atomically, type Db } from './types.js'
-import { holdUserRow, normalizeEmail } from './users.js'
+import { holdUserRow } from './users.js'
 
 export type { Invitation, Member, Organization }
 
 const ORGANIZATION_COLUMNS = ['id', 'name', 'slug', 'role', 'created_at', 'updated_at'] as const
 const MEMBER_COLUMNS = ['id', 'email', 'name', 'role', 'created_at'] as const
 const MEMBERSHIP_COLUMNS = ['id', 'role', 'created_at'] as const
-const INVITATION_COLUMNS = ['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'] as const
 
 /** Why a member was not changed or removed. */
 export type MembershipRefusal = 'not_found' | 'last_owner' | 'outranked'
@@ -25,46 +23,13 @@ export interface WindowLimit { max: number, since: string }
 /** A limit reached: when its oldest counted row leaves the window, making room for one more. */
 export interface LimitReached { retryAt: string }
 
-/**
- * The invitations counted before one more is sent (docs/security.md, "Organization access"):
- * the organization's, the inviter's across organizations, the inviter's to this one address, and
- * the address's from anyone. Withdrawn and accepted ones count too.
- */
-export type InvitationLimits = Record<'organization' | 'inviter' | 'pair' | 'address', WindowLimit>
-
-/**
- * Why an invitation was not stored: the address is a member's, or has an unexpired invitation,
- * or a limit was reached.
- */
-export type InvitationRefusal = 'member' | 'pending' | LimitReached
-
 /** The limit `counted` (its count and oldest row, within `limit`'s window) reached, or null. */
-function reached (
+export function reached (
   counted: { count: number | string, oldest: string | null } | undefined, limit: WindowLimit, now: string
 ): LimitReached | null {
   if (Number(counted?.count ?? 0) < limit.max) return null
   const window = Date.parse(now) - Date.parse(limit.since)
   return { retryAt: new Date(Date.parse(String(counted?.oldest ?? now)) + window).toISOString() }
-}
-
-/** What inviting stores: the token only as its hash. */
-export interface NewInvitation {
-  organizationId: string
-  email: string
-  role: OrganizationRole
-  tokenHash: string
-  invitedBy: string
-  expiresAt: string
-}
-
-/** An invitation found by its token, with what accepting it needs. */
-export interface PresentedInvitation {
-  id: string
-  organizationId: string
-  email: string
-  role: OrganizationRole
-  /** Who invited (null once that account is erased): the role is granted only while they may grant it. */
-  invitedBy: string | null
 }
 
 /**
@@ -75,7 +40,7 @@ export interface PresentedInvitation {
  * tokens for the organization either commits first, and the change finds them to revoke, or
  * reads the changed membership.
  */
-async function holdOrganizationRow (trx: Db, organizationId: string): Promise<boolean> {
+export async function holdOrganizationRow (trx: Db, organizationId: string): Promise<boolean> {
   const held = await trx.updateTable('organizations').set((eb) => ({ updated_at: eb.ref('updated_at') }))
     .where('id', '=', organizationId).executeTakeFirst()
   return held.numUpdatedRows > 0n
@@ -87,15 +52,14 @@ async function ownerCount (trx: Db, organizationId: string): Promise<number> {
   return Number(row?.count ?? 0)
 }
 
-/** Organizations, their members and their invitations (docs/api.md, "Organizations"). */
+/** Organizations and their members (docs/api.md, "Organizations"); invitations are src/store/invitations.ts'. */
 export class OrganizationsRepository {
   readonly #ofMember
   readonly #all
   readonly #memberships
   readonly #membersFound
-  readonly #invitations
 
-  constructor (private readonly db: Db, pages: PageStore, private readonly outbox: OutboxRepository) {
+  constructor (private readonly db: Db, pages: PageStore) {
     // A user's organizations, through their memberships (organization_members_user_id).
     this.#ofMember = new PageQueries<Organization, { userId: string }>(({ userId }) => db.selectFrom(db
       .selectFrom('organization_members as m').innerJoin('organizations as o', 'o.id', 'm.organization_id')
@@ -126,9 +90,6 @@ export class OrganizationsRepository {
       searchIn: MEMBER_SEARCH_INDEX.columns,
       ...(sqlite && { searchIndex: MEMBER_SEARCH_INDEX, windowUnindexedSearches: true })
     })
-    this.#invitations = new PageQueries<Invitation, { organizationId: string }>(({ organizationId }) =>
-      db.selectFrom('organization_invitations').where('organization_id', '=', organizationId).where('closed_at', 'is', null),
-    INVITATION_COLUMNS, pages, { searchIn: ['email'] })
   }
 
   /**
@@ -302,123 +263,5 @@ export class OrganizationsRepository {
       }
       return { previous: current }
     })
-  }
-
-  /**
-   * Stores an invitation and the message that carries its token, with the organization's row
-   * held: refused when the address belongs to a member, has an open unexpired invitation here,
-   * or the organization sent `limit.max` invitations since `limit.since` (accepted and
-   * withdrawn ones count: withdrawing does not buy more messages).
-   */
-  async invite (
-    invitation: NewInvitation,
-    message: OutgoingMessage,
-    now: string,
-    limits: InvitationLimits,
-    db: Db = this.db
-  ): Promise<Invitation | InvitationRefusal | undefined> {
-    const email = normalizeEmail(invitation.email)
-    const { organizationId } = invitation
-    return await atomically(db, async (trx) => {
-      if (!await holdOrganizationRow(trx, organizationId)) return undefined
-      const member = await trx.selectFrom('users').innerJoin('organization_members as m', 'm.user_id', 'users.id')
-        .select('users.id').where('users.email', '=', email).where('m.organization_id', '=', organizationId).executeTakeFirst()
-      if (member !== undefined) return 'member'
-      const pending = await trx.selectFrom('organization_invitations').select('id')
-        .where('organization_id', '=', organizationId).where('email', '=', email).where('expires_at', '>', now)
-        .where('closed_at', 'is', null).executeTakeFirst()
-      if (pending !== undefined) return 'pending'
-      const counted = (limit: WindowLimit) => trx.selectFrom('organization_invitations')
-        .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.min('created_at').as('oldest')])
-        .where('created_at', '>', limit.since)
-      // The inviter's row is held too: their invitations to other organizations at once are counted one after another.
-      await holdUserRow(trx, invitation.invitedBy)
-      const counts: Array<[WindowLimit, typeof counted]> = [
-        [limits.organization, (limit) => counted(limit).where('organization_id', '=', organizationId)],
-        [limits.inviter, (limit) => counted(limit).where('invited_by', '=', invitation.invitedBy)],
-        [limits.pair, (limit) => counted(limit).where('invited_by', '=', invitation.invitedBy).where('email', '=', email)],
-        [limits.address, (limit) => counted(limit).where('email', '=', email)]
-      ]
-      for (const [limit, query] of counts) {
-        const refusal = reached(await query(limit).executeTakeFirst(), limit, now)
-        if (refusal !== null) return refusal
-      }
-      const row = {
-        id: uuidv7(),
-        email,
-        role: invitation.role,
-        invited_by: invitation.invitedBy,
-        created_at: now,
-        expires_at: invitation.expiresAt
-      }
-      await trx.insertInto('organization_invitations')
-        .values({ ...row, organization_id: organizationId, token_hash: invitation.tokenHash, closed_at: null })
-        .execute()
-      await this.outbox.add(message, now, trx)
-      return row
-    })
-  }
-
-  async listInvitations (organizationId: string, request: CollectionRequest): Promise<CollectionResult<Invitation>> {
-    return await this.#invitations.run(request, { organizationId })
-  }
-
-  /** Withdraws one of the organization's open invitations; false when it has none with this id. */
-  async revokeInvitation (
-    organizationId: string,
-    invitationId: string,
-    now: string,
-    db: Db = this.db
-  ): Promise<boolean> {
-    const result = await db.updateTable('organization_invitations').set({ closed_at: now })
-      .where('id', '=', invitationId).where('organization_id', '=', organizationId).where('closed_at', 'is', null).executeTakeFirst()
-    return result.numUpdatedRows > 0n
-  }
-
-  /** The open, unexpired invitation with this token hash, without spending it. */
-  async findInvitation (tokenHash: string, now: string): Promise<PresentedInvitation | undefined> {
-    const row = await this.db.selectFrom('organization_invitations').select(['id', 'organization_id', 'email', 'role', 'invited_by'])
-      .where('token_hash', '=', tokenHash).where('expires_at', '>', now).where('closed_at', 'is', null).executeTakeFirst()
-    return row === undefined
-      ? undefined
-      : { id: row.id, organizationId: row.organization_id, email: row.email, role: row.role, invitedBy: row.invited_by }
-  }
-
-  /**
-   * Spends the invitation and makes `userId` a member with its role, in one transaction: closing
-   * it is the single use (of two simultaneous acceptances one finds it closed). The role is
-   * granted only if its inviter may still grant it (`inviterMayGrant`, given the inviter's
-   * membership role now, or undefined); else the invitation is closed unused
-   * ('inviter_cannot_grant'). The organization's row is held first, so that a change of the
-   * inviter's role commits wholly before or after. Answers false when it was spent or withdrawn
-   * meanwhile; StoreConflict 'already_member' when the user is one.
-   */
-  async accept (
-    invitation: PresentedInvitation,
-    userId: string,
-    now: string,
-    inviterMayGrant: (inviterRole: OrganizationRole | undefined) => boolean,
-    db: Db = this.db
-  ): Promise<boolean | 'inviter_cannot_grant'> {
-    try {
-      return await atomically(db, async (trx) => {
-        if (!await holdOrganizationRow(trx, invitation.organizationId)) return false
-        if (await this.roleOf(invitation.organizationId, userId, trx) !== undefined) throw new StoreConflict('already_member')
-        const { invitedBy, organizationId: organization } = invitation
-        const inviterRole = invitedBy === null ? undefined : await this.roleOf(organization, invitedBy, trx)
-        const grantable = invitedBy !== null && inviterMayGrant(inviterRole)
-        const spent = await trx.updateTable('organization_invitations').set({ closed_at: now })
-          .where('id', '=', invitation.id).where('closed_at', 'is', null).executeTakeFirst()
-        if (spent.numUpdatedRows === 0n) return false
-        if (!grantable) return 'inviter_cannot_grant'
-        const { organizationId, role } = invitation
-        await trx.insertInto('organization_members')
-          .values({ organization_id: organizationId, user_id: userId, role, created_at: now }).execute()
-        return true
-      })
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new StoreConflict('already_member')
-      throw error
-    }
   }
 }

@@ -4,6 +4,7 @@ import { AuditLogsRepository } from './audit-logs.js'
 import type { Database } from './database.js'
 import { DevicesRepository } from './devices.js'
 import { IdentitiesRepository } from './identities.js'
+import { InvitationsRepository } from './invitations.js'
 import { AuthorizationArtifactsRepository } from './authorization-artifacts.js'
 import { AuthorizationServerKeysRepository } from './authorization-server-keys.js'
 import { ImpersonationsRepository } from './impersonations.js'
@@ -35,6 +36,7 @@ export function createRepositories (
   const pages: PageStore = { db, dialect, cursors, read: readRows, countLimit }
   const users = new UsersRepository(db, readRows, pages)
   const outbox = new OutboxRepository(db)
+  const organizations = new OrganizationsRepository(db, pages)
   const authorizationArtifacts = new AuthorizationArtifactsRepository(db)
   return {
     users,
@@ -52,7 +54,8 @@ export function createRepositories (
     passkeys: new PasskeysRepository(db, pages, (userId) => users.invalidate(userId)),
     posts: new PostsRepository(db, pages),
     comments: new CommentsRepository(db, pages),
-    organizations: new OrganizationsRepository(db, pages, outbox),
+    organizations,
+    invitations: new InvitationsRepository(db, pages, outbox, organizations),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
     authorizationArtifacts,

@@ -86,7 +86,7 @@ for (const backend of backends()) {
   t.test(`organization query plans (${backend.name})`, async (t) => {
     const database = await migratedDatabase(t, backend.url)
     const recorded = recordingRepositories(database)
-    const { organizations, sessions } = recorded.repositories
+    const { organizations, invitations, sessions } = recorded.repositories
     const { dialect } = database
     await seed(database)
 
@@ -157,7 +157,7 @@ for (const backend of backends()) {
       ]
       for (const overrides of variants) {
         const plans = await checkPlans(t, database, recorded, 'organization_invitations', async () => {
-          t.equal((await organizations.listInvitations(BIG, page(overrides))).items.length, 20)
+          t.equal((await invitations.list(BIG, page(overrides))).items.length, 20)
         }, /organization_invitations_organization_id_created_at_id/)
         sortsNothing(t, plans, dialect)
       }
@@ -189,7 +189,7 @@ for (const backend of backends()) {
       const window = { max: 1000, since: at(0) }
       const plans = await checkPlans(t, database, recorded, 'organization_invitations', async () => {
         await rolledBack(recorded.db, async (trx) => {
-          const outcome = await organizations.invite(
+          const outcome = await invitations.invite(
             { organizationId: BIG, email: 'newcomer@example.com', role: 'member', tokenHash: 'new-hash', invitedBy: userId(0), expiresAt: at(10_000_000) },
             { channel: 'email', recipient: 'newcomer@example.com', subject: 'Invitation', text: 'Token: x', html: null },
             at(1000), { organization: window, inviter: window, pair: window, address: window }, trx)
@@ -200,7 +200,7 @@ for (const backend of backends()) {
       t.match(all, /organization_invitations_invited_by_created_at/, 'the inviter\'s count, across organizations, by its index')
       t.match(all, /organization_invitations_email_created_at/, 'the address\'s count, by its index')
       await checkPlans(t, database, recorded, 'organization_invitations', async () => {
-        t.match(await organizations.findInvitation('hash-42', at(0)), { id: id(2, 42) })
+        t.match(await invitations.find('hash-42', at(0)), { id: id(2, 42) })
       }, dialect === 'sqlite' ? /SEARCH organization_invitations USING INDEX \w+ \(token_hash=\?\)/ : /organization_invitations_token_hash/)
     })
   })

@@ -9,13 +9,13 @@ export function organizationServices (
   { repositories, audit, cursors, now }: ServiceDependencies,
   { sessions, messaging }: { sessions: SessionService, messaging: Messaging }
 ) {
-  const { users, organizations } = repositories
+  const { users, organizations, invitations } = repositories
   return {
     organizations: new OrganizationService({
       organizations, users, sessions, notices: messaging.notices, audit, cursors, now
     }),
     invitations: new InvitationService({
-      organizations, users, templates: messaging.templates, audit, cursors, deliver: messaging.deliver, now
+      organizations, invitations, users, templates: messaging.templates, audit, cursors, deliver: messaging.deliver, now
     })
   }
 }

@@ -5,6 +5,7 @@ import type { CollectionQueryInput } from '../../collection/query.js'
 import { Errors, limitReached, rethrowServiceError } from '../../errors.js'
 import { actingRole, mayGrant, standingOf } from '../../security/organization-permissions.js'
 import { hashToken, newOneTimeToken } from '../../security/tokens.js'
+import type { InvitationsRepository } from '../../store/invitations.js'
 import type { OrganizationsRepository } from '../../store/organizations.js'
 import { normalizeEmail, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
@@ -32,6 +33,7 @@ export const INVITATIONS_PER_ADDRESS_PER_DAY = 20
 
 export interface InvitationServiceDependencies {
   organizations: OrganizationsRepository
+  invitations: InvitationsRepository
   users: UsersRepository
   templates: MessageTemplates
   audit: AuditTrail
@@ -59,7 +61,7 @@ export class InvitationService {
     organizationId: string,
     { email, role }: InvitationCreate
   ): Promise<Invitation> {
-    const { organizations, templates, audit } = this.deps
+    const { organizations, invitations, templates, audit } = this.deps
     const caller = callerOf(context)
     const organization = await organizations.find(organizationId, caller.id)
     const acting = organization === undefined
@@ -69,7 +71,7 @@ export class InvitationService {
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
     const now = this.#now()
     const { token, hash } = newOneTimeToken()
-    const outcome = await audit.recordChange(context, async (trx) => await organizations.invite(
+    const outcome = await audit.recordChange(context, async (trx) => await invitations.invite(
       {
         organizationId,
         email,
@@ -102,14 +104,14 @@ export class InvitationService {
     callerOf(context)
     return await collectionPage(query, {
       ...INVITATION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `organization-invitations:${organizationId}`
-    }, this.deps.cursors, async (request) => await this.deps.organizations.listInvitations(organizationId, request))
+    }, this.deps.cursors, async (request) => await this.deps.invitations.list(organizationId, request))
   }
 
   /** Withdraws one of the organization's invitations: its token stops working. */
   async revoke (context: RequestContext, organizationId: string, invitationId: string): Promise<void> {
     const now = new Date(this.#now()).toISOString()
     const revoked = await this.deps.audit.recordChange(context,
-      async (trx) => await this.deps.organizations.revokeInvitation(organizationId, invitationId, now, trx),
+      async (trx) => await this.deps.invitations.revoke(organizationId, invitationId, now, trx),
       (done) => done ? [{ event: 'invitation.revoked', outcome: 'success', details: { organization_id: organizationId, invitation_id: invitationId } }] : [])
     if (!revoked) throw new Errors.NOT_FOUND('Invitation')
   }
@@ -120,10 +122,10 @@ export class InvitationService {
    * its addressee. Spending it and the membership are one transaction.
    */
   async accept (context: RequestContext, token: string): Promise<Organization> {
-    const { organizations, users, audit } = this.deps
+    const { organizations, invitations, users, audit } = this.deps
     const caller = callerOf(context)
     const now = new Date(this.#now()).toISOString()
-    const invitation = await organizations.findInvitation(hashToken(token), now)
+    const invitation = await invitations.find(hashToken(token), now)
     if (invitation === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
     const user = await users.findById(caller.id)
     if (user === undefined) throw new Errors.INVALID_TOKEN()
@@ -137,7 +139,7 @@ export class InvitationService {
     }
     const details = { organization_id: invitation.organizationId, invitation_id: invitation.id }
     const accepted = await audit.recordChange(context,
-      async (trx) => await organizations.accept(invitation, caller.id, now, inviterMayGrant, trx)
+      async (trx) => await invitations.accept(invitation, caller.id, now, inviterMayGrant, trx)
         .catch(rethrowServiceError),
       (done) => done === 'inviter_cannot_grant'
         ? [{ event: 'invitation.revoked', outcome: 'success', actorId: null, details: { ...details, reason: 'inviter_cannot_grant' } }]
