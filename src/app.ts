@@ -50,13 +50,15 @@ export interface AppOptions {
    * their subject is the rules and not the hash's cost (docs/testing.md).
    */
   passwordRounds?: number
+  /** Told every statement the database runs: tests count a request's reads with it (docs/testing.md). */
+  onStatement?: (sql: string) => void
 }
 
 /**
  * The application: edge protections first (their hooks run on every request, errors and
  * 404s included), then infrastructure, decorators and guards, then routes (no listen).
  */
-const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, passwordRounds }) => {
+const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, passwordRounds, onStatement }) => {
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
   // Bodies are JSON or refused with 415 (docs/api.md, "Conventions").
@@ -71,7 +73,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, p
       request.user !== null && await fastify.repositories.users.findById(request.user.id) === undefined
   })
   await fastify.register(cors)
-  await fastify.register(database)
+  await fastify.register(database, { onStatement })
   await fastify.register(redis)
   await fastify.register(credentials, { passwordRounds })
   await fastify.register(repositories)

@@ -1,3 +1,4 @@
+import type { OrganizationRole } from '../../schemas/organizations.js'
 import type { Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
 
@@ -25,6 +26,20 @@ export interface RequestContext {
   ip: string
   userAgent: string | null
   caller: Caller | null
+  /**
+   * The caller's standing in the organization the route names, as its guard read it
+   * (src/plugins/application/access.ts): absent on routes without one.
+   */
+  organization?: OrganizationStanding
+}
+
+/**
+ * The role the caller acts with in an organization: their membership's, an owner's for a
+ * global super_admin, null for a global reader (docs/api.md, "Organizations").
+ */
+export interface OrganizationStanding {
+  id: string
+  role: OrganizationRole | null
 }
 
 /**

@@ -92,9 +92,9 @@ function readDirectly (sqlite: SQLite.Database, fallback: ReadRows): ReadRows {
   }
 }
 
-function openSqlite (path: string): SQLite.Database {
+function openSqlite (path: string, onStatement: ((sql: string) => void) | undefined): SQLite.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const sqlite = new SQLite(path)
+  const sqlite = new SQLite(path, onStatement === undefined ? {} : { verbose: (sql) => { onStatement(String(sql)) } })
   cacheStatements(sqlite)
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')
@@ -162,13 +162,29 @@ function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
   return pool
 }
 
+export interface DatabaseObservers {
+  /** A connection was lost (PostgreSQL): the pool replaces it. */
+  onError?: (error: Error) => void
+  /**
+   * Told every statement the database runs, by either driver: how tests count the reads of a
+   * request (docs/testing.md, "Counting statements").
+   */
+  onStatement?: (sql: string) => void
+}
+
 /** Chooses the driver from the URL's scheme (docs/operations.md, "PostgreSQL and Redis"). */
-export function openDatabase (config: DatabaseConfig, onError: (error: Error) => void = () => {}): Database {
+export function openDatabase (
+  config: DatabaseConfig, { onError = () => {}, onStatement }: DatabaseObservers = {}
+): Database {
   if (config.dialect === 'sqlite') {
-    const sqlite = openSqlite(config.path)
+    // better-sqlite3 reports each statement it runs, Kysely's and the direct reads alike.
+    const sqlite = openSqlite(config.path, onStatement)
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) })
     return { db, dialect: 'sqlite', readRows: readDirectly(sqlite, readThrough(db)), close: async () => await db.destroy() }
   }
-  const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool: openPostgres(config.url, onError) }) })
+  const db = new Kysely<DatabaseSchema>({
+    dialect: new PostgresDialect({ pool: openPostgres(config.url, onError) }),
+    ...(onStatement !== undefined && { log: (event) => { onStatement(event.query.sql) } })
+  })
   return { db, dialect: 'postgres', readRows: readThrough(db), close: async () => await db.destroy() }
 }

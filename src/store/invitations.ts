@@ -2,7 +2,9 @@ import type { Invitation, OrganizationRole } from '../../schemas/organizations.j
 import type { CollectionRequest } from '../collection/query.js'
 import { isUniqueViolation, StoreConflict } from './errors.js'
 import { uuidv7 } from './ids.js'
-import { holdOrganizationRow, type LimitReached, type OrganizationsRepository, reached, type WindowLimit } from './organizations.js'
+import {
+  holdOrganizationRow, type LimitReached, type OrganizationName, type OrganizationsRepository, reached, type WindowLimit
+} from './organizations.js'
 import type { OutboxRepository, OutgoingMessage } from './outbox.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { atomically, type Db } from './types.js'
@@ -59,14 +61,15 @@ export class InvitationsRepository {
   }
 
   /**
-   * Stores an invitation and the message that carries its token, with the organization's row
-   * held: refused when the address belongs to a member, has an open unexpired invitation here,
-   * or the organization sent `limit.max` invitations since `limit.since` (accepted and
-   * withdrawn ones count: withdrawing does not buy more messages).
+   * Stores an invitation and the message that carries its token (`messageFor` the organization
+   * as its held row names it), with the organization's row held: refused when the address
+   * belongs to a member, has an open unexpired invitation here, or the organization sent
+   * `limit.max` invitations since `limit.since` (accepted and withdrawn ones count: withdrawing
+   * does not buy more messages).
    */
   async invite (
     invitation: NewInvitation,
-    message: OutgoingMessage,
+    messageFor: (organization: OrganizationName) => OutgoingMessage,
     now: string,
     limits: InvitationLimits,
     db: Db = this.db
@@ -74,7 +77,8 @@ export class InvitationsRepository {
     const email = normalizeEmail(invitation.email)
     const { organizationId } = invitation
     return await atomically(db, async (trx) => {
-      if (!await holdOrganizationRow(trx, organizationId)) return undefined
+      const organization = await holdOrganizationRow(trx, organizationId)
+      if (organization === undefined) return undefined
       const member = await trx.selectFrom('users').innerJoin('organization_members as m', 'm.user_id', 'users.id')
         .select('users.id').where('users.email', '=', email).where('m.organization_id', '=', organizationId).executeTakeFirst()
       if (member !== undefined) return 'member'
@@ -108,7 +112,7 @@ export class InvitationsRepository {
       await trx.insertInto('organization_invitations')
         .values({ ...row, organization_id: organizationId, token_hash: invitation.tokenHash, closed_at: null })
         .execute()
-      await this.outbox.add(message, now, trx)
+      await this.outbox.add(messageFor(organization), now, trx)
       return row
     })
   }
@@ -156,7 +160,7 @@ export class InvitationsRepository {
   ): Promise<boolean | 'inviter_cannot_grant'> {
     try {
       return await atomically(db, async (trx) => {
-        if (!await holdOrganizationRow(trx, invitation.organizationId)) return false
+        if (await holdOrganizationRow(trx, invitation.organizationId) === undefined) return false
         const { organizations } = this
         if (await organizations.roleOf(invitation.organizationId, userId, trx) !== undefined) throw new StoreConflict('already_member')
         const { invitedBy, organizationId: organization } = invitation

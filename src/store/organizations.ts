@@ -17,6 +17,9 @@ const MEMBERSHIP_COLUMNS = ['id', 'role', 'created_at'] as const
 /** Why a member was not changed or removed. */
 export type MembershipRefusal = 'not_found' | 'last_owner' | 'outranked'
 
+/** A membership changed: the member as they were, and the organization. */
+export interface MembershipChange { previous: Member, organization: OrganizationName }
+
 /** At most `max` rows made after `since` (a sliding window ending now). */
 export interface WindowLimit { max: number, since: string }
 
@@ -32,18 +35,20 @@ export function reached (
   return { retryAt: new Date(Date.parse(String(counted?.oldest ?? now)) + window).toISOString() }
 }
 
+/** What a change of an organization's members tells of it (the notice to the member). */
+export type OrganizationName = Pick<Organization, 'name' | 'slug'>
+
 /**
  * Holds the organization's row for the rest of the transaction (a no-op update): changes of
  * its owners and invitations run one after another, so two demotions at once cannot take away
- * its last two owners. False when it does not exist. A membership change then holds the
- * member's row too, as a refresh does (SessionsRepository.rotate): the refresh that issues
- * tokens for the organization either commits first, and the change finds them to revoke, or
- * reads the changed membership.
+ * its last two owners. Answers its name, or undefined when it does not exist. A membership
+ * change then holds the member's row too, as a refresh does (SessionsRepository.rotate): the
+ * refresh that issues tokens for the organization either commits first, and the change finds
+ * them to revoke, or reads the changed membership.
  */
-export async function holdOrganizationRow (trx: Db, organizationId: string): Promise<boolean> {
-  const held = await trx.updateTable('organizations').set((eb) => ({ updated_at: eb.ref('updated_at') }))
-    .where('id', '=', organizationId).executeTakeFirst()
-  return held.numUpdatedRows > 0n
+export async function holdOrganizationRow (trx: Db, organizationId: string): Promise<OrganizationName | undefined> {
+  return await trx.updateTable('organizations').set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', organizationId).returning(['name', 'slug']).executeTakeFirst()
 }
 
 async function ownerCount (trx: Db, organizationId: string): Promise<number> {
@@ -139,6 +144,16 @@ export class OrganizationsRepository {
     return row?.role
   }
 
+  /**
+   * The user's role in the organization, read with the account's row held for the rest of
+   * `trx`, before a refresh rotates in it (SessionsRepository.rotate): a membership change holds
+   * that row too, so it either committed before and its role is the one read, or waits for the
+   * rotation and then finds the new access token to revoke. Undefined for one who is no member.
+   */
+  async roleForRotation (organizationId: string, userId: string, trx: Db): Promise<OrganizationRole | undefined> {
+    return await holdUserRow(trx, userId) ? await this.roleOf(organizationId, userId, trx) : undefined
+  }
+
   /** Renames or re-slugs; undefined when the organization is gone, StoreConflict 'slug_taken' for a slug in use. */
   async update (
     organizationId: string,
@@ -165,7 +180,7 @@ export class OrganizationsRepository {
    */
   async delete (organizationId: string, db: Db = this.db): Promise<number | undefined> {
     return await atomically(db, async (trx) => {
-      if (!await holdOrganizationRow(trx, organizationId)) return undefined
+      if (await holdOrganizationRow(trx, organizationId) === undefined) return undefined
       const row = await trx.selectFrom('organization_members').select((eb) => eb.fn.countAll<number | string>().as('count'))
         .where('organization_id', '=', organizationId).executeTakeFirst()
       await trx.deleteFrom('organizations').where('id', '=', organizationId).execute()
@@ -219,7 +234,7 @@ export class OrganizationsRepository {
   /**
    * Gives a member another role, with the organization's row held: `mayChange` decides from
    * the member's current role (rank rules), and the last owner keeps the role. Answers the
-   * previous role, or why nothing changed.
+   * member as they were, or why nothing changed.
    */
   async changeRole (
     organizationId: string,
@@ -227,17 +242,17 @@ export class OrganizationsRepository {
     role: OrganizationRole,
     mayChange: (current: OrganizationRole) => boolean,
     db: Db = this.db
-  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+  ): Promise<MembershipChange | MembershipRefusal> {
     return await this.#changeMembership(organizationId, userId, role, mayChange, db)
   }
 
-  /** Removes a member under the same rules as changeRole; answers the role they had. */
+  /** Removes a member under the same rules as changeRole; answers the member as they were. */
   async removeMember (
     organizationId: string,
     userId: string,
     mayRemove: (current: OrganizationRole) => boolean,
     db: Db = this.db
-  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+  ): Promise<MembershipChange | MembershipRefusal> {
     return await this.#changeMembership(organizationId, userId, null, mayRemove, db)
   }
 
@@ -248,11 +263,13 @@ export class OrganizationsRepository {
     role: OrganizationRole | null,
     mayChange: (current: OrganizationRole) => boolean,
     db: Db
-  ): Promise<{ previous: OrganizationRole } | MembershipRefusal> {
+  ): Promise<MembershipChange | MembershipRefusal> {
     return await atomically(db, async (trx) => {
-      if (!await holdOrganizationRow(trx, organizationId) || !await holdUserRow(trx, userId)) return 'not_found'
-      const current = await this.roleOf(organizationId, userId, trx)
-      if (current === undefined) return 'not_found'
+      const organization = await holdOrganizationRow(trx, organizationId)
+      if (organization === undefined || !await holdUserRow(trx, userId)) return 'not_found'
+      const previous = await this.member(organizationId, userId, trx)
+      if (previous === undefined) return 'not_found'
+      const current = previous.role
       if (!mayChange(current)) return 'outranked'
       if (current === 'owner' && role !== 'owner' && await ownerCount(trx, organizationId) <= 1) return 'last_owner'
       if (role === null) {
@@ -261,7 +278,7 @@ export class OrganizationsRepository {
         await trx.updateTable('organization_members').set({ role })
           .where('organization_id', '=', organizationId).where('user_id', '=', userId).execute()
       }
-      return { previous: current }
+      return { previous, organization }
     })
   }
 }

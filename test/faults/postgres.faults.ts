@@ -163,7 +163,7 @@ t.test('a connection dropped inside a transaction fails the transaction as unava
   const postgres = await startPostgres(t)
   let reportLost!: (error: Error) => void
   const lost = new Promise<Error>((resolve) => { reportLost = resolve })
-  const database = openDatabase({ dialect: 'postgres', url: postgres.url }, reportLost)
+  const database = openDatabase({ dialect: 'postgres', url: postgres.url }, { onError: reportLost })
   t.teardown(async () => await database.close())
   const admin = await postgres.connect()
 

@@ -50,6 +50,8 @@ export interface BuildOptions {
   extend?: (app: FastifyInstance) => void
   /** PBKDF2 rounds of new password hashes: TEST_PASSWORD_ROUNDS unless given (PBKDF2_ROUNDS for the real cost). */
   passwordRounds?: number
+  /** Told every statement the database runs (statementsOf, test/helpers/statements.ts). */
+  onStatement?: (sql: string) => void
 }
 
 /**
@@ -78,7 +80,8 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     ...options.env
   })
   const passwordRounds = options.passwordRounds ?? TEST_PASSWORD_ROUNDS
-  const app = createInstance(config, undefined, { resolve: loopbackResolver, passwordRounds })
+  const { onStatement } = options
+  const app = createInstance(config, undefined, { resolve: loopbackResolver, passwordRounds, onStatement })
   options.extend?.(app)
   t.teardown(async () => await app.close())
   await app.ready()

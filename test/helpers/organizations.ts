@@ -15,7 +15,7 @@ import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repositories.js'
 import { type Account, createAccount, withToken } from './accounts.js'
-import { build, redisReady, TEST_SECRET } from './app.js'
+import { build, type BuildOptions, redisReady, TEST_SECRET } from './app.js'
 import { within } from './clock.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl, REDIS_ENV } from './database.js'
@@ -38,10 +38,10 @@ export function uniqueSlug (prefix = 'org'): string {
 
 /** The app as the server builds it, its mail sent to a real SMTP server, with Redis when `TEST_REDIS_URL` is set. */
 export async function appWithMail (
-  t: TestContext, postgresUrl: string | null
+  t: TestContext, postgresUrl: string | null, options: Pick<BuildOptions, 'onStatement'> = {}
 ): Promise<{ app: FastifyInstance, smtp: MailServer }> {
   const smtp = await mailServer(t)
-  const app = await build(t, { postgresUrl, env: { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV } })
+  const app = await build(t, { ...options, postgresUrl, env: { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV } })
   await redisReady(app)
   return { app, smtp }
 }

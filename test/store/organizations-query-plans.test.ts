@@ -191,7 +191,7 @@ for (const backend of backends()) {
         await rolledBack(recorded.db, async (trx) => {
           const outcome = await invitations.invite(
             { organizationId: BIG, email: 'newcomer@example.com', role: 'member', tokenHash: 'new-hash', invitedBy: userId(0), expiresAt: at(10_000_000) },
-            { channel: 'email', recipient: 'newcomer@example.com', subject: 'Invitation', text: 'Token: x', html: null },
+            () => ({ channel: 'email', recipient: 'newcomer@example.com', subject: 'Invitation', text: 'Token: x', html: null }),
             at(1000), { organization: window, inviter: window, pair: window, address: window }, trx)
           t.match(outcome, { email: 'newcomer@example.com' }, 'stored (then rolled back)')
         })

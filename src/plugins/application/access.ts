@@ -5,7 +5,7 @@ import type { OrganizationPermission } from '../../../schemas/organizations.js'
 import type { Permission } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { authorize } from '../../security/permissions.js'
-import { decide, standingOf } from '../../security/organization-permissions.js'
+import { actingRole, decide, standingOf } from '../../security/organization-permissions.js'
 import { canonicalUuid, isUuid } from '../../store/ids.js'
 import type { AuthenticationHook } from './authentication.js'
 
@@ -87,6 +87,8 @@ export default fp(async (fastify) => {
       const decision = decide(standing, needed)
       if (decision === 'hidden') throw new Errors.NOT_FOUND('Organization')
       if (decision === 'refused') throw new Errors.FORBIDDEN(needed)
+      // Read once: the services act on it rather than reading the membership again.
+      request.organizationStanding = { id: organizationId, role: actingRole(standing) }
       if (standing.kind === 'super_admin' && (membership === undefined || decide({ kind: 'member', role: membership }, needed) !== 'granted')) {
         await auditTrail.recordIn(request.serviceContext, 'organization.accessed_as_super_admin', {
           outcome: 'success', details: { organization_id: organizationId, permission: needed, route: request.routeOptions.url }

@@ -1,7 +1,7 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { Errors, tokenFailure } from '../../errors.js'
-import type { Caller, RequestContext } from '../../services/context.js'
+import type { Caller, OrganizationStanding, RequestContext } from '../../services/context.js'
 import { suspensionInForce } from '../../security/suspension.js'
 import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
 import type { UserPrincipal } from '../../store/users.js'
@@ -20,6 +20,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: Caller | null
+    /** The caller's standing in the organization of the path, set by its guard (src/plugins/application/access.ts). */
+    organizationStanding: OrganizationStanding | null
     /** What a service is told of this request: its address, user agent and caller. */
     readonly serviceContext: RequestContext
   }
@@ -44,9 +46,12 @@ export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
   const mfaRequiredRoles = fastify.config.mfa.requiredRoles
   fastify.decorateRequest('user', null)
+  fastify.decorateRequest('organizationStanding', null)
   fastify.decorateRequest('serviceContext', {
     getter (this: FastifyRequest): RequestContext {
-      return { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
+      const context: RequestContext = { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
+      if (this.organizationStanding !== null) context.organization = this.organizationStanding
+      return context
     }
   })
 

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { type Database, openDatabase } from '../../store/database.js'
+import { type Database, type DatabaseObservers, openDatabase } from '../../store/database.js'
 import { migrateToLatest } from '../../store/migrations/index.js'
 
 declare module 'fastify' {
@@ -8,10 +8,14 @@ declare module 'fastify' {
   }
 }
 
-/** Opens the database chosen by DATABASE_URL, migrates it, and closes it last. */
-export default fp(async (fastify) => {
-  const database = openDatabase(fastify.config.database, (error) => {
-    fastify.log.warn({ err: error }, 'database connection lost')
+/**
+ * Opens the database chosen by DATABASE_URL, migrates it, and closes it last; `onStatement` is
+ * told every statement run (AppOptions).
+ */
+export default fp<Pick<DatabaseObservers, 'onStatement'>>(async (fastify, { onStatement }) => {
+  const database = openDatabase(fastify.config.database, {
+    onError: (error) => { fastify.log.warn({ err: error }, 'database connection lost') },
+    onStatement
   })
   try {
     const applied = await migrateToLatest(database.db, database.dialect)

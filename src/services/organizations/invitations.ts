@@ -11,6 +11,7 @@ import { normalizeEmail, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import type { MessageTemplates } from '../messaging/index.js'
+import { actingRoleIn } from './standing.js'
 
 const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
@@ -63,11 +64,7 @@ export class InvitationService {
   ): Promise<Invitation> {
     const { organizations, invitations, templates, audit } = this.deps
     const caller = callerOf(context)
-    const organization = await organizations.find(organizationId, caller.id)
-    const acting = organization === undefined
-      ? null
-      : actingRole(standingOf(caller, organization.role ?? undefined))
-    if (organization === undefined || acting === null) throw new Errors.NOT_FOUND('Organization')
+    const acting = await actingRoleIn(context, organizationId, organizations)
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
     const now = this.#now()
     const { token, hash } = newOneTimeToken()
@@ -80,7 +77,7 @@ export class InvitationService {
         invitedBy: caller.id,
         expiresAt: new Date(now + INVITATION_TTL_MS).toISOString()
       },
-      templates.organizationInvitation(normalizeEmail(email), organization.name, role, token, INVITATION_TTL_MS / DAY),
+      ({ name }) => templates.organizationInvitation(normalizeEmail(email), name, role, token, INVITATION_TTL_MS / DAY),
       new Date(now).toISOString(),
       {
         organization: { max: INVITATIONS_PER_HOUR, since: new Date(now - HOUR).toISOString() },

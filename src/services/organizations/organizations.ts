@@ -5,15 +5,16 @@ import type { CursorCodec } from '../../collection/cursor.js'
 import { collectionPage } from '../../collection/envelope.js'
 import type { CollectionQueryInput } from '../../collection/query.js'
 import { Errors, limitReached, rethrowServiceError } from '../../errors.js'
-import { actingRole, mayGrant, mayManage, standingOf } from '../../security/organization-permissions.js'
+import { mayGrant, mayManage } from '../../security/organization-permissions.js'
 import { hasPermission } from '../../security/permissions.js'
-import type { Member, MembershipRefusal, Organization, OrganizationsRepository } from '../../store/organizations.js'
+import type { Member, MembershipChange, MembershipRefusal, Organization, OrganizationsRepository } from '../../store/organizations.js'
 import type { Db } from '../../store/types.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditChange, AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import type { Notices } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
+import { actingRoleIn } from './standing.js'
 
 const DAY_MS = 24 * 60 * 60 * 1000
 /** Organizations one account may create per day: nobody makes organizations by the hundred to send invitations from. */
@@ -142,17 +143,16 @@ export class OrganizationService {
     userId: string,
     role: OrganizationRole
   ): Promise<Member> {
-    const { organizations } = this.deps
-    const acting = await this.#actingRole(context, organizationId)
+    const acting = await actingRoleIn(context, organizationId, this.deps.organizations)
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
-    const { organization, member } = await this.#member(context, organizationId, userId)
-    const self = callerOf(context).id === userId
-    await this.#changeMembership(context, organization, userId, self ? null : member.email, 'organization_role_changed',
-      async (trx) => await organizations.changeRole(
+    const previous = await this.#changeMembership(context, organizationId, userId, 'organization_role_changed',
+      async (trx) => await this.deps.organizations.changeRole(
         organizationId, userId, role, (current) => mayManage(acting, current), trx
       ),
-      (previous) => [{ event: 'membership.role_changed', outcome: 'success', targetId: userId, details: { organization_id: organizationId, role, previous_role: previous } }])
-    return { ...member, role }
+      (member) => [{
+        event: 'membership.role_changed', outcome: 'success', targetId: userId, details: { organization_id: organizationId, role, previous_role: member.role }
+      }])
+    return { ...previous, role }
   }
 
   /**
@@ -161,61 +161,44 @@ export class OrganizationService {
    */
   async removeMember (context: RequestContext, organizationId: string, userId: string): Promise<void> {
     const leaving = callerOf(context).id === userId
-    const acting = leaving ? null : await this.#actingRole(context, organizationId)
-    const { organization, member } = await this.#member(context, organizationId, userId)
-    await this.#changeMembership(context, organization, userId, leaving ? null : member.email, 'organization_membership_removed',
+    const acting = leaving ? null : await actingRoleIn(context, organizationId, this.deps.organizations)
+    await this.#changeMembership(context, organizationId, userId, 'organization_membership_removed',
       async (trx) => await this.deps.organizations.removeMember(
         organizationId, userId, (current) => acting === null || mayManage(acting, current), trx
       ),
-      (previous) => [{
-        event: leaving ? 'membership.left' : 'membership.removed', outcome: 'success', targetId: userId, details: { organization_id: organizationId, previous_role: previous }
+      (member) => [{
+        event: leaving ? 'membership.left' : 'membership.removed', outcome: 'success', targetId: userId, details: { organization_id: organizationId, previous_role: member.role }
       }])
   }
 
-  /** The role the caller acts with in the organization (a super_admin acts as an owner). */
-  async #actingRole (context: RequestContext, organizationId: string): Promise<OrganizationRole> {
-    const caller = callerOf(context)
-    const role = actingRole(standingOf(caller, await this.deps.organizations.roleOf(organizationId, caller.id)))
-    // The access declaration admitted only callers who act with a role here.
-    if (role === null) throw new Errors.NOT_FOUND('Organization')
-    return role
-  }
-
-  async #member (
-    context: RequestContext,
-    organizationId: string,
-    userId: string
-  ): Promise<{ organization: Organization, member: Member }> {
-    const organization = await this.get(context, organizationId)
-    const member = await this.deps.organizations.member(organizationId, userId)
-    if (member === undefined) throw new Errors.NOT_FOUND('Member')
-    return { organization, member }
-  }
-
   /**
-   * A membership change with its audit entries, the notice to the member (`noticeTo`: null when
-   * they made it themselves) and, for a removal, the forgetting of the organization by the
-   * member's sessions, in one transaction; the access tokens that carry the old membership are
-   * revoked once it is committed.
+   * A membership change with its audit entries, the notice to the member (unless they made it
+   * themselves) and, for a removal, the forgetting of the organization by the member's sessions,
+   * in one transaction; the access tokens that carry the old membership are revoked once it is
+   * committed. Answers the member as they were.
    */
   async #changeMembership (
     context: RequestContext,
-    organization: Organization,
+    organizationId: string,
     userId: string,
-    noticeTo: string | null,
     notice: 'organization_role_changed' | 'organization_membership_removed',
-    change: (trx: Db) => Promise<{ previous: OrganizationRole } | MembershipRefusal>,
-    entriesOf: (previous: OrganizationRole) => AuditChange[]
-  ): Promise<void> {
+    change: (trx: Db) => Promise<MembershipChange | MembershipRefusal>,
+    entriesOf: (previous: Member) => AuditChange[]
+  ): Promise<Member> {
     const { audit, notices, sessions } = this.deps
+    const notify = callerOf(context).id !== userId
     const outcome = await audit.recordChange(context, async (trx) => {
       const result = await change(trx)
       if (typeof result === 'string') return result
-      if (noticeTo !== null) await notices.add(noticeTo, notice, trx, `Organization: ${organization.name} (${organization.slug})`)
-      return { ...result, revokeAccess: await sessions.organizationChangedWithin(organization.id, userId, { forget: notice === 'organization_membership_removed' }, trx) }
+      const { previous, organization } = result
+      if (notify) await notices.add(previous.email, notice, trx, `Organization: ${organization.name} (${organization.slug})`)
+      const forget = notice === 'organization_membership_removed'
+      const revokeAccess = await sessions.organizationChangedWithin(organizationId, userId, { forget }, trx)
+      return { previous, revokeAccess }
     }, (result) => typeof result === 'string' ? [] : entriesOf(result.previous))
     if (typeof outcome === 'string') throw membershipError(outcome)
-    if (noticeTo !== null) notices.deliver()
+    if (notify) notices.deliver()
     await outcome.revokeAccess()
+    return outcome.previous
   }
 }

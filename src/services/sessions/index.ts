@@ -16,8 +16,8 @@ export function sessionServices ({ config, repositories, tokens, cursors, revoke
       policy: config.session,
       cursors,
       retryBox: new SecretBox(config.sealing.keys, SEALED_PURPOSES.refreshRetry),
-      organizationRoleOf: async (organizationId, userId) =>
-        await repositories.organizations.roleOf(organizationId, userId)
+      organizationRoleFor: async (organizationId, userId, trx) =>
+        await repositories.organizations.roleForRotation(organizationId, userId, trx)
     })
   }
 }

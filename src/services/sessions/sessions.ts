@@ -6,13 +6,14 @@ import type { CollectionQueryInput } from '../../collection/query.js'
 import type { Config } from '../../config/index.js'
 import { Errors } from '../../errors.js'
 import type { SecretBox } from '../../security/secret-box.js'
-import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../../security/tokens.js'
+import { ACCESS_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../../security/tokens.js'
 import type { AuthorizationArtifactsRepository } from '../../store/authorization-artifacts.js'
 import type { ImpersonationsRepository } from '../../store/impersonations.js'
-import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository, SignInProof } from '../../store/sessions.js'
+import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../../store/sessions.js'
 import type { Db } from '../../store/types.js'
 import type { Recorded } from '../audit/index.js'
 import { assertNotImpersonating, type Caller, callerOf, type RequestContext } from '../context.js'
+import { TokenPairs } from './pairs.js'
 
 export interface SessionServiceDependencies {
   tokens: TokenService
@@ -27,10 +28,10 @@ export interface SessionServiceDependencies {
   /** Seals the pairs kept for refresh retries, under a key derived from the signing secret. */
   retryBox: SecretBox
   /**
-   * The user's role in the organization (the membership check), read at every refresh of a
-   * session that selected one.
+   * The user's role in the organization, read at every refresh of a session that selected one,
+   * in the rotation's transaction with the account's row held (OrganizationsRepository.roleForRotation).
    */
-  organizationRoleOf: (organizationId: string, userId: string) => Promise<OrganizationRole | undefined>
+  organizationRoleFor: (organizationId: string, userId: string, trx: Db) => Promise<OrganizationRole | undefined>
   now?: () => number
 }
 
@@ -50,32 +51,22 @@ function accessIssuedAfter (now: string): string {
   return new Date(Date.parse(now) - ACCESS_TOKEN_TTL_S * 1000).toISOString()
 }
 
-/** The organization a session's access tokens speak for, with the holder's role in it. */
-interface ActiveOrganization { id: string, role: OrganizationRole }
-
 /**
  * What a refresh does with the session's organization: keep it (undefined), or select another
  * (null: none), as POST /auth/organization does.
  */
 export type OrganizationSelection = { organizationId: string | null } | undefined
 
-function tokenPair (accessToken: string, refreshToken: string): TokenPair {
-  return {
-    access_token: accessToken,
-    refresh_token: refreshToken,
-    token_type: 'Bearer',
-    expires_in: ACCESS_TOKEN_TTL_S,
-    refresh_expires_in: REFRESH_TOKEN_TTL_S
-  }
-}
-
 /** Sign-in sessions (docs/api.md, "Sessions"): opening, rotating, timing out, ending. */
 export class SessionService {
   readonly #deps: SessionServiceDependencies
+  readonly #pairs: TokenPairs
   readonly #now: () => number
 
   constructor (deps: SessionServiceDependencies) {
     this.#deps = deps
+    const { tokens, retryBox, policy } = deps
+    this.#pairs = new TokenPairs({ tokens, retryBox, retryWindowS: policy.refreshRetryWindowS })
     this.#now = deps.now ?? Date.now
   }
 
@@ -106,7 +97,7 @@ export class SessionService {
     const now = new Date(nowMs).toISOString()
     const deviceInfo = device === undefined ? {} : { ...device }
     const authentication = { authTime: now, amr }
-    const { access, refresh } = this.#sign(user, deviceInfo, authentication, nowMs)
+    const { access, refresh } = this.#pairs.sign(user, deviceInfo, authentication, nowMs)
     const ended = await recorded(async (trx) => {
       const opened = await sessions.open({
         userId: user.id,
@@ -123,7 +114,7 @@ export class SessionService {
       return opened.ended
     })
     await this.#revokeAccessTokens(ended)
-    return tokenPair(access.token, refresh.token)
+    return this.#pairs.of(access.token, refresh.token)
   }
 
   /**
@@ -196,7 +187,9 @@ export class SessionService {
       // The account exists: its tokens go with it (refresh_tokens.user_id cascades), and the
       // rotation holds its row, answering 'ended' for an account deleted meanwhile.
       const user = { id: presented.userId, roles: presented.userRoles }
-      const organization = await this.#organizationOf(user.id, presented, selection)
+      const organization = selection === undefined
+        ? { id: presented.sessionOrganizationId, selected: false }
+        : { id: selection.organizationId, selected: true }
       const pair = await this.#rotate(user, presented, claims.device, organization, now, recordedFor(user.id))
       if (pair !== null) return { pair, userId: user.id, retry: false }
       // Read unspent, yet not spent here: a concurrent refresh spent it, and its pair was
@@ -209,7 +202,7 @@ export class SessionService {
     // Spent already. Within the window of its rotation, before its successor was spent, it
     // gets the pair it was rotated into: a client retrying a request whose answer was lost,
     // or two tabs refreshing at once, get one pair, and instances answering them alike.
-    const kept = this.#keptPair(spent, now)
+    const kept = this.#pairs.kept(spent, now)
     if (kept !== null) return { pair: kept, userId: spent.userId, retry: true }
     // Otherwise a spent token is reuse, however it came to be spent (a concurrent refresh
     // included, with retries off): the whole session ends (docs/api.md, "Sessions").
@@ -298,23 +291,6 @@ export class SessionService {
   }
 
   /**
-   * The organization the rotated pair speaks for: the one selected, which the user must be a
-   * member of (404 otherwise, before the token is spent), or the session's, while the user
-   * still is one (a removed member's session forgets it).
-   */
-  async #organizationOf (
-    userId: string,
-    presented: PresentedRefreshToken,
-    selection: OrganizationSelection
-  ): Promise<ActiveOrganization | null> {
-    const organizationId = selection === undefined ? presented.sessionOrganizationId : selection.organizationId
-    if (organizationId === null) return null
-    const role = await this.#deps.organizationRoleOf(organizationId, userId)
-    if (role === undefined && selection !== undefined) throw new Errors.NOT_FOUND('Organization')
-    return role === undefined ? null : { id: organizationId, role }
-  }
-
-  /**
    * Ends sessions with their refresh tokens, and revokes the access tokens they issued that
    * have not expired: an ended session lets no request through, not even for 15 minutes.
    */
@@ -339,87 +315,42 @@ export class SessionService {
   }
 
   /**
-   * Signs a pair as of `issuedAtMs`, which must be the instant it is recorded under: an ended
-   * session's access tokens are revoked until that instant + 15 minutes, which must not come
-   * before they expire.
-   */
-  #sign (
-    user: { id: string, roles: string[] },
-    device: Record<string, unknown>,
-    { authTime, amr }: SignInProof,
-    issuedAtMs: number,
-    organization: ActiveOrganization | null = null
-  ) {
-    const { tokens } = this.#deps
-    const signIn = { auth_time: Math.floor(Date.parse(authTime) / 1000), amr }
-    const membership = organization === null ? {} : { org_id: organization.id, org_roles: [organization.role] }
-    return {
-      access: tokens.issueAccessToken(
-        { sub: user.id, roles: [...user.roles], ...signIn, ...membership }, ACCESS_TOKEN_TTL_S, issuedAtMs
-      ),
-      refresh: tokens.issueRefreshToken(user.id, device, issuedAtMs)
-    }
-  }
-
-  /**
    * Spends the presented token for a new pair in the session, kept sealed for retries while
    * they are on; null when the token was spent by another request or the session ended
-   * meanwhile (a logout), or the account is gone.
+   * meanwhile (a logout), or the account is gone. With an organization, the pair speaks for it
+   * with the role read in the rotation's transaction: one the user selected must be theirs (404,
+   * the token unspent); the session's own is forgotten once they are no member.
    */
   async #rotate (
     user: { id: string, roles: string[] },
     presented: PresentedRefreshToken,
     device: Record<string, unknown>,
-    organization: ActiveOrganization | null,
+    organization: { id: string | null, selected: boolean },
     now: string,
     recorded: Recorded
   ): Promise<TokenPair | null> {
-    const { sessions, policy, retryBox } = this.#deps
-    const nowMs = Date.parse(now)
-    // A refresh keeps the sign-in's auth_time and amr: it proves nothing new of the user.
-    const { access, refresh } = this.#sign(user, device, presented.sessionAuthentication, nowMs, organization)
-    const pair = tokenPair(access.token, refresh.token)
-    const retry = policy.refreshRetryWindowS === 0
-      ? null
-      : {
-          pair: retryBox.seal(JSON.stringify({ access_token: pair.access_token, refresh_token: pair.refresh_token })),
-          until: new Date(nowMs + policy.refreshRetryWindowS * 1000).toISOString()
-        }
-    const rotation = {
-      spentJti: presented.jti,
-      sessionId: presented.sessionId,
-      userId: user.id,
-      issued: refresh,
-      accessJti: access.jti,
-      device,
-      now,
-      retry,
-      organizationId: organization?.id ?? null
+    const { sessions, organizationRoleFor } = this.#deps
+    const organizationId = organization.id
+    if (organizationId === null) {
+      const { pair, rotation } = this.#pairs.rotation(user, presented, device, null, now)
+      // Its entries are stored by the rotation itself when they bring nothing else to store: a
+      // transaction around it would cost three round trips more (SessionsRepository.rotate).
+      const alone = recorded.alone?.()
+      const outcome = alone === undefined
+        ? await recorded(async (trx) => await sessions.rotate({ ...rotation, entries: [] }, trx), (result) => result === 'rotated')
+        : await sessions.rotate({ ...rotation, entries: alone.rows })
+      if (outcome !== 'rotated') return null
+      alone?.stored()
+      return pair
     }
-    // Its entries are stored by the rotation itself when they bring nothing else to store: a
-    // transaction around it would cost three round trips more (SessionsRepository.rotate).
-    const alone = recorded.alone?.()
-    const outcome = alone === undefined
-      ? await recorded(async (trx) => await sessions.rotate({ ...rotation, entries: [] }, trx), (result) => result === 'rotated')
-      : await sessions.rotate({ ...rotation, entries: alone.rows })
-    if (outcome !== 'rotated') return null
-    alone?.stored()
-    // The role was read before the rotation: a membership change that committed since, having
-    // held the account's row as the rotation does, found no token of this pair to revoke.
-    if (organization !== null && await this.#deps.organizationRoleOf(organization.id, user.id) !== organization.role) {
-      await this.#deps.revokeAccessToken(access.jti, access.expiresAt)
-    }
-    return pair
-  }
-
-  /** The pair the token was rotated into, while kept for retries of it; null otherwise. */
-  #keptPair (token: PresentedRefreshToken, now: string): TokenPair | null {
-    const kept = token.sessionRetry
-    if (this.#deps.policy.refreshRetryWindowS === 0 || kept === null || kept.jti !== token.jti ||
-      Date.parse(kept.until) <= Date.parse(now)) return null
-    const opened = this.#deps.retryBox.open(kept.pair)
-    if (opened === null) return null // sealed under another secret
-    const { access_token: accessToken, refresh_token: refreshToken } = JSON.parse(opened) as Pick<TokenPair, 'access_token' | 'refresh_token'>
-    return tokenPair(accessToken, refreshToken)
+    const rotated = await recorded(async (trx) => {
+      const role = await organizationRoleFor(organizationId, user.id, trx)
+      if (role === undefined && organization.selected) return 'not_member'
+      const speaksFor = role === undefined ? null : { id: organizationId, role }
+      const { pair, rotation } = this.#pairs.rotation(user, presented, device, speaksFor, now)
+      return await sessions.rotate({ ...rotation, entries: [] }, trx) === 'rotated' ? pair : null
+    }, (result) => typeof result === 'object' && result !== null)
+    if (rotated === 'not_member') throw new Errors.NOT_FOUND('Organization')
+    return rotated
   }
 }

@@ -523,6 +523,26 @@ for (const backend of backends()) {
       t.same((await h.snapshot(organization.id)).open, [], 'nobody invited')
     })
 
+    t.test('a demotion racing a refresh: the pair answered carries the new role, or its access token is refused', async (t) => {
+      const owner = await createAccount(app)
+      const organization = await h.organization(owner, 'Racing')
+      for (let round = 0; round < 6; round++) {
+        const admin = await h.member(owner, organization.id, 'admin')
+        const pair = await h.selected(admin, organization.id)
+        const [refreshed, demoted] = await Promise.all([
+          h.refresh(pair.refresh_token),
+          h.call(owner, 'PATCH', `/organizations/${organization.id}/members/${admin.id}`, { role: 'member' })
+        ])
+        t.equal(demoted.statusCode, 200)
+        t.equal(refreshed.statusCode, 200)
+        const next = refreshed.json().data
+        const roles = orgClaims(next.access_token).org_roles
+        const me = await h.call(next.access_token, 'GET', '/auth/me')
+        t.ok(JSON.stringify(roles) === '["member"]' ? me.statusCode === 200 : me.statusCode === 401,
+          `round ${round}: ${JSON.stringify(roles)} and ${me.statusCode}: no live token of the old role`)
+      }
+    })
+
     t.test('/auth/organization: a non-member selects nothing (404), whatever their global role', async (t) => {
       const owner = await createAccount(app)
       const organization = await h.organization(owner, 'Selective')

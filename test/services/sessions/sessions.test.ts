@@ -18,8 +18,8 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
     impersonations: fixture.repositories.impersonations,
     authorizationArtifacts: fixture.repositories.authorizationArtifacts,
     revokeAccessToken: async () => {},
-    organizationRoleOf: async (organizationId, userId) =>
-      await fixture.repositories.organizations.roleOf(organizationId, userId),
+    organizationRoleFor: async (organizationId, userId, trx) =>
+      await fixture.repositories.organizations.roleForRotation(organizationId, userId, trx),
     policy: loadConfig({}).session,
     cursors: new CursorCodec(TEST_SECRET),
     retryBox: new SecretBox(secret, 'refresh-retry'),
