@@ -49,61 +49,72 @@ export function clientMetadata (row: OAuthClientsTable): AdapterPayload {
 /**
  * oidc-provider's storage (its adapter interface) over the service's database: one adapter per
  * model. Clients come from `oauth_clients`, a disabled one is not found; everything else is a
- * row of `authorization_artifacts` (src/store/authorization-artifacts.ts).
+ * row of `authorization_artifacts` (src/store/authorization-artifacts.ts), or, with Redis, in
+ * Redis for the short-lived models.
  */
 export function artifactAdapter (stores: AdapterStores): new (model: string) => Adapter {
-  const { artifacts, clients, liveSession, now, shortLived } = stores
-  if (shortLived !== null) {
-    const DatabaseAdapter = artifactAdapter({ ...stores, shortLived: null })
-    return class ShortLivedAdapter implements Adapter {
-      readonly #inDatabase: Adapter
-      constructor (private readonly model: string) {
-        this.#inDatabase = new DatabaseAdapter(model)
-      }
+  const inDatabase = databaseAdapter(stores)
+  return stores.shortLived === null ? inDatabase : shortLivedAdapter(inDatabase, stores.shortLived, stores.now)
+}
 
-      #redis (): RedisShortLivedArtifacts | null {
-        return SHORT_LIVED_MODELS.has(this.model) ? shortLived : null
-      }
+/** The short-lived models in Redis, the others through `DatabaseAdapter`. */
+function shortLivedAdapter (
+  DatabaseAdapter: new (model: string) => Adapter,
+  shortLived: RedisShortLivedArtifacts,
+  now: () => number
+): new (model: string) => Adapter {
+  return class ShortLivedAdapter implements Adapter {
+    readonly #inDatabase: Adapter
+    constructor (private readonly model: string) {
+      this.#inDatabase = new DatabaseAdapter(model)
+    }
 
-      async upsert (id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-        const redis = this.#redis()
-        if (redis === null) return await this.#inDatabase.upsert(id, payload, expiresIn)
-        await redis.upsert(this.model, id, payload as Record<string, unknown>, expiresIn)
-      }
+    #redis (): RedisShortLivedArtifacts | null {
+      return SHORT_LIVED_MODELS.has(this.model) ? shortLived : null
+    }
 
-      async find (id: string): Promise<AdapterPayload | undefined> {
-        const redis = this.#redis()
-        if (redis === null) return await this.#inDatabase.find(id) ?? undefined
-        return await redis.find(this.model, id) as AdapterPayload | undefined
-      }
+    async upsert (id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      const redis = this.#redis()
+      if (redis === null) return await this.#inDatabase.upsert(id, payload, expiresIn)
+      await redis.upsert(this.model, id, payload as Record<string, unknown>, expiresIn)
+    }
 
-      async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {
-        return await this.#inDatabase.findByUserCode(userCode) ?? undefined
-      }
+    async find (id: string): Promise<AdapterPayload | undefined> {
+      const redis = this.#redis()
+      if (redis === null) return await this.#inDatabase.find(id) ?? undefined
+      return await redis.find(this.model, id) as AdapterPayload | undefined
+    }
 
-      async findByUid (uid: string): Promise<AdapterPayload | undefined> {
-        const redis = this.#redis()
-        if (redis === null) return await this.#inDatabase.findByUid(uid) ?? undefined
-        return await redis.findByUid(this.model, uid) as AdapterPayload | undefined
-      }
+    async findByUserCode (userCode: string): Promise<AdapterPayload | undefined> {
+      return await this.#inDatabase.findByUserCode(userCode) ?? undefined
+    }
 
-      async consume (id: string): Promise<void> {
-        const redis = this.#redis()
-        if (redis === null) return await this.#inDatabase.consume(id)
-        await redis.consume(this.model, id, Math.floor(now() / 1000))
-      }
+    async findByUid (uid: string): Promise<AdapterPayload | undefined> {
+      const redis = this.#redis()
+      if (redis === null) return await this.#inDatabase.findByUid(uid) ?? undefined
+      return await redis.findByUid(this.model, uid) as AdapterPayload | undefined
+    }
 
-      async destroy (id: string): Promise<void> {
-        const redis = this.#redis()
-        if (redis === null) return await this.#inDatabase.destroy(id)
-        await redis.destroy(this.model, id)
-      }
+    async consume (id: string): Promise<void> {
+      const redis = this.#redis()
+      if (redis === null) return await this.#inDatabase.consume(id)
+      await redis.consume(this.model, id, Math.floor(now() / 1000))
+    }
 
-      async revokeByGrantId (grantId: string): Promise<void> {
-        await this.#inDatabase.revokeByGrantId(grantId)
-      }
+    async destroy (id: string): Promise<void> {
+      const redis = this.#redis()
+      if (redis === null) return await this.#inDatabase.destroy(id)
+      await redis.destroy(this.model, id)
+    }
+
+    async revokeByGrantId (grantId: string): Promise<void> {
+      await this.#inDatabase.revokeByGrantId(grantId)
     }
   }
+}
+
+/** Every model in the database: clients in `oauth_clients`, the rest in `authorization_artifacts`. */
+function databaseAdapter ({ artifacts, clients, liveSession, now }: AdapterStores): new (model: string) => Adapter {
   const iso = (ms: number) => new Date(ms).toISOString()
   const parsed = (payload: string | undefined) =>
     payload === undefined ? undefined : JSON.parse(payload) as AdapterPayload

@@ -1,9 +1,11 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Role } from '../../../schemas/rbac.js'
 import { Errors, tokenFailure } from '../../errors.js'
 import type { Caller, OrganizationStanding, RequestContext } from '../../services/context.js'
 import { suspensionInForce } from '../../security/suspension.js'
 import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
+import type { AccessClaims } from '../../security/tokens.js'
 import type { UserPrincipal } from '../../store/users.js'
 
 declare module '@fastify/jwt' {
@@ -42,6 +44,39 @@ export type AuthenticationHook = (request: FastifyRequest, reply: unknown, done:
 
 const BEARER = 'Bearer '
 
+/**
+ * Sets `request.user`, or gives the error that refuses the request. An impersonation's
+ * token works only while its administrator may still impersonate: not deleted, not
+ * suspended, still holding the permission (docs/api.md, "Impersonation").
+ */
+function admit (
+  request: FastifyRequest,
+  claims: AccessClaims,
+  principal: UserPrincipal | undefined,
+  impersonator: UserPrincipal | undefined | null,
+  mfaRequiredRoles: readonly Role[]
+): Error | undefined {
+  // A deleted user's tokens stop working with the account.
+  if (principal === undefined) return new Errors.INVALID_TOKEN()
+  if (impersonator !== null && (impersonator === undefined || !hasPermission(impersonator, 'impersonate_users') ||
+    suspensionInForce(impersonator, Date.now()) !== undefined)) return new Errors.INVALID_TOKEN()
+  // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
+  if (request.routeOptions.config.allowWithoutMfa !== true && mustEnrolMfa(principal, mfaRequiredRoles)) {
+    return new Errors.MFA_ENROLLMENT_REQUIRED()
+  }
+  request.user = {
+    id: principal.id,
+    roles: principal.roles,
+    mfaEnabled: principal.mfaEnabled,
+    jti: claims.jti,
+    tokenExpiresAt: new Date(claims.exp * 1000),
+    authTime: claims.auth_time ?? claims.iat,
+    amr: claims.amr ?? [],
+    impersonatorId: claims.act?.sub ?? null
+  }
+  return undefined
+}
+
 export default fp(async (fastify) => {
   const { tokens, repositories, revocations } = fastify
   const mfaRequiredRoles = fastify.config.mfa.requiredRoles
@@ -69,38 +104,6 @@ export default fp(async (fastify) => {
     return claims
   }
 
-  /**
-   * Sets `request.user`, or gives the error that refuses the request. An impersonation's
-   * token works only while its administrator may still impersonate: not deleted, not
-   * suspended, still holding the permission (docs/api.md, "Impersonation").
-   */
-  function admit (
-    request: FastifyRequest,
-    claims: ReturnType<typeof verifiedClaims>,
-    principal: UserPrincipal | undefined,
-    impersonator: UserPrincipal | undefined | null
-  ): Error | undefined {
-    // A deleted user's tokens stop working with the account.
-    if (principal === undefined) return new Errors.INVALID_TOKEN()
-    if (impersonator !== null && (impersonator === undefined || !hasPermission(impersonator, 'impersonate_users') ||
-      suspensionInForce(impersonator, Date.now()) !== undefined)) return new Errors.INVALID_TOKEN()
-    // TOTP or a passkey meets the requirement (docs/api.md, "Required roles").
-    if (request.routeOptions.config.allowWithoutMfa !== true && mustEnrolMfa(principal, mfaRequiredRoles)) {
-      return new Errors.MFA_ENROLLMENT_REQUIRED()
-    }
-    request.user = {
-      id: principal.id,
-      roles: principal.roles,
-      mfaEnabled: principal.mfaEnabled,
-      jti: claims.jti,
-      tokenExpiresAt: new Date(claims.exp * 1000),
-      authTime: claims.auth_time ?? claims.iat,
-      amr: claims.amr ?? [],
-      impersonatorId: claims.act?.sub ?? null
-    }
-    return undefined
-  }
-
   function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
     let claims
     try {
@@ -114,9 +117,9 @@ export default fp(async (fastify) => {
     const impersonator = claims.act === undefined ? null : users.cachedPrincipal(claims.act.sub)
     if (principal instanceof Promise || impersonator instanceof Promise) {
       Promise.all([principal, impersonator])
-        .then(([found, acting]) => { done(admit(request, claims, found, acting)) }, done)
+        .then(([found, acting]) => { done(admit(request, claims, found, acting, mfaRequiredRoles)) }, done)
     } else {
-      done(admit(request, claims, principal, impersonator))
+      done(admit(request, claims, principal, impersonator, mfaRequiredRoles))
     }
   }
   fastify.decorate('authenticate', authenticate)

@@ -30,6 +30,43 @@ export interface RateLimitOptions {
 }
 
 /**
+ * The plugin's store interface over the sliding-window counter (the key names client and tier),
+ * and `firstRefusal`, which tells once whether a key's refusal is the first of its window: the
+ * plugin passes on only a hit's count and ttl. An unreachable counter is reported once
+ * (`unreachable`) until it answers again.
+ */
+function pluginStore (counter: RateLimitStore, unreachable: (error: Error) => void) {
+  const toReport = new Set<string>()
+  let failing = false
+  function answer (key: string, state: WindowState, callback: StoreCallback): void {
+    if (state.firstRefusal) toReport.add(key)
+    callback(null, state)
+  }
+  class SlidingWindowStore implements FastifyRateLimitStore {
+    incr (key: string, callback: StoreCallback, windowMs: number, max: number): void {
+      const state = counter.hit(key, windowMs, max)
+      if (!(state instanceof Promise)) {
+        answer(key, state, callback)
+        return
+      }
+      state.then((shared) => {
+        failing = false
+        answer(key, shared, callback)
+      }, (error: Error) => {
+        if (!failing) unreachable(error)
+        failing = true
+        callback(error)
+      })
+    }
+
+    child (): FastifyRateLimitStore {
+      return this
+    }
+  }
+  return { SlidingWindowStore, firstRefusal: (key: string) => toReport.delete(key) }
+}
+
+/**
  * Three tiers per client address (IPv6 by /64), each a sliding window of RATE_LIMIT_WINDOW_MS:
  * general (RATE_LIMIT_MAX), sign-in (RATE_LIMIT_AUTH_MAX: every request but a read to
  * `/api/v1/auth/*`, and the routes declaring `signInRate`) and admin operations
@@ -45,40 +82,9 @@ export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} 
   const limits = fastify.config.rateLimit
   const { redis } = fastify
   const counter: RateLimitStore = redis === null ? new SlidingWindowMemoryStore() : new SlidingWindowRedisStore(redis)
-  /**
-   * Keys with a refusal to report (the first in a window), taken by the next refused request
-   * of the key to reach onExceeded: the plugin passes on only a hit's count and ttl.
-   */
-  const toReport = new Set<string>()
-  let unreachable = false
-
-  function answer (key: string, state: WindowState, callback: StoreCallback): void {
-    if (state.firstRefusal) toReport.add(key)
-    callback(null, state)
-  }
-
-  /** The plugin's store interface over the sliding-window counter; the key names client and tier. */
-  class SlidingWindowStore implements FastifyRateLimitStore {
-    incr (key: string, callback: StoreCallback, windowMs: number, max: number): void {
-      const state = counter.hit(key, windowMs, max)
-      if (!(state instanceof Promise)) {
-        answer(key, state, callback)
-        return
-      }
-      state.then((shared) => {
-        unreachable = false
-        answer(key, shared, callback)
-      }, (error: Error) => {
-        if (!unreachable) fastify.log.warn({ err: error }, 'rate-limit store unreachable: limits fail open until it returns')
-        unreachable = true
-        callback(error)
-      })
-    }
-
-    child (): FastifyRateLimitStore {
-      return this
-    }
-  }
+  const { SlidingWindowStore, firstRefusal } = pluginStore(counter, (error) => {
+    fastify.log.warn({ err: error }, 'rate-limit store unreachable: limits fail open until it returns')
+  })
 
   await fastify.register(fastifyRateLimit, {
     // Applied by the hook below, not by the plugin's per-route hooks.
@@ -96,7 +102,7 @@ export default fp<RateLimitOptions>(async (fastify, { onFirstRefusal = () => {} 
       keyGenerator: (request) => `${addressKey(request.ip)}${group}`,
       onExceeded: (request, key) => {
         // Once per client, tier and window: a flood of refusals must not become a flood of writes.
-        if (toReport.delete(key)) onFirstRefusal(request, max)
+        if (firstRefusal(key)) onFirstRefusal(request, max)
       }
     })
   }
