@@ -2,9 +2,8 @@ import { CursorCodec } from '../../src/collection/cursor.js'
 import { loadConfig } from '../../src/config/index.js'
 import { PasswordHasher } from '../../src/security/passwords.js'
 import { TokenService } from '../../src/security/tokens.js'
-import { AuditTrail } from '../../src/services/audit/trail.js'
-import { auditStorage } from '../../src/services/audit/storage.js'
-import { WebhookPublisher } from '../../src/services/webhooks/publisher.js'
+import type { AuditTrail } from '../../src/services/audit/index.js'
+import { createAuditTrail } from '../../src/services/audit-trail.js'
 import type { Resolver } from '../../src/services/webhooks/http-sender.js'
 import type { Caller, RequestContext } from '../../src/services/context.js'
 import { createServices, type Services } from '../../src/services/index.js'
@@ -59,13 +58,9 @@ export async function buildServices (
   const cursors = new CursorCodec(config.jwtSecret)
   const repositories = createRepositories(database, { cursors, countLimit: config.collectionCountLimit })
   // As the app stores entries: with the webhook deliveries they bring about.
-  const audit = new AuditTrail({
-    ...auditStorage({
-      auditLogs: repositories.auditLogs,
-      publisher: new WebhookPublisher({ webhooks: repositories.webhooks, streamAudit: config.auditStream.kind === 'webhooks' }),
-      published: () => { services.webhookDispatcher.kick() }
-    }),
-    onError: (error) => { throw error }
+  const audit = createAuditTrail({ config, repositories }, {
+    published: () => { services.webhookDispatcher.kick() },
+    failed: (error) => { throw error }
   })
   const sent: MailMessage[] = []
   // A deployment's own Mailer, as the service layer allows: this one keeps what it is given.

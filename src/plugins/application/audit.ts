@@ -1,17 +1,12 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AuditEvent } from '../../../schemas/audit.js'
-import { auditStorage } from '../../services/audit/storage.js'
-import { auditStreamSink } from '../../services/audit/stream.js'
-import { type AuditFields, AuditTrail } from '../../services/audit/trail.js'
-import { Retention } from '../../services/retention.js'
-import { WebhookPublisher } from '../../services/webhooks/publisher.js'
+import { type AuditFields, type AuditTrail, auditStreamSink } from '../../services/audit/index.js'
+import { createAuditTrail } from '../../services/audit-trail.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     auditTrail: AuditTrail
-    /** The background purge of entries past AUDIT_RETENTION_DAYS; `purge()` joins the run in progress. */
-    auditRetention: Retention
     /** Where every audit entry is also written (AUDIT_STREAM=stdout or file), closed after the trail's last flush. */
     auditSink: { close: () => Promise<void> }
   }
@@ -25,39 +20,21 @@ declare module 'fastify' {
   }
 }
 
-const DAY = 24 * 60 * 60 * 1000
-
 /**
- * The audit table (docs/api.md, "Audit log"): the trail services write through (batched
- * entries flushed on close, before the database closes), and the retention purge. Both run as
- * jobs of the background plugin (src/plugins/application/background.ts), which closes them.
+ * The audit trail services write through (docs/api.md, "Audit log"; createAuditTrail), its
+ * stream, and the entries of requests. Batched entries are flushed by a job of the background
+ * plugin (src/plugins/application/background.ts), which closes the trail before the database.
  */
 export default fp(async (fastify) => {
-  const repository = fastify.repositories.auditLogs
-  let failing = false
-  const { config } = fastify
+  const { config, repositories } = fastify
   // On stdout, through the log at level info whatever LOG_LEVEL says: the stream was asked for.
   const sink = auditStreamSink(config.auditStream, fastify.log.child({}, { level: 'info' }))
-  // Entries and the webhook deliveries they bring about are stored together; the deliveries are
-  // sent at once by the services' dispatcher, which exists by the time any change is made.
-  const storage = auditStorage({
-    auditLogs: repository,
-    publisher: new WebhookPublisher({ webhooks: fastify.repositories.webhooks, streamAudit: config.auditStream.kind === 'webhooks' }),
+  const trail = createAuditTrail({ config, repositories }, {
+    // The services' dispatcher exists by the time any change is made.
     published: () => { fastify.services.webhookDispatcher.kick() },
-    sink
-  })
-  const trail = new AuditTrail({
-    write: async (rows) => {
-      await storage.write(rows)
-      if (failing) fastify.log.info('audit writes recovered')
-      failing = false
-    },
-    writeWith: storage.writeWith,
-    storedAlone: storage.storedAlone,
-    onError: (error, pending) => {
-      if (!failing) fastify.log.error({ err: error, pending }, 'audit write failed; entries kept for retry')
-      failing = true
-    }
+    ...(sink !== undefined && { sink }),
+    failed: (error, pending) => { fastify.log.error({ err: error, pending }, 'audit write failed; entries kept for retry') },
+    recovered: () => { fastify.log.info('audit writes recovered') }
   })
   fastify.decorate('auditTrail', trail)
   fastify.decorate('auditSink', { close: async () => { await sink?.close() } })
@@ -79,10 +56,4 @@ export default fp(async (fastify) => {
     }
     done()
   })
-
-  const retention = new Retention({
-    purgeBatch: async (before, limit) => await repository.purgeBatch(before, limit),
-    retentionMs: config.auditRetentionDays * DAY
-  })
-  fastify.decorate('auditRetention', retention)
 }, { name: 'audit', dependencies: ['repositories', 'authentication'] })

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type JobDefinition, JobRunner } from '../../jobs/runner.js'
-import { Retention } from '../../services/retention.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,19 +18,15 @@ const HOUR = 60 * 60 * 1000
 const ARTIFACT_PURGE_BATCH = 1000
 const ARTIFACT_PURGE_BATCHES = 200
 const ARTIFACT_PURGE_EVERY_MS = 10 * 60 * 1000
-const DAY = 24 * HOUR
 /** Every instance delivers what is due this often (and at once after storing a message). */
 const OUTBOX_POLL_MS = 2000
 
 /** The one list of jobs (docs/architecture.md, "Background jobs"), with their bodies. */
 function jobTable (fastify: FastifyInstance): JobDefinition[] {
-  const { services, auditTrail, auditRetention, config, log, repositories } = fastify
+  const { services, auditTrail, config, log, repositories } = fastify
+  const { auditRetention, webhookRetention } = services
   const upkeep = fastify.revocations.upkeep
   const retryWindowMs = config.session.refreshRetryWindowS * 1000
-  const webhookRetention = new Retention({
-    purgeBatch: async (before, limit) => await fastify.repositories.webhooks.purgeSettled(before, limit),
-    retentionMs: config.webhooks.retentionDays * DAY
-  })
 
   // Closed in this order: what may still write audit entries before the audit trail's last flush.
   return [

@@ -1,14 +1,21 @@
 import { outboundPolicy } from '../../security/outbound-addresses.js'
 import { SEALED_PURPOSES, SecretBox } from '../../security/secret-box.js'
 import type { ServiceDependencies } from '../dependencies.js'
+import { Retention } from '../retention.js'
 import type { Messaging } from '../messaging/index.js'
 import { WebhookDispatcher } from './dispatcher.js'
 import { WebhookHttpSender } from './http-sender.js'
 import { WebhookService } from './service.js'
 
 export type { Resolver } from './http-sender.js'
+export { WebhookPublisher } from './publisher.js'
 
-/** Webhook endpoints, and the dispatcher that delivers their events. */
+const DAY = 24 * 60 * 60 * 1000
+
+/**
+ * Webhook endpoints, the dispatcher that delivers their events, and the purge of settled
+ * deliveries past WEBHOOK_DELIVERY_RETENTION_DAYS (a background job).
+ */
 export function webhookServices (deps: ServiceDependencies, { messaging }: { messaging: Messaging }) {
   const { config, repositories, audit, now } = deps
   const secrets = new SecretBox(config.sealing.keys, SEALED_PURPOSES.webhookSecret)
@@ -25,6 +32,10 @@ export function webhookServices (deps: ServiceDependencies, { messaging }: { mes
   })
   return {
     webhookDispatcher,
+    webhookRetention: new Retention({
+      purgeBatch: async (before, limit) => await repositories.webhooks.purgeSettled(before, limit),
+      retentionMs: config.webhooks.retentionDays * DAY
+    }),
     webhooks: new WebhookService({
       webhooks: repositories.webhooks,
       users: repositories.users,

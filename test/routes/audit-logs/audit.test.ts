@@ -107,7 +107,7 @@ for (const backend of backends()) {
 
       const second = await build(t, { databaseUrl, env: { AUDIT_RETENTION_DAYS: '30' } })
       // Start-up does not wait for the purge: it runs in the background, joined here.
-      await second.auditRetention.purge()
+      await second.services.auditRetention.purge()
       const rows = await second.database.db.selectFrom('audit_logs').select(['created_at', 'event']).execute()
       t.notOk(rows.some((row) => row.created_at === old.created_at), 'the 31-day-old entry is gone')
       t.ok(rows.some((row) => row.created_at === recent.created_at), 'the 29-day-old entry stays')
