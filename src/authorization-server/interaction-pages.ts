@@ -5,6 +5,7 @@ import { ERROR_TABLE } from '../../schemas/errors.js'
 import type { MfaChallenge } from '../../schemas/mfa.js'
 import { type PasskeyAuthenticationBody, PasskeyAuthenticationBodySchema } from '../../schemas/passkeys.js'
 import { isServiceError } from '../errors.js'
+import type { RequestContext } from '../services/context.js'
 import type { Services } from '../services/index.js'
 import type { SignInProof } from '../services/sign-in/sign-in.js'
 import { consentForm, mfaForm, page, PAGE_CSP, signInForm, SIGN_IN_PAGE_CSP } from './pages.js'
@@ -105,13 +106,8 @@ export class InteractionPages {
     const found = await this.#checkedLogin(request, reply)
     if (found === null) return this.#expired(reply)
     const email = field(request.body, 'email')
-    try {
-      const proof = await this.services.signIn.proveWithPassword(request.serviceContext, { email, password: field(request.body, 'password') })
-      return await this.#signedIn(request, reply, found, proof)
-    } catch (error) {
-      if (!isServiceError(error)) throw error
-      return await this.#show(request, reply, pageMessage(error), email)
-    }
+    return await this.#signIn(request, reply, found, async (context) =>
+      await this.services.signIn.proveWithPassword(context, { email, password: field(request.body, 'password') }), email)
   }
 
   /** Back from a provider's sign-in with its one-time code (or the error it ended with). */
@@ -124,15 +120,9 @@ export class InteractionPages {
       const message = error === undefined ? FEDERATED_UNFINISHED : federatedFailure(error)
       return await this.#show(interactionRequest, reply, message)
     }
-    try {
-      const verifier = this.server.formToken(`federated:${found.interaction.uid}`)
-      const exchange = { code, code_verifier: verifier }
-      const proof = await this.services.signIn.proveWithExchangeCode(request.serviceContext, exchange)
-      return await this.#signedIn(interactionRequest, reply, found, proof)
-    } catch (failure) {
-      if (!isServiceError(failure)) throw failure
-      return await this.#show(interactionRequest, reply, pageMessage(failure))
-    }
+    const verifier = this.server.formToken(`federated:${found.interaction.uid}`)
+    return await this.#signIn(interactionRequest, reply, found, async (context) =>
+      await this.services.signIn.proveWithExchangeCode(context, { code, code_verifier: verifier }))
   }
 
   async passkey (request: InteractionRequest, reply: FastifyReply) {
@@ -145,13 +135,8 @@ export class InteractionPages {
       return await this.#show(request, reply, PASSKEY_REFUSED)
     }
     if (!isPasskeyAnswer(body)) return await this.#show(request, reply, PASSKEY_REFUSED)
-    try {
-      const proof = await this.services.signIn.proveWithPasskey(request.serviceContext, body)
-      return await this.#signedIn(request, reply, found, proof)
-    } catch (error) {
-      if (!isServiceError(error)) throw error
-      return await this.#show(request, reply, pageMessage(error))
-    }
+    return await this.#signIn(request, reply, found, async (context) =>
+      await this.services.signIn.proveWithPasskey(context, body))
   }
 
   /** A second factor's code answering the challenge. */
@@ -282,6 +267,27 @@ export class InteractionPages {
   }
 
   /** A first factor proved: the MFA page when the account's rules ask for more, else back into the flow. */
+  /**
+   * Signs in with what `prove` proves of the request's context; a refusal shows the sign-in
+   * form again with its message (and the address given, `given`).
+   */
+  async #signIn (
+    request: InteractionRequest,
+    reply: FastifyReply,
+    found: Found,
+    prove: (context: RequestContext) => Promise<SignInProof | MfaChallenge>,
+    given?: string
+  ) {
+    let proof
+    try {
+      proof = await prove(request.serviceContext)
+    } catch (error) {
+      if (!isServiceError(error)) throw error
+      return await this.#show(request, reply, pageMessage(error), given)
+    }
+    return await this.#signedIn(request, reply, found, proof)
+  }
+
   async #signedIn (request: InteractionRequest, reply: FastifyReply, found: Found, proof: SignInProof | MfaChallenge) {
     if ('mfa_token' in proof) return this.#mfaPage(reply, found, { mfaToken: proof.mfa_token, methods: proof.methods }, {})
     return await this.#finish(request, reply, loginResult(proof))
