@@ -266,7 +266,6 @@ export class InteractionPages {
     return this.#send(reply, error === null ? 200 : 400, 'Allow access', consentForm(form, scopes, organizations))
   }
 
-  /** A first factor proved: the MFA page when the account's rules ask for more, else back into the flow. */
   /**
    * Signs in with what `prove` proves of the request's context; a refusal shows the sign-in
    * form again with its message (and the address given, `given`).
@@ -288,6 +287,7 @@ export class InteractionPages {
     return await this.#signedIn(request, reply, found, proof)
   }
 
+  /** A first factor proved: the MFA page when the account's rules ask for more, else back into the flow. */
   async #signedIn (request: InteractionRequest, reply: FastifyReply, found: Found, proof: SignInProof | MfaChallenge) {
     if ('mfa_token' in proof) return this.#mfaPage(reply, found, { mfaToken: proof.mfa_token, methods: proof.methods }, {})
     return await this.#finish(request, reply, loginResult(proof))

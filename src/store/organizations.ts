@@ -15,7 +15,7 @@ const MEMBER_COLUMNS = ['id', 'email', 'name', 'role', 'created_at'] as const
 const MEMBERSHIP_COLUMNS = ['id', 'role', 'created_at'] as const
 
 /** Why a member was not changed or removed. */
-export type MembershipRefusal = 'not_found' | 'last_owner' | 'outranked'
+export type MembershipRefusal = 'no_organization' | 'not_found' | 'last_owner' | 'outranked'
 
 /** A membership changed: the member as they were, and the organization. */
 export interface MembershipChange { previous: Member, organization: OrganizationName }
@@ -266,7 +266,8 @@ export class OrganizationsRepository {
   ): Promise<MembershipChange | MembershipRefusal> {
     return await atomically(db, async (trx) => {
       const organization = await holdOrganizationRow(trx, organizationId)
-      if (organization === undefined || !await holdUserRow(trx, userId)) return 'not_found'
+      if (organization === undefined) return 'no_organization'
+      if (!await holdUserRow(trx, userId)) return 'not_found'
       const previous = await this.member(organizationId, userId, trx)
       if (previous === undefined) return 'not_found'
       const current = previous.role

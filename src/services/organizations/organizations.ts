@@ -33,6 +33,7 @@ export interface OrganizationServiceDependencies {
 /** The error a refused membership change answers. */
 function membershipError (refusal: MembershipRefusal): Error {
   switch (refusal) {
+    case 'no_organization': return new Errors.NOT_FOUND('Organization')
     case 'not_found': return new Errors.NOT_FOUND('Member')
     case 'last_owner': return new Errors.CONFLICT('An organization keeps at least one owner')
     case 'outranked': return new Errors.FORBIDDEN('a role at least that of the member')

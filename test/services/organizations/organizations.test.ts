@@ -263,6 +263,9 @@ for (const backend of backends()) {
       t.match(await services.organizations.updateMember(actingAs(superAdmin), id, dave.id, 'owner'), { role: 'owner' },
         'a super_admin, no member, acts as an owner: grants owner')
       t.same((await ownersOf(fixture, id)).sort(), [alice.id, dave.id].sort())
+      const gone = '01890000-0000-7000-8000-000000000000'
+      await t.rejects(services.organizations.updateMember(actingAs(superAdmin), gone, dave.id, 'owner'),
+        { code: 'NOT_FOUND', message: 'Organization not found' }, 'an organization that does not exist is not found as such')
     })
 
     t.test('the last owner is neither demoted nor removed, and does not leave: 409', async (t) => {
