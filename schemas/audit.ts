@@ -15,7 +15,8 @@ export const AUDIT_EVENTS = [
   'webhook.secret_rotated', 'webhook.tested', 'webhook.delivery_retried', 'webhook.disabled', 'password.breached',
   'password.breach_check_failed', 'user.suspended', 'user.suspension_lifted', 'user.exported',
   'user.impersonated', 'impersonation.request', 'user.deletion_scheduled', 'oauth_client.created', 'oauth_client.updated',
-  'oauth_client.secret_rotated', 'oauth_client.deleted', 'authorization_grant.revoked'
+  'oauth_client.secret_rotated', 'oauth_client.deleted', 'authorization_grant.revoked', 'domain.claimed', 'domain.verified',
+  'domain.removed'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

@@ -11,7 +11,7 @@ export const ORGANIZATION_ROLES = ['member', 'admin', 'owner'] as const
 export type OrganizationRole = typeof ORGANIZATION_ROLES[number]
 
 export const ORGANIZATION_PERMISSIONS = [
-  'org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'
+  'org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove', 'sso:manage'
 ] as const
 export type OrganizationPermission = typeof ORGANIZATION_PERMISSIONS[number]
 

@@ -53,6 +53,14 @@ export const WEBHOOK_EVENT_DATA = {
   }),
   'invitation.created': Type.Object({ organization_id: OrganizationId, invitation_id: Type.String(), actor_id: Actor, role: OrganizationRoleSchema }),
   'invitation.revoked': Type.Object({ organization_id: OrganizationId, invitation_id: Type.String(), actor_id: Actor }),
+  'domain.verified': Type.Object({
+    organization_id: OrganizationId,
+    domain_id: Type.String(),
+    domain: Type.String(),
+    actor_id: Actor,
+    method: Type.String({ description: '`dns` or `operator`' })
+  }),
+  'domain.removed': Type.Object({ organization_id: OrganizationId, domain_id: Type.String(), domain: Type.String(), actor_id: Actor }),
   'webhook.test': Type.Object({ webhook_id: Type.String({ description: 'The endpoint that was sent a test' }) }),
   'audit.entry': AuditEntrySchema
 } as const satisfies Record<string, TSchema>

@@ -33,6 +33,7 @@ import webhookRoutes from './routes/webhooks/index.js'
 import oauthClientRoutes from './routes/oauth-clients/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
+import type { TxtResolver } from './services/organizations/txt-records.js'
 import type { Resolver } from './services/webhooks/http-sender.js'
 
 declare module 'fastify' {
@@ -45,6 +46,8 @@ export interface AppOptions {
   config: Config
   /** How webhook endpoints' host names are resolved: the system's resolver unless given (tests give one). */
   resolve?: Resolver
+  /** How claimed domains' TXT records are looked up: the system's resolvers unless given (tests give their own). */
+  resolveTxt?: TxtResolver
   /**
    * PBKDF2 rounds of the passwords it hashes: PBKDF2_ROUNDS unless given. Tests give fewer, as
    * their subject is the rules and not the hash's cost (docs/testing.md).
@@ -58,7 +61,8 @@ export interface AppOptions {
  * The application: edge protections first (their hooks run on every request, errors and
  * 404s included), then infrastructure, decorators and guards, then routes (no listen).
  */
-const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, passwordRounds, onStatement }) => {
+const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
+  const { config, resolve, resolveTxt, passwordRounds, onStatement } = options
   fastify.decorate('config', config)
   for (const warning of config.warnings) fastify.log.warn(warning)
   // Bodies are JSON or refused with 415 (docs/api.md, "Conventions").
@@ -87,7 +91,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { config, resolve, p
     }
   })
   await fastify.register(textInput)
-  await fastify.register(services, { resolve })
+  await fastify.register(services, { resolve, resolveTxt })
   await fastify.register(authorizationServer)
   await fastify.register(zeroTrust)
   await fastify.register(background)

@@ -57,6 +57,8 @@ export function rethrowServiceError (error: unknown): never {
     case 'device_trusted': throw new Errors.CONFLICT('Device already trusted')
     case 'slug_taken': throw new Errors.CONFLICT('Slug already taken')
     case 'already_member': throw new Errors.CONFLICT('Already a member of this organization')
+    case 'domain_claimed': throw new Errors.CONFLICT('Domain already claimed by this organization')
+    case 'domain_verified_elsewhere': throw new Errors.CONFLICT('Domain verified by another organization')
     case 'device_limit':
       throw new Errors.CONFLICT(`Device limit reached: at most ${error.limit} trusted devices per user`)
   }

@@ -5,7 +5,7 @@ import { hasPermission, type Principal } from './permissions.js'
 const GRANTS: Record<OrganizationRole, readonly OrganizationPermission[]> = {
   member: ['org:read', 'members:read'],
   admin: ['org:read', 'org:update', 'members:read', 'members:invite', 'members:update', 'members:remove'],
-  owner: ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove']
+  owner: ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove', 'sso:manage']
 }
 
 /** What a global administrator may read of any organization without being a member. */

@@ -6,6 +6,7 @@ import type { Repositories } from '../store/repositories.js'
 import type { SingleUseStores } from '../store/single-use.js'
 import type { AuditTrail } from './audit/trail.js'
 import type { DeliveryLog, Mailer, SmsSender } from './messaging/ports.js'
+import type { TxtResolver } from './organizations/txt-records.js'
 import type { Resolver } from './webhooks/http-sender.js'
 
 /**
@@ -33,4 +34,6 @@ export interface ServiceDependencies {
   now?: () => number
   /** How webhook endpoints' host names are resolved (the system's resolver by default). */
   resolve?: Resolver
+  /** How claimed domains' TXT records are looked up (the system's resolvers by default). */
+  resolveTxt?: TxtResolver
 }

@@ -11,6 +11,7 @@ import { ImpersonationsRepository } from './impersonations.js'
 import { MfaRepository } from './mfa.js'
 import { OAuthClientsRepository } from './oauth-clients.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
+import { OrganizationDomainsRepository } from './organization-domains.js'
 import { OrganizationsRepository } from './organizations.js'
 import { OutboxRepository } from './outbox.js'
 import type { PageStore } from './paginate.js'
@@ -56,6 +57,7 @@ export function createRepositories (
     comments: new CommentsRepository(db, pages),
     organizations,
     invitations: new InvitationsRepository(db, pages, outbox, organizations),
+    organizationDomains: new OrganizationDomainsRepository(db, pages),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
     authorizationArtifacts,

@@ -1,4 +1,5 @@
 import type { Generated, Kysely } from 'kysely'
+import type { DomainVerificationMethod } from '../../schemas/domains.js'
 import type { OrganizationRole } from '../../schemas/organizations.js'
 
 /** Timestamps are ISO 8601 UTC strings in both dialects (see database.ts). */
@@ -287,6 +288,18 @@ export interface OrganizationMembersTable {
   created_at: string
 }
 
+export interface OrganizationDomainsTable {
+  id: string
+  organization_id: string
+  /** Lower case, without a trailing dot. */
+  domain: string
+  /** The value of the TXT record that proves the claim. */
+  verification_token: string
+  verified_at: string | null
+  verified_by: DomainVerificationMethod | null
+  created_at: string
+}
+
 export interface OrganizationInvitationsTable {
   id: string
   organization_id: string
@@ -412,6 +425,7 @@ export interface DatabaseSchema {
   organizations: OrganizationsTable
   organization_members: OrganizationMembersTable
   organization_invitations: OrganizationInvitationsTable
+  organization_domains: OrganizationDomainsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   oauth_clients: OAuthClientsTable

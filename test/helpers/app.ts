@@ -3,6 +3,7 @@ import { BlockList, isIP } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../src/config/index.js'
 import { createInstance } from '../../src/http/instance.js'
+import type { TxtResolver } from '../../src/services/organizations/txt-records.js'
 import type { Resolver } from '../../src/services/webhooks/http-sender.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
@@ -39,6 +40,14 @@ export const loopbackResolver: Resolver = async (hostname) => {
   throw Object.assign(new Error(`tests resolve loopback only, not ${hostname}`), { code: 'ENOTFOUND' })
 }
 
+/**
+ * Tests look up TXT records only on a DNS server of their own (test/helpers/servers/dns-server.ts):
+ * unless a test gives one, every lookup fails as a name server that cannot answer would.
+ */
+export const noTxtRecords: TxtResolver = async (name) => {
+  throw Object.assign(new Error(`tests look up TXT records on their own DNS server only, not ${name}`), { code: 'ESERVFAIL' })
+}
+
 export interface BuildOptions {
   /** PostgreSQL URL to isolate a schema in, or null for in-memory SQLite. */
   postgresUrl?: string | null
@@ -52,6 +61,8 @@ export interface BuildOptions {
   passwordRounds?: number
   /** Told every statement the database runs (statementsOf, test/helpers/statements.ts). */
   onStatement?: (sql: string) => void
+  /** Where TXT records are looked up (a test's own DNS server); none are found unless given. */
+  resolveTxt?: TxtResolver
 }
 
 /**
@@ -80,8 +91,8 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     ...options.env
   })
   const passwordRounds = options.passwordRounds ?? TEST_PASSWORD_ROUNDS
-  const { onStatement } = options
-  const app = createInstance(config, undefined, { resolve: loopbackResolver, passwordRounds, onStatement })
+  const { onStatement, resolveTxt = noTxtRecords } = options
+  const app = createInstance(config, undefined, { resolve: loopbackResolver, resolveTxt, passwordRounds, onStatement })
   options.extend?.(app)
   t.teardown(async () => await app.close())
   await app.ready()

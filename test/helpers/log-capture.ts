@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../src/config/index.js'
 import { createInstance } from '../../src/http/instance.js'
 import type { LogDestination } from '../../src/http/log-batching.js'
-import { loopbackResolver, TEST_SECRET } from './app.js'
+import { loopbackResolver, noTxtRecords, TEST_SECRET } from './app.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
 
@@ -40,7 +40,7 @@ export async function buildLogged (
     MFA_REQUIRED_ROLES: 'none',
     ...options.env
   })
-  const app = createInstance(config, destination, { resolve: loopbackResolver })
+  const app = createInstance(config, destination, { resolve: loopbackResolver, resolveTxt: noTxtRecords })
   t.teardown(async () => await app.close())
   await app.ready()
   // Lines reach the destination at the end of the event loop's turn (LineBatcher).

@@ -15,7 +15,7 @@ import { createRepositories, type Repositories } from '../../src/store/repositor
 import { singleUseStores } from '../../src/store/single-use.js'
 import type { UserPrincipal } from '../../src/store/users.js'
 import { TEST_PASSWORD, uniqueEmail } from './accounts.js'
-import { loopbackResolver, TEST_SECRET } from './app.js'
+import { loopbackResolver, noTxtRecords, TEST_SECRET } from './app.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
 import { TestProvider } from './servers/oauth-provider.js'
@@ -86,7 +86,8 @@ export async function buildServices (
     sms: { timeoutMs: 1000, async send () {} },
     log: silent,
     now: () => Date.now() + clock.aheadMs,
-    resolve: options.resolve ?? loopbackResolver
+    resolve: options.resolve ?? loopbackResolver,
+    resolveTxt: noTxtRecords
   })
   t.teardown(async () => {
     await services.webhookDispatcher.stop()

@@ -11,13 +11,13 @@ const as = (roles: Role[]) => ({ id: 'caller', roles })
 
 /** The table of the design (docs/api.md, "Organizations"). */
 const TABLE: Record<OrganizationRole, OrganizationPermission[]> = {
-  owner: ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'],
+  owner: ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove', 'sso:manage'],
   admin: ['org:read', 'org:update', 'members:read', 'members:invite', 'members:update', 'members:remove'],
   member: ['org:read', 'members:read']
 }
 
 t.test('the permission table of each role', async (t) => {
-  t.same([...ORGANIZATION_PERMISSIONS].sort(), [...TABLE.owner].sort(), 'seven permissions, all the owner\'s')
+  t.same([...ORGANIZATION_PERMISSIONS].sort(), [...TABLE.owner].sort(), 'eight permissions, all the owner\'s')
   for (const role of ORGANIZATION_ROLES) {
     t.same([...organizationPermissionsOf(role)].sort(), [...TABLE[role]].sort(), role)
     for (const permission of ORGANIZATION_PERMISSIONS) {
@@ -26,6 +26,7 @@ t.test('the permission table of each role', async (t) => {
     }
   }
   t.notOk(organizationPermissionsOf('admin').includes('org:delete'), 'only an owner deletes the organization')
+  t.notOk(organizationPermissionsOf('admin').includes('sso:manage'), 'only an owner changes how its people sign in')
 })
 
 t.test('the rank order is member < admin < owner, and a higher role holds every permission of a lower one', async (t) => {

@@ -12,7 +12,7 @@ import { insertChunked, page, planChecker, rolledBack, sortsNothing } from '../h
  * refresh_tokens, whose rows grow with every organization and sign-in (docs/api.md, "Organizations").
  */
 
-const WATCHED = ['organization_members', 'organization_invitations', 'sessions', 'refresh_tokens'] as const
+const WATCHED = ['organization_members', 'organization_invitations', 'organization_domains', 'sessions', 'refresh_tokens'] as const
 const { checkPlans } = planChecker(WATCHED)
 
 const at = (second: number) => new Date(Date.UTC(2025, 0, 1) + second * 1000).toISOString()
@@ -24,8 +24,9 @@ const tinyOrganization = (index: number) => id(1, 100 + index)
 
 /**
  * 3,000 users; a big organization (2,000 members, joined one second apart), a small one (50)
- * and 100 tiny ones (5 each); 600 invitations; a session per user, 150 of them speaking for
- * an organization. Enough rows that PostgreSQL's statistics tell its indexes apart.
+ * and 100 tiny ones (5 each); 600 invitations; 20 claimed domains of each organization, one in
+ * four verified; a session per user, 150 of them speaking for an organization. Enough rows that
+ * PostgreSQL's statistics tell its indexes apart.
  */
 async function seed ({ db, dialect }: Database) {
   const users = Array.from({ length: 3000 }, (_, index) => ({
@@ -55,6 +56,15 @@ async function seed ({ db, dialect }: Database) {
     expires_at: at(index + 7 * 86_400)
   }))
   await insertChunked(db, 'organization_invitations', invitations)
+  await insertChunked(db, 'organization_domains', organizations.flatMap((organization, index) => Array.from({ length: 20 }, (_, claim) => ({
+    id: id(6, index * 20 + claim),
+    organization_id: organization,
+    domain: `domain-${claim}.organization-${index}.example`,
+    verification_token: `token-${index}-${claim}`,
+    verified_at: claim % 4 === 0 ? at(claim) : null,
+    verified_by: claim % 4 === 0 ? 'dns' as const : null,
+    created_at: at(claim)
+  }))))
   const sessions = users.map((user, index) => ({
     id: id(3, index),
     user_id: user.id,
@@ -76,7 +86,7 @@ async function seed ({ db, dialect }: Database) {
     organization_id: session.organization_id
   })))
   if (dialect === 'postgres') {
-    for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'sessions', 'refresh_tokens']) {
+    for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'organization_domains', 'sessions', 'refresh_tokens']) {
       await sql`analyze ${sql.table(table)}`.execute(db)
     }
   }
@@ -86,7 +96,7 @@ for (const backend of backends()) {
   t.test(`organization query plans (${backend.name})`, async (t) => {
     const database = await migratedDatabase(t, backend.url)
     const recorded = recordingRepositories(database)
-    const { organizations, invitations, sessions } = recorded.repositories
+    const { organizations, invitations, organizationDomains, sessions } = recorded.repositories
     const { dialect } = database
     await seed(database)
 
@@ -202,6 +212,28 @@ for (const backend of backends()) {
       await checkPlans(t, database, recorded, 'organization_invitations', async () => {
         t.match(await invitations.find('hash-42', at(0)), { id: id(2, 42) })
       }, dialect === 'sqlite' ? /SEARCH organization_invitations USING INDEX \w+ \(token_hash=\?\)/ : /organization_invitations_token_hash/)
+    })
+    t.test('an organization\'s domains: its page, one claim, a new claim\'s count and a verification, through its index', async (t) => {
+      const byOrganization = /organization_domains_organization_id_domain/
+      // An organization holds at most 20 claims: the page sorts so few in no time, whatever its order.
+      for (const overrides of [{}, { sort: [{ field: 'domain', descending: false }, { field: 'id', descending: false }] }]) {
+        await checkPlans(t, database, recorded, 'organization_domains', async () => {
+          t.equal((await organizationDomains.list(SMALL, page(overrides))).items.length, 20)
+        }, byOrganization)
+      }
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        t.match(await organizationDomains.find(SMALL, id(6, 25)), { domain: 'domain-5.organization-1.example' })
+      }, dialect === 'sqlite' ? /organization_domains_organization_id_domain|sqlite_autoindex_organization_domains_1/ : /organization_domains_(pkey|organization_id_domain)/)
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        await rolledBack(recorded.db, async (trx) => {
+          t.match(await organizationDomains.claim(SMALL, { domain: 'new.example', token: 'token', now: at(0), max: 21 }, trx), { domain: 'new.example' })
+        })
+      }, byOrganization)
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        await rolledBack(recorded.db, async (trx) => {
+          t.match(await organizationDomains.markVerified(SMALL, id(6, 25), { method: 'dns', now: at(0) }, trx), { verified_by: 'dns' })
+        })
+      }, dialect === 'sqlite' ? /organization_domains_organization_id_domain|sqlite_autoindex_organization_domains_1/ : /organization_domains_(pkey|organization_id_domain)/)
     })
   })
 }

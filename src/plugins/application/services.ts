@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { createDelivery } from '../../services/messaging/transports/index.js'
 import { createServices, type Services } from '../../services/index.js'
 import { singleUseStores } from '../../store/single-use.js'
+import type { TxtResolver } from '../../services/organizations/txt-records.js'
 import type { Resolver } from '../../services/webhooks/http-sender.js'
 
 declare module 'fastify' {
@@ -16,7 +17,7 @@ declare module 'fastify' {
  * trail and revocation list. OAuth state and passkey challenges live in Redis when configured
  * (else in the database), so any instance can finish a flow another began.
  */
-export default fp<{ resolve?: Resolver }>(async (fastify, { resolve }) => {
+export default fp<{ resolve?: Resolver, resolveTxt?: TxtResolver }>(async (fastify, { resolve, resolveTxt }) => {
   const { redis, repositories, config, database } = fastify
   const log = {
     info: (entry: Record<string, unknown>, message: string) => { fastify.log.info(entry, message) },
@@ -34,7 +35,8 @@ export default fp<{ resolve?: Resolver }>(async (fastify, { resolve }) => {
     singleUse: singleUseStores(database.db, redis),
     ...createDelivery(config.messages, log),
     log,
-    resolve
+    resolve,
+    resolveTxt
   })
   fastify.decorate('services', services)
   // Outbox rounds, OAuth discovery and the refresh-retry erase are background jobs

@@ -6,6 +6,7 @@ import {
   ORGANIZATION_FIELDS, OrganizationCollectionSchema, OrganizationCreateSchema, OrganizationResponseSchema,
   OrganizationUpdateSchema
 } from '../../../schemas/organizations.js'
+import domains from './domains.js'
 import invitations from './invitations.js'
 import members from './members.js'
 
@@ -14,6 +15,7 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
   const { organizations: service } = fastify.services
   await fastify.register(members)
   await fastify.register(invitations)
+  await fastify.register(domains)
 
   fastify.post('', {
     config: { access: 'bearer' },

@@ -1,21 +1,26 @@
 import type { ServiceDependencies } from '../dependencies.js'
 import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
+import { DomainService } from './domains.js'
 import { InvitationService } from './invitations.js'
 import { OrganizationService } from './organizations.js'
+import { systemTxtResolver } from './txt-records.js'
 
-/** Organizations, their members and roles, and invitations into them. */
+/** Organizations, their members and roles, invitations into them, and the e-mail domains they verify. */
 export function organizationServices (
-  { repositories, audit, cursors, now }: ServiceDependencies,
+  { repositories, audit, cursors, now, resolveTxt }: ServiceDependencies,
   { sessions, messaging }: { sessions: SessionService, messaging: Messaging }
 ) {
-  const { users, organizations, invitations } = repositories
+  const { users, organizations, invitations, organizationDomains } = repositories
   return {
     organizations: new OrganizationService({
       organizations, users, sessions, notices: messaging.notices, audit, cursors, now
     }),
     invitations: new InvitationService({
       organizations, invitations, users, templates: messaging.templates, audit, cursors, deliver: messaging.deliver, now
+    }),
+    domains: new DomainService({
+      organizationDomains, audit, cursors, resolveTxt: resolveTxt ?? systemTxtResolver(), now
     })
   }
 }

@@ -13,6 +13,13 @@ const text = (value: unknown): string => typeof value === 'string' ? value : ''
 const texts = (value: unknown): string[] => Array.isArray(value) ? value.filter((item) => typeof item === 'string') : []
 /** The account an event is about and who changed it, as most events carry them. */
 const userAndActor = (row: Row) => ({ user_id: text(row.target_id), actor_id: row.actor_id })
+/** The organization's domain an event is about, and who changed it. */
+const domainOf = (row: Row, details: Details) => ({
+  organization_id: text(details.organization_id),
+  domain_id: text(details.domain_id),
+  domain: text(details.domain),
+  actor_id: row.actor_id
+})
 const role = (value: unknown) => text(value) as WebhookEventData<'membership.added'>['role']
 
 /** The events an audited change is told to endpoints as: by its audit event, from its row. */
@@ -93,7 +100,9 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
   }],
   'invitation.revoked': (row, details) => [{
     type: 'invitation.revoked', data: { organization_id: text(details.organization_id), invitation_id: text(details.invitation_id), actor_id: row.actor_id }
-  }]
+  }],
+  'domain.verified': (row, details) => [{ type: 'domain.verified', data: { ...domainOf(row, details), method: text(details.method) } }],
+  'domain.removed': (row, details) => [{ type: 'domain.removed', data: domainOf(row, details) }]
 }
 
 /**

@@ -252,22 +252,29 @@ for (const backend of backends()) {
 
     t.test('each change of the catalogue is delivered with its data', async (t) => {
       const { fixture, receiver, admin } = await withEndpoint(t, backend.url, [
-        'user.updated', 'user.password_changed', 'user.deleted', 'user.role_assigned', 'mfa.enabled', 'organization.created', 'membership.added', 'membership.removed'
+        'user.updated', 'user.password_changed', 'user.deleted', 'user.role_assigned', 'mfa.enabled', 'organization.created', 'membership.added', 'membership.removed',
+        'domain.verified', 'domain.removed'
       ])
       const alice = await owner(fixture)
       await fixture.services.accounts.update(actingAs(alice), alice.id, { name: 'Alice B', password: 'an-entirely-new-passphrase', current_password: TEST_PASSWORD })
       await fixture.services.roles.assign(actingAs(admin), alice.id, 'moderator')
       const organization = await fixture.services.organizations.create(actingAs(alice), { name: 'Hooks', slug: `hooks-${alice.id.slice(-8)}` })
+      const domain = await fixture.services.domains.claim(actingAs(alice), organization.id, { domain: 'hooks.example' })
+      await fixture.services.domains.verify(actingAs(admin), organization.id, domain.id, 'operator')
+      await fixture.services.domains.remove(actingAs(alice), organization.id, domain.id)
       await fixture.services.accounts.remove(actingAs(admin), alice.id, {})
       await round(fixture)
       const types = receiver.received.map((delivery) => delivery.payload.type).sort()
-      t.same(types, ['organization.created', 'user.deleted', 'user.password_changed', 'user.role_assigned', 'user.updated'])
+      t.same(types, ['domain.removed', 'domain.verified', 'organization.created', 'user.deleted', 'user.password_changed', 'user.role_assigned', 'user.updated'])
       const byType = Object.fromEntries(receiver.received.map(({ payload }) => [payload.type, payload.data]))
       t.same(byType['user.updated'], { user_id: alice.id, actor_id: alice.id, changed: ['name', 'password'] })
       t.same(byType['user.password_changed'], { user_id: alice.id, actor_id: alice.id, reset: false })
       t.same(byType['user.role_assigned'], { user_id: alice.id, actor_id: admin.id, role: 'moderator' })
       t.same(byType['organization.created'], { organization_id: organization.id, actor_id: alice.id, slug: organization.slug })
       t.same(byType['user.deleted'], { user_id: alice.id, actor_id: admin.id })
+      const claim = { organization_id: organization.id, domain_id: domain.id, domain: 'hooks.example' }
+      t.same(byType['domain.verified'], { ...claim, actor_id: admin.id, method: 'operator' })
+      t.same(byType['domain.removed'], { ...claim, actor_id: alice.id })
       for (const delivery of receiver.received) t.notMatch(delivery.body, /passphrase|whsec_|\$pbkdf2|\$argon/, `${delivery.payload.type}: no secret`)
     })
 
