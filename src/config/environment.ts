@@ -91,6 +91,7 @@ export const EnvSchema = Type.Object({
     description: 'a sender address, optionally with a name (Name <address>)'
   }),
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   EMAIL_VERIFICATION: oneOf(['off', 'optional', 'required'], 'optional'),
   SMS_WEBHOOK_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   MAIL_RETRY_MS: positiveInteger('5000'),

@@ -42,6 +42,11 @@ export interface Config {
    * that nothing sealed survives a restart.
    */
   sealing: { keys: KeyMaterial[], drawnAtStart: boolean }
+  /**
+   * The service's own address as browsers and identity providers reach it, without a trailing
+   * slash (PUBLIC_URL; http://localhost:PORT by default): SAML's ACS and metadata URLs are made from it.
+   */
+  publicUrl: string
   /** null: every origin allowed. */
   corsOrigins: string[] | null
   /** Fastify `trustProxy`: false, true (any proxy), or the proxies' addresses/CIDRs. */
@@ -193,6 +198,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
     jwtSecret,
     jwt,
     sealing,
+    publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     corsOrigins,
     trustProxy,
     rateLimit: {

@@ -100,6 +100,20 @@ export class OrganizationDomainsRepository {
     }
   }
 
+  /** The organization holding `domain` verified, if one does (organization_domains_verified_domain). */
+  async verifiedHolderOf (domain: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('organization_domains').select('organization_id')
+      .where('domain', '=', domain).where('verified_at', 'is not', null).executeTakeFirst()
+    return row?.organization_id
+  }
+
+  /** Whether the organization holds `domain` verified (organization_domains_organization_id_domain). */
+  async isVerifiedFor (organizationId: string, domain: string): Promise<boolean> {
+    const row = await this.db.selectFrom('organization_domains').select('id')
+      .where('organization_id', '=', organizationId).where('domain', '=', domain).where('verified_at', 'is not', null).executeTakeFirst()
+    return row !== undefined
+  }
+
   /** Removes a claim, verified or not; the domain it named, or undefined when there was none. */
   async remove (organizationId: string, domainId: string, db: Db = this.db): Promise<string | undefined> {
     const row = await db.deleteFrom('organization_domains').where('organization_id', '=', organizationId).where('id', '=', domainId)

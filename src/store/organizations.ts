@@ -225,6 +225,32 @@ export class OrganizationsRepository {
     return { ...page, items }
   }
 
+  /** An organization by its slug (the unique index), or undefined. */
+  async findBySlug (slug: string): Promise<{ id: string, name: string, slug: string } | undefined> {
+    return await this.db.selectFrom('organizations').select(['id', 'name', 'slug']).where('slug', '=', slug).executeTakeFirst()
+  }
+
+  /**
+   * The membership an identity provider of the organization vouches for (docs/api.md,
+   * "Just-in-time membership"), with the organization's row held: a newcomer joins with `role`;
+   * a member gets `role` when `update` says so, except the last owner, who keeps theirs.
+   * Answers the role held before (undefined: none) and the one held now; undefined when the
+   * organization is gone.
+   */
+  async vouchedMembership (
+    organizationId: string, userId: string, role: OrganizationRole, update: boolean, now: string, trx: Db
+  ): Promise<{ previous: OrganizationRole | undefined, role: OrganizationRole } | undefined> {
+    if (await holdOrganizationRow(trx, organizationId) === undefined) return undefined
+    const previous = await this.roleOf(organizationId, userId, trx)
+    if (previous === undefined) {
+      await trx.insertInto('organization_members').values({ organization_id: organizationId, user_id: userId, role, created_at: now }).execute()
+      return { previous, role }
+    }
+    if (!update || previous === role || (previous === 'owner' && await ownerCount(trx, organizationId) <= 1)) return { previous, role: previous }
+    await trx.updateTable('organization_members').set({ role }).where('organization_id', '=', organizationId).where('user_id', '=', userId).execute()
+    return { previous, role }
+  }
+
   async member (organizationId: string, userId: string, db: Db = this.db): Promise<Member | undefined> {
     return await db.selectFrom('organization_members as m').innerJoin('users as u', 'u.id', 'm.user_id')
       .select(['m.user_id as id', 'u.email', 'u.name', 'm.role', 'm.created_at'])

@@ -13,6 +13,7 @@ import { OAuthClientsRepository } from './oauth-clients.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OrganizationDomainsRepository } from './organization-domains.js'
 import { OrganizationsRepository } from './organizations.js'
+import { SsoConnectionsRepository } from './sso-connections.js'
 import { OutboxRepository } from './outbox.js'
 import type { PageStore } from './paginate.js'
 import { PasskeysRepository } from './passkeys.js'
@@ -58,6 +59,7 @@ export function createRepositories (
     organizations,
     invitations: new InvitationsRepository(db, pages, outbox, organizations),
     organizationDomains: new OrganizationDomainsRepository(db, pages),
+    ssoConnections: new SsoConnectionsRepository(db),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
     authorizationArtifacts,

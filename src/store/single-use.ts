@@ -1,13 +1,17 @@
 import type { Redis } from 'ioredis'
 import { sql } from 'kysely'
 import { storedKey } from '../security/stored-key.js'
+import { isUniqueViolation } from './errors.js'
 import type { Db } from './types.js'
 
 /** An OAuth sign-in between its authorize step and its callback. */
 export interface PendingAuthorization {
   provider: string
   codeVerifier: string
-  /** Sent to OpenID providers; their ID token must carry it back. */
+  /**
+   * Sent to OpenID providers; their ID token must carry it back. For a SAML connection, the
+   * AuthnRequest's ID, which the response's InResponseTo must carry back.
+   */
   nonce: string | null
   /** Browser applications: where the callback sends the browser, and their PKCE challenge for the exchange. */
   redirectTo: string | null
@@ -38,10 +42,43 @@ export interface SingleUseStore<Value> {
   take: (secret: string) => Promise<Value | null>
 }
 
+/** Keys seen once until they expire (SAML assertion IDs): of two uses of one key, only the first is told it is. */
+export interface FirstUses {
+  firstUse: (key: string, ttlMs: number) => Promise<boolean>
+}
+
 export interface SingleUseStores {
   oauthStates: SingleUseStore<PendingAuthorization>
   oauthExchanges: SingleUseStore<PendingExchange>
   passkeyChallenges: SingleUseStore<PendingChallenge>
+  assertionIds: FirstUses
+}
+
+/** In Redis: SET NX with an expiry, which only the first setter wins. */
+class RedisFirstUses implements FirstUses {
+  constructor (private readonly redis: Redis, private readonly prefix: string) {}
+
+  async firstUse (key: string, ttlMs: number): Promise<boolean> {
+    return await this.redis.set(this.prefix + storedKey(key), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX') === 'OK'
+  }
+}
+
+/** In a table: expired keys are deleted first, then the insert that a key seen already fails (the primary key). */
+class DatabaseFirstUses implements FirstUses {
+  constructor (private readonly db: Db) {}
+
+  async firstUse (key: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now()
+    const keyHash = storedKey(key)
+    await this.db.deleteFrom('sso_assertion_ids').where('key_hash', '=', keyHash).where('expires_at', '<=', new Date(now).toISOString()).execute()
+    try {
+      await this.db.insertInto('sso_assertion_ids').values({ key_hash: keyHash, expires_at: new Date(now + ttlMs).toISOString() }).execute()
+      return true
+    } catch (error) {
+      if (isUniqueViolation(error)) return false
+      throw error
+    }
+  }
 }
 
 /** In Redis: SET with an expiry, then GETDEL, which of two readers only one wins. */
@@ -97,7 +134,7 @@ class DatabaseSingleUseStore<Value> implements SingleUseStore<Value> {
 }
 
 const LAYOUTS: {
-  [Kind in keyof SingleUseStores]: TableLayout<
+  [Kind in Exclude<keyof SingleUseStores, 'assertionIds'>]: TableLayout<
     SingleUseStores[Kind] extends SingleUseStore<infer Value> ? Value : never
   >
 } = {
@@ -143,12 +180,14 @@ export function singleUseStores (db: Db, redis: Redis | null): SingleUseStores {
     return {
       oauthStates: new RedisSingleUseStore(redis, 'users-api:oauth-state:'),
       oauthExchanges: new RedisSingleUseStore(redis, 'users-api:oauth-exchange:'),
-      passkeyChallenges: new RedisSingleUseStore(redis, 'users-api:passkey-challenge:')
+      passkeyChallenges: new RedisSingleUseStore(redis, 'users-api:passkey-challenge:'),
+      assertionIds: new RedisFirstUses(redis, 'users-api:saml-assertion:')
     }
   }
   return {
     oauthStates: new DatabaseSingleUseStore(db, LAYOUTS.oauthStates),
     oauthExchanges: new DatabaseSingleUseStore(db, LAYOUTS.oauthExchanges),
-    passkeyChallenges: new DatabaseSingleUseStore(db, LAYOUTS.passkeyChallenges)
+    passkeyChallenges: new DatabaseSingleUseStore(db, LAYOUTS.passkeyChallenges),
+    assertionIds: new DatabaseFirstUses(db)
   }
 }

@@ -300,6 +300,29 @@ export interface OrganizationDomainsTable {
   created_at: string
 }
 
+export interface SsoConnectionsTable {
+  id: string
+  organization_id: string
+  name: string
+  enabled: number
+  idp_entity_id: string
+  idp_sso_url: string
+  /** JSON array of DER certificates in base64. */
+  idp_certificates: string
+  /** JSON: SsoAttributeMapping. */
+  attribute_mapping: string
+  /** JSON: group name to organization role. */
+  role_mapping: string
+  default_role: OrganizationRole
+  created_at: string
+  updated_at: string
+}
+
+export interface SsoAssertionIdsTable {
+  key_hash: string
+  expires_at: string
+}
+
 export interface OrganizationInvitationsTable {
   id: string
   organization_id: string
@@ -426,6 +449,8 @@ export interface DatabaseSchema {
   organization_members: OrganizationMembersTable
   organization_invitations: OrganizationInvitationsTable
   organization_domains: OrganizationDomainsTable
+  sso_connections: SsoConnectionsTable
+  sso_assertion_ids: SsoAssertionIdsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   oauth_clients: OAuthClientsTable

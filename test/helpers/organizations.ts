@@ -38,10 +38,11 @@ export function uniqueSlug (prefix = 'org'): string {
 
 /** The app as the server builds it, its mail sent to a real SMTP server, with Redis when `TEST_REDIS_URL` is set. */
 export async function appWithMail (
-  t: TestContext, postgresUrl: string | null, options: Pick<BuildOptions, 'onStatement' | 'resolveTxt'> = {}
+  t: TestContext, postgresUrl: string | null, options: Pick<BuildOptions, 'onStatement' | 'resolveTxt' | 'env'> = {}
 ): Promise<{ app: FastifyInstance, smtp: MailServer }> {
   const smtp = await mailServer(t)
-  const app = await build(t, { ...options, postgresUrl, env: { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV } })
+  const env = { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV, ...options.env }
+  const app = await build(t, { ...options, postgresUrl, env })
   await redisReady(app)
   return { app, smtp }
 }

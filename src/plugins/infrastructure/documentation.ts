@@ -158,6 +158,7 @@ export default fp(async (fastify) => {
         { name: 'mfa', description: 'Multi-factor authentication' },
         { name: 'passkeys', description: 'Passkeys (WebAuthn): registration, sign-in, the caller\'s passkeys' },
         { name: 'oauth', description: 'Sign-in through external providers' },
+        { name: 'sso', description: 'Sign-in through an organization\'s own identity provider (SAML 2.0)' },
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
         { name: 'organizations', description: 'Organizations, their members and invitations' },

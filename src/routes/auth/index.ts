@@ -13,6 +13,7 @@ import oauth from './oauth.js'
 import passkeys from './passkeys.js'
 import reauthentication from './reauthentication.js'
 import recovery from './recovery.js'
+import ssoDiscovery from './sso.js'
 
 /** Sign-in, sessions and the caller's own account (docs/api.md, "Sign-in and sessions"). */
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -24,6 +25,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(grants)
   await fastify.register(reauthentication, { prefix: '/reauthenticate' })
   await fastify.register(recovery)
+  await fastify.register(ssoDiscovery)
 
   fastify.post('/login', {
     config: { access: 'public' },

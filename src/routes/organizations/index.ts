@@ -8,6 +8,7 @@ import {
 } from '../../../schemas/organizations.js'
 import domains from './domains.js'
 import invitations from './invitations.js'
+import ssoConnections from './sso-connections.js'
 import members from './members.js'
 
 /** Organizations (docs/api.md, "Organizations"). */
@@ -16,6 +17,7 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(members)
   await fastify.register(invitations)
   await fastify.register(domains)
+  await fastify.register(ssoConnections)
 
   fastify.post('', {
     config: { access: 'bearer' },

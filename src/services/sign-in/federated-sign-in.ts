@@ -98,7 +98,7 @@ export class FederatedSignInService {
    */
   async authorize (key: string, query: OAuthAuthorizeQuery): Promise<{ url: string, state: string }> {
     const { key: provider, config } = this.provider(key)
-    const browser = this.#browserReturn(query)
+    const browser = this.browserReturn(query)
     const { authUrl, discovered } = await this.#endpoints(provider, config)
     const state = randomBytes(32).toString('base64url')
     const nonce = discovered === null ? null : randomBytes(32).toString('base64url')
@@ -144,7 +144,7 @@ export class FederatedSignInService {
    * resolves `..` and `%2e%2e` segments, so the path as given is checked for them, and for an
    * encoded `/` or `\` that a server behind the application might decode into one.
    */
-  #browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
+  browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
     const { redirect_to: redirectTo, code_challenge: codeChallenge, code_challenge_method: method } = query
     if (redirectTo === undefined && codeChallenge === undefined && method === undefined) {
       return { redirectTo: null, codeChallenge: null }
@@ -214,7 +214,7 @@ export class FederatedSignInService {
     }, query.code, pending.codeVerifier, timeoutMs)
     if (discovered === null) {
       if (builtIn === null || userinfoUrl === null) throw new Error(`provider ${provider} has no profile reader`)
-      return await this.#resolveUser(
+      return await this.accountFor(
         context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs)
       )
     }
@@ -232,7 +232,7 @@ export class FederatedSignInService {
     } catch (error) {
       throw providerError(error instanceof Error ? error.message : 'unusable profile')
     }
-    return await this.#resolveUser(context, provider, profile)
+    return await this.accountFor(context, provider, profile)
   }
 
   /** A one-time code for a browser application, good for 60 seconds with the verifier of its challenge. */
@@ -277,13 +277,14 @@ export class FederatedSignInService {
   }
 
   /**
-   * A new link, and a new account, are stored with their audit entries (`identity.linked`,
-   * `user.created`). The account-claiming rule (docs/security.md, "Account claiming"): a
+   * The account a provider's profile signs in (an organization's identity provider too,
+   * src/services/sso/): a new link, and a new account, are stored with their audit entries
+   * (`identity.linked`, `user.created`). The account-claiming rule (docs/security.md, "Account claiming"): a
    * provider that did not verify the address never links to an account nor creates one on a
    * taken address, and an account it creates is unclaimed; one that verified it claims an
    * unclaimed account with that address, removing whatever was attached to it before.
    */
-  async #resolveUser (context: RequestContext, provider: string, profile: OAuthProfile): Promise<FederatedSignIn> {
+  async accountFor (context: RequestContext, provider: string, profile: OAuthProfile): Promise<FederatedSignIn> {
     const { users, identities, audit } = this.options
     const linkedUser = await identities.userOf(provider, profile.subject)
     if (linkedUser !== undefined) {

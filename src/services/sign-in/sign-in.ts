@@ -115,13 +115,22 @@ export class SignInService {
     }
     const back = new URL(redirectTo)
     try {
-      const principal = await this.#providerAccount(context, await federation.finish(context, flow, callback))
-      back.searchParams.set('code', await federation.issueExchangeCode(principal.id, flow.provider, codeChallenge))
+      back.searchParams.set('code', await this.exchangeCodeFor(context, await federation.finish(context, flow, callback), codeChallenge))
     } catch (error) {
       if (!isServiceError(error)) throw error
       back.searchParams.set('error', error.code)
     }
     return { redirect: back.href }
+  }
+
+  /**
+   * A provider's sign-in for a browser application (an organization's identity provider's too,
+   * src/services/sso/): once the account may sign in, the one-time code it exchanges with the
+   * verifier of `codeChallenge`.
+   */
+  async exchangeCodeFor (context: RequestContext, signIn: FederatedSignIn, codeChallenge: string): Promise<string> {
+    const principal = await this.#providerAccount(context, signIn)
+    return await this.deps.federation.issueExchangeCode(principal.id, signIn.provider, codeChallenge)
   }
 
   /** A browser application's one-time code and PKCE verifier: what the callback would have answered. */

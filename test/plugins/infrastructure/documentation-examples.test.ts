@@ -13,11 +13,14 @@ function exampleOf (parameter: Json): unknown {
   return parameter.example ?? parameter.schema?.examples?.[0] ?? parameter.schema?.example ?? parameter.schema?.default
 }
 
-/** The body "Try it out" shows: the media type's example, or one generated from the schema. */
-function bodyOf (document: Json, operation: Json): Json | undefined {
-  const media = operation.requestBody?.content?.['application/json']
+/** The body "Try it out" shows: the media type's example, or one generated from the schema; a form's as a form. */
+function bodyOf (document: Json, operation: Json): Json | string | undefined {
+  const json = operation.requestBody?.content?.['application/json']
+  const form = operation.requestBody?.content?.['application/x-www-form-urlencoded']
+  const media = json ?? form
   if (media === undefined) return undefined
-  return media.example ?? sample(media.schema, {}, document) as Json
+  const body = media.example ?? sample(media.schema, {}, document) as Json
+  return json === undefined ? new URLSearchParams(body as Record<string, string>).toString() : body
 }
 
 for (const policy of ['basic', 'strong']) {
@@ -72,6 +75,7 @@ for (const policy of ['basic', 'strong']) {
           if (parameter.in === 'header') headers[parameter.name] = String(example)
         }
         const payload = bodyOf(document, operation)
+        if (typeof payload === 'string') headers['content-type'] = 'application/x-www-form-urlencoded'
         const search = query.size === 0 ? '' : `?${query}`
         const caller = `${method} ${path}` === 'delete /api/v1/users/me' ? leaving : token
         const answer = await app.inject(withToken(caller, { method: method.toUpperCase() as 'GET', url: `${url}${search}`, headers, ...(payload === undefined ? {} : { payload }) }))

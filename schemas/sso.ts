@@ -1,0 +1,138 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { DataEnvelope, IdSchema, TimestampSchema } from './common.js'
+import { component } from './components.js'
+import { OrganizationRoleSchema } from './organizations.js'
+import { EmailSchema } from './user.js'
+
+const NameSchema = Type.String({
+  minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]+$', examples: ['Acme Entra ID'], description: 'Without control characters'
+})
+const AttributeNameSchema = Type.String({ minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$', description: 'A SAML attribute\'s Name' })
+
+/**
+ * Which of the assertion's attributes hold the address, the name and the groups; an absent one
+ * is looked for under the names the common IdPs send (docs/integration.md, "Enterprise sign-in").
+ */
+export const SsoAttributeMappingSchema = Type.Object({
+  email: Type.Optional(AttributeNameSchema),
+  name: Type.Optional(AttributeNameSchema),
+  groups: Type.Optional(AttributeNameSchema)
+}, { additionalProperties: false, title: 'SsoAttributeMapping' })
+export type SsoAttributeMapping = Static<typeof SsoAttributeMappingSchema>
+
+/** A group the IdP names, to the organization role its members get; the highest role of a person's groups wins. */
+export const SsoRoleMappingSchema = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), OrganizationRoleSchema, {
+  maxProperties: 100, examples: [{ 'Acme Admins': 'admin' }]
+})
+
+const CertificateSchema = Type.String({
+  minLength: 1, maxLength: 20_000, description: 'An X.509 certificate, PEM or base64 DER'
+})
+
+const IdentityProviderFields = {
+  idp_metadata_xml: Type.Optional(Type.String({
+    minLength: 1, maxLength: 500_000, description: 'The IdP\'s SAML metadata (its entity ID, SingleSignOnService and signing certificates); or the three fields below'
+  })),
+  idp_entity_id: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  idp_sso_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Its SingleSignOnService for the HTTP-Redirect binding' })),
+  idp_certificates: Type.Optional(Type.Array(CertificateSchema, { minItems: 1, maxItems: 5, description: 'Its signing certificates' }))
+}
+
+/** A self-signed certificate for the examples of the OpenAPI document only: no IdP holds its key. */
+const EXAMPLE_CERTIFICATE = [
+  'MIIDDzCCAfegAwIBAgIULpS9oyt5UOdCH3v1UlsHDerRlE4wDQYJKoZIhvcNAQELBQAwFjEUMBIGA1UEAwwLRXhhbXBsZSBJZFAw',
+  'IBcNMjYxMjAzMDcxNjA4WhgPMjEyNjExMDkwNzE2MDhaMBYxFDASBgNVBAMMC0V4YW1wbGUgSWRQMIIBIjANBgkqhkiG9w0BAQEF',
+  'AAOCAQ8AMIIBCgKCAQEAwLt53ozdNC4QnwsBN9cRE16ItLAfZb4dF/p09Kc5x5+YOkJHYli7YRHib/6MIXPSxLrTlW49GPNwKH92',
+  'ajq8v9Ii0gNEDifNGtOWK//drf/qfHQJXomkRRvXGlk9ltHLEd1c8b1qmeZ6dYoauzl8aaYj3bzKvtc3IKpehuNAC91jNrd/B77S',
+  '9BfUfvED90H2DQjj175z0diuJW97gPou7oEVXyVLrGBsBSQYsxTDmYW7lk07V/bV1PJuf5VnPHgf49pCEAv7HquvB9x40ENr+CMG',
+  '0oI6dG4JyTPgAePyIDY0IdRgOKiYxOZnBpVSi/s9ZSVOVVNOrClB8MCH82RyNwIDAQABo1MwUTAdBgNVHQ4EFgQUYI296WFRfrGP',
+  '4wO+r7DyPI/zd84wHwYDVR0jBBgwFoAUYI296WFRfrGP4wO+r7DyPI/zd84wDwYDVR0TAQH/BAUwAwEB/zANBgkqhkiG9w0BAQsF',
+  'AAOCAQEAuCdZeudtWXKlhaMleq8ML+ZJwEtT2RmkaJvXu6P2sRibbHxAEI1Ra/PQ7Gdn5vro/EhW8P4GjfDTeI8JZW0ZVWfYI/q1',
+  'YHbwbhNpjl69Y4QCXTzi1bWl9m47JRpRv75GSKxcfBQEYrpsyySq5yue/skt0NfmhLYELOu9buoKsMOG1IW/yIodQLF3lj+was2n',
+  'qweLEM9YOs8KrUaZeSER+Of89LmlKFCOaX2kCxX6OaeCwGOsNNhnpd+Nh29OLRcWmpi5sYNSe0S3qPnNPBFbWC5IH1kadHQYdvdz',
+  'cWNs4o+bWAyK4HJGJ7g1xR63gGOu08vkvwzvf9VTnjvrMO8VQw=='
+].join('')
+
+export const SsoConnectionCreateSchema = Type.Object({
+  name: NameSchema,
+  ...IdentityProviderFields,
+  attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
+  role_mapping: Type.Optional(SsoRoleMappingSchema),
+  default_role: Type.Optional(OrganizationRoleSchema),
+  enabled: Type.Optional(Type.Boolean({ default: true }))
+}, {
+  additionalProperties: false,
+  examples: [{
+    name: 'Acme Entra ID',
+    idp_entity_id: 'https://sts.windows.net/00000000-0000-0000-0000-000000000000/',
+    idp_sso_url: 'https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/saml2',
+    idp_certificates: [EXAMPLE_CERTIFICATE],
+    role_mapping: { 'Acme Admins': 'admin' }
+  }]
+})
+export type SsoConnectionCreate = Static<typeof SsoConnectionCreateSchema>
+
+export const SsoConnectionUpdateSchema = Type.Object({
+  name: Type.Optional(NameSchema),
+  ...IdentityProviderFields,
+  attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
+  role_mapping: Type.Optional(SsoRoleMappingSchema),
+  default_role: Type.Optional(OrganizationRoleSchema),
+  enabled: Type.Optional(Type.Boolean())
+}, { additionalProperties: false, examples: [{ name: 'Acme Entra ID', enabled: true }] })
+export type SsoConnectionUpdate = Static<typeof SsoConnectionUpdateSchema>
+
+export const SsoConnectionSchema = Type.Object({
+  id: IdSchema,
+  organization_id: IdSchema,
+  name: Type.String(),
+  kind: Type.Literal('saml'),
+  enabled: Type.Boolean(),
+  idp_entity_id: Type.String(),
+  idp_sso_url: Type.String(),
+  idp_certificate_fingerprints: Type.Array(Type.String(), { description: 'SHA-256 of each signing certificate' }),
+  sp_entity_id: Type.String({ description: 'The service\'s entity ID for this connection (give it to the IdP)' }),
+  acs_url: Type.String({ description: 'The Assertion Consumer Service (HTTP-POST) to give the IdP' }),
+  sp_metadata_url: Type.String({ description: 'The service provider\'s metadata, for IdPs that read it' }),
+  sign_in_url: Type.String({ description: 'Where a browser application sends the person (with redirect_to and a PKCE challenge)' }),
+  attribute_mapping: SsoAttributeMappingSchema,
+  role_mapping: SsoRoleMappingSchema,
+  default_role: OrganizationRoleSchema,
+  created_at: TimestampSchema,
+  updated_at: TimestampSchema
+}, { title: 'SsoConnection' })
+export type SsoConnection = Static<typeof SsoConnectionSchema>
+
+export const SsoConnectionParamsSchema = Type.Object({
+  id: IdSchema, connectionId: IdSchema
+}, { additionalProperties: false })
+export const SsoConnectionIdParamsSchema = Type.Object({ connectionId: IdSchema }, { additionalProperties: false })
+
+/** Home-realm discovery: an address (routed by its verified domain) or an organization's slug. */
+export const SsoDiscoveryBodySchema = Type.Object({
+  email: Type.Optional(EmailSchema),
+  organization: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'An organization\'s slug' }))
+}, { additionalProperties: false, examples: [{ email: 'ada@example.com' }] })
+export type SsoDiscoveryBody = Static<typeof SsoDiscoveryBodySchema>
+
+export const SsoDiscoverySchema = Type.Object({
+  organization: Type.Object({ id: IdSchema, name: Type.String(), slug: Type.String() }),
+  connections: Type.Array(Type.Object({
+    id: IdSchema, name: Type.String(), kind: Type.Literal('saml'), sign_in_url: Type.String()
+  }), { description: 'The organization\'s enabled connections' })
+}, { title: 'SsoDiscovery' })
+export type SsoDiscovery = Static<typeof SsoDiscoverySchema>
+
+/** What an IdP posts to the ACS (HTTP-POST binding); IdPs may add fields of their own, which are ignored. */
+export const SamlAcsBodySchema = Type.Object({
+  SAMLResponse: Type.String({ minLength: 1, maxLength: 500_000 }),
+  RelayState: Type.Optional(Type.String({ maxLength: 512 }))
+}, { additionalProperties: true })
+export type SamlAcsBody = Static<typeof SamlAcsBodySchema>
+
+export const SsoConnectionResponseSchema = DataEnvelope(SsoConnectionSchema)
+/** An organization's connections, at most SSO_CONNECTIONS_PER_ORGANIZATION: one list, no pages. */
+export const SsoConnectionListResponseSchema = component('SsoConnectionListResponse', Type.Object({
+  data: Type.Array(component('SsoConnection', SsoConnectionSchema))
+}))
+export const SsoDiscoveryResponseSchema = DataEnvelope(SsoDiscoverySchema)

@@ -1,0 +1,60 @@
+import { X509Certificate } from 'node:crypto'
+import { DOMParser } from '@xmldom/xmldom'
+import xpath from 'xpath'
+
+/** What the service needs of a SAML identity provider: who it is, where it signs people in, and its signing keys. */
+export interface SamlIdentityProvider {
+  entityId: string
+  /** Its SingleSignOnService for the HTTP-Redirect binding (docs/integration.md, "SAML"). */
+  ssoUrl: string
+  /** Its signing certificates, DER in base64 (as metadata holds them). */
+  certificates: string[]
+}
+
+const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect'
+const select = xpath.useNamespaces({
+  md: 'urn:oasis:names:tc:SAML:2.0:metadata',
+  ds: 'http://www.w3.org/2000/09/xmldsig#'
+})
+
+/** An identity provider's metadata or certificate the service cannot use: the message says why. */
+export class SamlMetadataError extends Error {}
+
+/** A certificate as DER in base64, from PEM or bare base64; refused unless it parses as X.509. */
+export function certificateBody (certificate: string): string {
+  const body = certificate.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '')
+  try {
+    return new X509Certificate(Buffer.from(body, 'base64')).raw.toString('base64')
+  } catch {
+    throw new SamlMetadataError('a certificate is not an X.509 certificate in PEM or base64')
+  }
+}
+
+/** The SHA-256 fingerprint of a certificate, as IdP consoles show it (upper-case hex pairs, colons). */
+export function certificateFingerprint (body: string): string {
+  return new X509Certificate(Buffer.from(body, 'base64')).fingerprint256
+}
+
+/**
+ * Reads an IdP's metadata (an EntityDescriptor, or the first IdP of an EntitiesDescriptor):
+ * its entityID, its HTTP-Redirect SingleSignOnService and the certificates of its signing keys
+ * (KeyDescriptors with `use="signing"` or no `use`). The metadata's own signature is not
+ * checked: an owner who pastes it vouches for it, as for the certificate itself.
+ */
+export function readIdpMetadata (xml: string): SamlIdentityProvider {
+  const problems: string[] = []
+  const document = new DOMParser({ errorHandler: (level, message) => { if (level !== 'warning') problems.push(String(message)) } })
+    .parseFromString(xml, 'text/xml')
+  if (problems.length > 0 || document.documentElement === null) throw new SamlMetadataError('the metadata is not well-formed XML')
+  const descriptor = select('(//md:EntityDescriptor[md:IDPSSODescriptor])[1]', document, true) as Element | undefined
+  if (descriptor === undefined) throw new SamlMetadataError('the metadata describes no identity provider (no IDPSSODescriptor)')
+  const entityId = descriptor.getAttribute('entityID') ?? ''
+  const sso = select(`md:IDPSSODescriptor/md:SingleSignOnService[@Binding='${REDIRECT_BINDING}']/@Location`, descriptor, true) as Attr | undefined
+  const certificates = (select(
+    "md:IDPSSODescriptor/md:KeyDescriptor[not(@use) or @use='signing']/ds:KeyInfo/ds:X509Data/ds:X509Certificate", descriptor
+  ) as Element[]).map((element) => certificateBody(element.textContent ?? ''))
+  if (entityId === '') throw new SamlMetadataError('the metadata has no entityID')
+  if (sso === undefined) throw new SamlMetadataError('the identity provider has no SingleSignOnService for the HTTP-Redirect binding')
+  if (certificates.length === 0) throw new SamlMetadataError('the identity provider has no signing certificate')
+  return { entityId, ssoUrl: sso.value, certificates: [...new Set(certificates)] }
+}

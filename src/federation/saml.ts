@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto'
+import { type CacheProvider, SAML, ValidateInResponseTo } from '@node-saml/node-saml'
+import { DOMParser } from '@xmldom/xmldom'
+import xpath from 'xpath'
+import type { SamlIdentityProvider } from './saml-metadata.js'
+
+/** The service as a SAML service provider for one connection: its entity ID and its ACS. */
+export interface SamlServiceProvider {
+  entityId: string
+  acsUrl: string
+}
+
+/** What a valid response's signed assertion says: what the service reads of it, and nothing from outside it. */
+export interface SamlAssertion {
+  id: string
+  issuer: string
+  nameId: string
+  nameIdFormat: string | null
+  /** When the assertion stops being valid (ms since the epoch): its ID is kept until then, against replay. */
+  notOnOrAfter: number
+  attributes: Record<string, string[]>
+}
+
+/** A response the service refuses: the message says which check failed (for the audit log, not the browser). */
+export class SamlRefusal extends Error {}
+
+/** The clock skew accepted between the identity provider and the service (docs/security.md, "SAML"). */
+export const SAML_CLOCK_SKEW_MS = 60_000
+
+const NAMESPACES = { saml: 'urn:oasis:names:tc:SAML:2.0:assertion', samlp: 'urn:oasis:names:tc:SAML:2.0:protocol' }
+const select = xpath.useNamespaces(NAMESPACES)
+const BEARER = 'urn:oasis:names:tc:SAML:2.0:cm:bearer'
+
+/**
+ * node-saml's checks of InResponseTo ask its cache for the request ID: this one knows the
+ * single request the flow made (null: none, an unsolicited response), and stores nothing.
+ */
+function oneRequest (requestId: string | null): CacheProvider {
+  return {
+    saveAsync: async () => null,
+    getAsync: async (key) => key === requestId ? new Date().toISOString() : null,
+    removeAsync: async () => null
+  }
+}
+
+function samlFor (sp: SamlServiceProvider, idp: SamlIdentityProvider, requestId: string | null): SAML {
+  return new SAML({
+    entryPoint: idp.ssoUrl,
+    issuer: sp.entityId,
+    callbackUrl: sp.acsUrl,
+    audience: sp.entityId,
+    idpIssuer: idp.entityId,
+    idpCert: idp.certificates.map((body) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----`),
+    // The IdP chooses the NameID format it was set up with: asking for one some refuse breaks sign-in.
+    identifierFormat: null,
+    // Signed assertions, whether or not the response around them is signed (Entra ID signs only the assertion).
+    wantAssertionsSigned: true,
+    wantAuthnResponseSigned: false,
+    validateInResponseTo: ValidateInResponseTo.always,
+    cacheProvider: oneRequest(requestId),
+    acceptedClockSkewMs: SAML_CLOCK_SKEW_MS,
+    disableRequestedAuthnContext: true,
+    generateUniqueId: () => requestId ?? `_${randomBytes(20).toString('hex')}`
+  })
+}
+
+/** An AuthnRequest for the HTTP-Redirect binding: the IdP's URL to send the browser to, and the request's ID. */
+export async function authnRequestUrl (
+  sp: SamlServiceProvider, idp: SamlIdentityProvider, relayState: string
+): Promise<{ url: string, requestId: string }> {
+  const requestId = `_${randomBytes(20).toString('hex')}`
+  const url = await samlFor(sp, idp, requestId).getAuthorizeUrlAsync(relayState, undefined, {})
+  return { url, requestId }
+}
+
+/** The service provider's metadata, for the IdP's administrator: its entity ID, ACS, and signed assertions wanted. */
+export function serviceProviderMetadata (sp: SamlServiceProvider, idp: SamlIdentityProvider): string {
+  return samlFor(sp, idp, null).generateServiceProviderMetadata(null, null)
+}
+
+function parse (xml: string): Document {
+  const problems: string[] = []
+  const document = new DOMParser({ errorHandler: (level, message) => { if (level !== 'warning') problems.push(String(message)) } })
+    .parseFromString(xml, 'text/xml')
+  if (problems.length > 0 || document.documentElement === null) throw new SamlRefusal('the response is not well-formed XML')
+  return document
+}
+
+/**
+ * Validates a response to the request `requestId` made (null: none), as posted to the ACS:
+ * node-saml (on xml-crypto) checks the assertion's signature against the IdP's certificates,
+ * the issuer, the audience, the time conditions with a small skew, and InResponseTo; then
+ * this reads the signed assertion alone, as canonicalized for its signature (never the bytes
+ * around it, and no comment: one inside a NameID cannot cut what is read), and checks what node-saml
+ * leaves: a bearer confirmation whose Recipient is the ACS, and, when the response names one,
+ * a Destination that is the ACS (docs/security.md, "SAML").
+ */
+export async function validateResponse (
+  sp: SamlServiceProvider, idp: SamlIdentityProvider, samlResponse: string, requestId: string | null
+): Promise<SamlAssertion> {
+  let profile
+  try {
+    ({ profile } = await samlFor(sp, idp, requestId).validatePostResponseAsync({ SAMLResponse: samlResponse }))
+  } catch (error) {
+    throw new SamlRefusal(error instanceof Error ? error.message : String(error))
+  }
+  if (profile === null) throw new SamlRefusal('the response holds no assertion')
+  const destination = parse(Buffer.from(samlResponse, 'base64').toString('utf8')).documentElement?.getAttribute('Destination') ?? ''
+  if (destination !== '' && destination !== sp.acsUrl) throw new SamlRefusal('the response\'s Destination is not this ACS')
+  const signed = profile.getAssertionXml?.()
+  const assertion = signed === undefined ? null : parse(signed).documentElement
+  if (assertion === null) throw new SamlRefusal('the response holds no signed assertion')
+  const confirmations = select(`saml:Subject/saml:SubjectConfirmation[@Method='${BEARER}']/saml:SubjectConfirmationData`, assertion) as Element[]
+  if (!confirmations.some((data) => data.getAttribute('Recipient') === sp.acsUrl)) {
+    throw new SamlRefusal('no bearer confirmation of the assertion names this ACS as its Recipient')
+  }
+  const nameIdElement = select('saml:Subject/saml:NameID', assertion, true) as Element | undefined
+  if (nameIdElement === undefined) throw new SamlRefusal('the assertion has no NameID')
+  const nameId = nameIdElement.textContent?.trim() ?? ''
+  const attributes: Record<string, string[]> = {}
+  for (const attribute of select('saml:AttributeStatement/saml:Attribute', assertion) as Element[]) {
+    const name = attribute.getAttribute('Name') ?? ''
+    attributes[name] = (select('saml:AttributeValue', attribute) as Element[]).map((value) => value.textContent?.trim() ?? '')
+  }
+  const notOnOrAfter = Math.min(...[
+    (select('saml:Conditions/@NotOnOrAfter', assertion, true) as Attr | undefined)?.value,
+    ...confirmations.map((data) => data.getAttribute('NotOnOrAfter') ?? undefined)
+  ].filter((value) => value !== undefined).map((value) => Date.parse(value)).filter(Number.isFinite))
+  const id = assertion.getAttribute('ID') ?? ''
+  if (id === '') throw new SamlRefusal('the assertion has no ID')
+  if (!Number.isFinite(notOnOrAfter)) throw new SamlRefusal('the assertion does not say when it expires')
+  return { id, issuer: profile.issuer, nameId, nameIdFormat: nameIdElement.getAttribute('Format'), notOnOrAfter, attributes }
+}

@@ -1,0 +1,71 @@
+import formbody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { OAuthAuthorizeQuerySchema } from '../../../schemas/auth.js'
+import { errorResponses } from '../../../schemas/errors.js'
+import { SamlAcsBodySchema, SsoConnectionIdParamsSchema } from '../../../schemas/sso.js'
+
+/** A signed SAML response with its certificate and a few groups runs past the API's 10 KB bodies. */
+const ACS_BODY_LIMIT = 1024 * 1024
+
+const redirect = (description: string, location: string) => Type.Null({
+  description, headers: { Location: Type.String({ description: location }) }
+})
+
+/**
+ * The SAML service provider of each organization's connection (docs/api.md, "Enterprise
+ * sign-in"): its metadata, the start of a sign-in, and the ACS the IdP posts its response to.
+ */
+const sso: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { ssoConnections, samlSignIn } = fastify.services
+  // The ACS takes the IdP's form post (the HTTP-POST binding); only these routes parse forms.
+  await fastify.register(formbody)
+
+  fastify.get('/saml/:connectionId/metadata', {
+    config: { access: 'public' },
+    schema: {
+      tags: ['sso'],
+      operationId: 'sso.saml.metadata',
+      summary: 'The service provider\'s SAML metadata for a connection (its entity ID is this URL)',
+      params: SsoConnectionIdParamsSchema,
+      produces: ['application/samlmetadata+xml'],
+      response: { 200: Type.String({ description: 'The metadata (an EntityDescriptor)' }), ...errorResponses({}, 404) }
+    }
+  }, async (request, reply) => await reply.type('application/samlmetadata+xml; charset=utf-8')
+    .send(await ssoConnections.serviceProviderMetadata(request.params.connectionId)))
+
+  fastify.get('/saml/:connectionId/sign-in', {
+    config: { access: 'public', signInRate: true },
+    schema: {
+      tags: ['sso'],
+      operationId: 'sso.saml.signIn',
+      summary: 'Send the browser to the organization\'s IdP with an AuthnRequest (HTTP-Redirect); redirect_to and a PKCE challenge required',
+      params: SsoConnectionIdParamsSchema,
+      querystring: OAuthAuthorizeQuerySchema,
+      response: { 302: redirect('To the identity provider', 'The IdP\'s SSO URL with SAMLRequest and RelayState'), ...errorResponses({}, 404) }
+    }
+  }, async (request, reply) =>
+    await reply.redirect(await samlSignIn.start(request.params.connectionId, request.query), 302))
+
+  fastify.post('/saml/:connectionId/acs', {
+    config: { access: 'public', signInRate: true },
+    bodyLimit: ACS_BODY_LIMIT,
+    schema: {
+      tags: ['sso'],
+      operationId: 'sso.saml.acs',
+      summary: 'The Assertion Consumer Service (HTTP-POST): back to the browser application with a one-time code, or an error code',
+      params: SsoConnectionIdParamsSchema,
+      consumes: ['application/x-www-form-urlencoded'],
+      body: SamlAcsBodySchema,
+      response: {
+        302: redirect('Back to the browser application', 'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>'),
+        ...errorResponses({ body: true })
+      }
+    }
+  }, async (request, reply) => {
+    const back = await samlSignIn.finish(request.serviceContext, request.params.connectionId, request.body)
+    return await reply.redirect(back, 302)
+  })
+}
+
+export default sso

@@ -1,0 +1,165 @@
+import type { SsoConnection, SsoConnectionCreate, SsoConnectionUpdate } from '../../../schemas/sso.js'
+import { Errors, validationFailed } from '../../errors.js'
+import type { SamlServiceProvider } from '../../federation/saml.js'
+import { serviceProviderMetadata } from '../../federation/saml.js'
+import {
+  certificateBody, certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError
+} from '../../federation/saml-metadata.js'
+import type { SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
+import type { AuditTrail } from '../audit/index.js'
+import { callerOf, type RequestContext } from '../context.js'
+
+/** Connections one organization may hold: one per identity provider, and a few to move between them. */
+export const SSO_CONNECTIONS_PER_ORGANIZATION = 10
+
+export interface SsoConnectionServiceDependencies {
+  ssoConnections: SsoConnectionsRepository
+  audit: AuditTrail
+  /** The service's own address (PUBLIC_URL): the connection's SP URLs are made from it. */
+  publicUrl: string
+  now?: () => number
+}
+
+/** The service as the SAML service provider of a connection: its entity ID (its metadata's URL) and ACS. */
+export function serviceProviderOf (publicUrl: string, connectionId: string): SamlServiceProvider & { base: string } {
+  const base = `${publicUrl}/api/v1/sso/saml/${connectionId}`
+  return { base, entityId: `${base}/metadata`, acsUrl: `${base}/acs` }
+}
+
+/**
+ * The identity provider a create or update describes: by its metadata, or by its three fields
+ * (all of them); undefined when it describes none (an update of other fields).
+ */
+function identityProviderOf (input: SsoConnectionCreate | SsoConnectionUpdate): SamlIdentityProvider | undefined {
+  const { idp_metadata_xml: xml, idp_entity_id: entityId, idp_sso_url: ssoUrl, idp_certificates: certificates } = input
+  const fields = [entityId, ssoUrl, certificates].filter((field) => field !== undefined).length
+  try {
+    if (xml !== undefined) {
+      if (fields > 0) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the metadata or the three idp_ fields, not both' }])
+      return readIdpMetadata(xml)
+    }
+    if (fields === 0) return undefined
+    if (entityId === undefined || ssoUrl === undefined || certificates === undefined) {
+      throw validationFailed([{ path: '/idp_entity_id', message: 'idp_entity_id, idp_sso_url and idp_certificates go together' }])
+    }
+    if (!/^https?:\/\//.test(ssoUrl)) throw validationFailed([{ path: '/idp_sso_url', message: 'must be an http(s) URL' }])
+    return { entityId, ssoUrl, certificates: [...new Set(certificates.map(certificateBody))] }
+  } catch (error) {
+    if (!(error instanceof SamlMetadataError)) throw error
+    throw validationFailed([{ path: xml !== undefined ? '/idp_metadata_xml' : '/idp_certificates', message: error.message }])
+  }
+}
+
+/**
+ * An organization's connections to its own identity providers (docs/api.md, "Enterprise
+ * sign-in"), managed by its owners (`sso:manage`); a connection names its IdP by metadata or
+ * by entity ID, SSO URL and certificates, and how its assertions map to a member.
+ */
+export class SsoConnectionService {
+  readonly #now: () => number
+
+  constructor (private readonly deps: SsoConnectionServiceDependencies) {
+    this.#now = deps.now ?? Date.now
+  }
+
+  /** A connection as its organization's owners see it, with the URLs to give the IdP. */
+  view (connection: StoredSsoConnection): SsoConnection {
+    const sp = serviceProviderOf(this.deps.publicUrl, connection.id)
+    return {
+      id: connection.id,
+      organization_id: connection.organizationId,
+      name: connection.name,
+      kind: 'saml',
+      enabled: connection.enabled,
+      idp_entity_id: connection.idp.entityId,
+      idp_sso_url: connection.idp.ssoUrl,
+      idp_certificate_fingerprints: connection.idp.certificates.map(certificateFingerprint),
+      sp_entity_id: sp.entityId,
+      acs_url: sp.acsUrl,
+      sp_metadata_url: sp.entityId,
+      sign_in_url: `${sp.base}/sign-in`,
+      attribute_mapping: connection.attributeMapping,
+      role_mapping: connection.roleMapping,
+      default_role: connection.defaultRole,
+      created_at: connection.createdAt,
+      updated_at: connection.updatedAt
+    }
+  }
+
+  async create (context: RequestContext, organizationId: string, input: SsoConnectionCreate): Promise<SsoConnection> {
+    callerOf(context)
+    const idp = identityProviderOf(input)
+    if (idp === undefined) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the IdP\'s metadata, or idp_entity_id, idp_sso_url and idp_certificates' }])
+    const settings: SsoConnectionSettings = {
+      name: input.name,
+      enabled: input.enabled ?? true,
+      idp,
+      attributeMapping: input.attribute_mapping ?? {},
+      roleMapping: input.role_mapping ?? {},
+      defaultRole: input.default_role ?? 'member'
+    }
+    const now = new Date(this.#now()).toISOString()
+    const created = await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.ssoConnections.create(
+        organizationId, settings, now, SSO_CONNECTIONS_PER_ORGANIZATION, trx
+      ),
+      (result) => typeof result === 'object' && 'id' in result
+        ? [{ event: 'sso_connection.created', outcome: 'success', details: { organization_id: organizationId, connection_id: result.id, idp_entity_id: idp.entityId } }]
+        : [])
+    if (created === 'no_organization') throw new Errors.NOT_FOUND('Organization')
+    if ('max' in created) throw new Errors.CONFLICT(`An organization holds at most ${created.max} SSO connections`)
+    return this.view(created)
+  }
+
+  async list (context: RequestContext, organizationId: string): Promise<SsoConnection[]> {
+    callerOf(context)
+    return (await this.deps.ssoConnections.listOf(organizationId)).map((connection) => this.view(connection))
+  }
+
+  async get (context: RequestContext, organizationId: string, connectionId: string): Promise<SsoConnection> {
+    callerOf(context)
+    const connection = await this.deps.ssoConnections.find(connectionId)
+    if (connection?.organizationId !== organizationId) throw new Errors.NOT_FOUND('SSO connection')
+    return this.view(connection)
+  }
+
+  async update (
+    context: RequestContext, organizationId: string, connectionId: string, input: SsoConnectionUpdate
+  ): Promise<SsoConnection> {
+    callerOf(context)
+    const idp = identityProviderOf(input)
+    const changes: Partial<SsoConnectionSettings> = {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.enabled !== undefined && { enabled: input.enabled }),
+      ...(idp !== undefined && { idp }),
+      ...(input.attribute_mapping !== undefined && { attributeMapping: input.attribute_mapping }),
+      ...(input.role_mapping !== undefined && { roleMapping: input.role_mapping }),
+      ...(input.default_role !== undefined && { defaultRole: input.default_role })
+    }
+    const now = new Date(this.#now()).toISOString()
+    const updated = await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.ssoConnections.update(organizationId, connectionId, changes, now, trx),
+      (result) => result === undefined
+        ? []
+        : [{ event: 'sso_connection.updated', outcome: 'success', details: { organization_id: organizationId, connection_id: connectionId, fields: Object.keys(input) } }])
+    if (updated === undefined) throw new Errors.NOT_FOUND('SSO connection')
+    return this.view(updated)
+  }
+
+  async remove (context: RequestContext, organizationId: string, connectionId: string): Promise<void> {
+    callerOf(context)
+    const removed = await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.ssoConnections.remove(organizationId, connectionId, trx),
+      (result) => result
+        ? [{ event: 'sso_connection.deleted', outcome: 'success', details: { organization_id: organizationId, connection_id: connectionId } }]
+        : [])
+    if (!removed) throw new Errors.NOT_FOUND('SSO connection')
+  }
+
+  /** The service provider's metadata of a connection (public: IdPs read it unauthenticated). */
+  async serviceProviderMetadata (connectionId: string): Promise<string> {
+    const connection = await this.deps.ssoConnections.find(connectionId)
+    if (connection === undefined) throw new Errors.NOT_FOUND('SSO connection')
+    return serviceProviderMetadata(serviceProviderOf(this.deps.publicUrl, connection.id), connection.idp)
+  }
+}

@@ -1,0 +1,110 @@
+import type { OrganizationRole } from '../../schemas/organizations.js'
+import type { SsoAttributeMapping } from '../../schemas/sso.js'
+import type { SamlIdentityProvider } from '../federation/saml-metadata.js'
+import { uuidv7 } from './ids.js'
+import { holdOrganizationRow } from './organizations.js'
+import { atomically, type Db, type SsoConnectionsTable } from './types.js'
+
+/** A connection as the services use it: its IdP, and how the IdP's assertions map to a member. */
+export interface StoredSsoConnection {
+  id: string
+  organizationId: string
+  name: string
+  enabled: boolean
+  idp: SamlIdentityProvider
+  attributeMapping: SsoAttributeMapping
+  roleMapping: Record<string, OrganizationRole>
+  defaultRole: OrganizationRole
+  createdAt: string
+  updatedAt: string
+}
+
+export type SsoConnectionSettings = Pick<StoredSsoConnection, 'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole'>
+
+function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    enabled: row.enabled === 1,
+    idp: {
+      entityId: row.idp_entity_id, ssoUrl: row.idp_sso_url, certificates: JSON.parse(row.idp_certificates) as string[]
+    },
+    attributeMapping: JSON.parse(row.attribute_mapping) as SsoAttributeMapping,
+    roleMapping: JSON.parse(row.role_mapping) as Record<string, OrganizationRole>,
+    defaultRole: row.default_role,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  }
+}
+
+function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnectionsTable> {
+  return {
+    ...(settings.name !== undefined && { name: settings.name }),
+    ...(settings.enabled !== undefined && { enabled: settings.enabled ? 1 : 0 }),
+    ...(settings.idp !== undefined && {
+      idp_entity_id: settings.idp.entityId,
+      idp_sso_url: settings.idp.ssoUrl,
+      idp_certificates: JSON.stringify(settings.idp.certificates)
+    }),
+    ...(settings.attributeMapping !== undefined && { attribute_mapping: JSON.stringify(settings.attributeMapping) }),
+    ...(settings.roleMapping !== undefined && { role_mapping: JSON.stringify(settings.roleMapping) }),
+    ...(settings.defaultRole !== undefined && { default_role: settings.defaultRole })
+  }
+}
+
+/** Organizations' connections to their own identity providers (docs/api.md, "Enterprise sign-in"). */
+export class SsoConnectionsRepository {
+  constructor (private readonly db: Db) {}
+
+  /**
+   * Adds a connection unless the organization is gone or holds `max` (its row held, so that
+   * creations at once are counted one after another).
+   */
+  async create (
+    organizationId: string, settings: SsoConnectionSettings, now: string, max: number, db: Db = this.db
+  ): Promise<StoredSsoConnection | 'no_organization' | { max: number }> {
+    return await atomically(db, async (trx) => {
+      if (await holdOrganizationRow(trx, organizationId) === undefined) return 'no_organization'
+      const held = await trx.selectFrom('sso_connections').select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .where('organization_id', '=', organizationId).executeTakeFirst()
+      if (Number(held?.count ?? 0) >= max) return { max }
+      const row = {
+        id: uuidv7(), organization_id: organizationId, ...toColumns(settings), created_at: now, updated_at: now
+      } as SsoConnectionsTable
+      await trx.insertInto('sso_connections').values(row).execute()
+      return fromRow(row)
+    })
+  }
+
+  /** The organization's connections, oldest first (sso_connections_organization_id_created_at). */
+  async listOf (organizationId: string, db: Db = this.db): Promise<StoredSsoConnection[]> {
+    const rows = await db.selectFrom('sso_connections').selectAll().where('organization_id', '=', organizationId)
+      .orderBy('created_at').orderBy('id').execute()
+    return rows.map(fromRow)
+  }
+
+  /** A connection by its id alone (the sign-in routes name none other), or undefined. */
+  async find (connectionId: string, db: Db = this.db): Promise<StoredSsoConnection | undefined> {
+    const row = await db.selectFrom('sso_connections').selectAll().where('id', '=', connectionId).executeTakeFirst()
+    return row === undefined ? undefined : fromRow(row)
+  }
+
+  async update (
+    organizationId: string, connectionId: string, changes: Partial<SsoConnectionSettings>, now: string, db: Db = this.db
+  ): Promise<StoredSsoConnection | undefined> {
+    return await atomically(db, async (trx) => {
+      await trx.updateTable('sso_connections').set({ ...toColumns(changes), updated_at: now })
+        .where('organization_id', '=', organizationId).where('id', '=', connectionId).execute()
+      const connection = await this.find(connectionId, trx)
+      return connection?.organizationId === organizationId ? connection : undefined
+    })
+  }
+
+  /** Removes a connection: whether there was one. */
+  async remove (organizationId: string, connectionId: string, db: Db = this.db): Promise<boolean> {
+    const removed = await db.deleteFrom('sso_connections').where('organization_id', '=', organizationId).where('id', '=', connectionId)
+      .executeTakeFirst()
+    return removed.numDeletedRows > 0n
+  }
+}
