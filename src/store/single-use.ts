@@ -63,14 +63,14 @@ class RedisFirstUses implements FirstUses {
   }
 }
 
-/** In a table: expired keys are deleted first, then the insert that a key seen already fails (the primary key). */
+/** In a table: expired keys are deleted first (by their index), then inserting a key seen already fails. */
 class DatabaseFirstUses implements FirstUses {
   constructor (private readonly db: Db) {}
 
   async firstUse (key: string, ttlMs: number): Promise<boolean> {
     const now = Date.now()
     const keyHash = storedKey(key)
-    await this.db.deleteFrom('sso_assertion_ids').where('key_hash', '=', keyHash).where('expires_at', '<=', new Date(now).toISOString()).execute()
+    await this.db.deleteFrom('sso_assertion_ids').where('expires_at', '<=', new Date(now).toISOString()).execute()
     try {
       await this.db.insertInto('sso_assertion_ids').values({ key_hash: keyHash, expires_at: new Date(now + ttlMs).toISOString() }).execute()
       return true

@@ -12,7 +12,9 @@ import { insertChunked, page, planChecker, rolledBack, sortsNothing } from '../h
  * refresh_tokens, whose rows grow with every organization and sign-in (docs/api.md, "Organizations").
  */
 
-const WATCHED = ['organization_members', 'organization_invitations', 'organization_domains', 'sessions', 'refresh_tokens'] as const
+const WATCHED = [
+  'organization_members', 'organization_invitations', 'organization_domains', 'sso_connections', 'sessions', 'refresh_tokens'
+] as const
 const { checkPlans } = planChecker(WATCHED)
 
 const at = (second: number) => new Date(Date.UTC(2025, 0, 1) + second * 1000).toISOString()
@@ -65,6 +67,20 @@ async function seed ({ db, dialect }: Database) {
     verified_by: claim % 4 === 0 ? 'dns' as const : null,
     created_at: at(claim)
   }))))
+  await insertChunked(db, 'sso_connections', organizations.flatMap((organization, index) => Array.from({ length: 3 }, (_, connection) => ({
+    id: id(7, index * 3 + connection),
+    organization_id: organization,
+    name: `IdP ${connection}`,
+    enabled: 1,
+    idp_entity_id: `https://idp-${index}-${connection}.example`,
+    idp_sso_url: `https://idp-${index}-${connection}.example/sso`,
+    idp_certificates: '[]',
+    attribute_mapping: '{}',
+    role_mapping: '{}',
+    default_role: 'member' as const,
+    created_at: at(connection),
+    updated_at: at(connection)
+  }))))
   const sessions = users.map((user, index) => ({
     id: id(3, index),
     user_id: user.id,
@@ -86,7 +102,7 @@ async function seed ({ db, dialect }: Database) {
     organization_id: session.organization_id
   })))
   if (dialect === 'postgres') {
-    for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'organization_domains', 'sessions', 'refresh_tokens']) {
+    for (const table of ['users', 'organizations', 'organization_members', 'organization_invitations', 'organization_domains', 'sso_connections', 'sessions', 'refresh_tokens']) {
       await sql`analyze ${sql.table(table)}`.execute(db)
     }
   }
@@ -96,7 +112,7 @@ for (const backend of backends()) {
   t.test(`organization query plans (${backend.name})`, async (t) => {
     const database = await migratedDatabase(t, backend.url)
     const recorded = recordingRepositories(database)
-    const { organizations, invitations, organizationDomains, sessions } = recorded.repositories
+    const { organizations, invitations, organizationDomains, ssoConnections, sessions } = recorded.repositories
     const { dialect } = database
     await seed(database)
 
@@ -234,6 +250,22 @@ for (const backend of backends()) {
           t.match(await organizationDomains.markVerified(SMALL, id(6, 25), { method: 'dns', now: at(0) }, trx), { verified_by: 'dns' })
         })
       }, dialect === 'sqlite' ? /organization_domains_organization_id_domain|sqlite_autoindex_organization_domains_1/ : /organization_domains_(pkey|organization_id_domain)/)
+    })
+    t.test('an SSO sign-in\'s lookups: the organization holding a domain verified, the domain checked for a connection\'s organization, its connections', async (t) => {
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        t.equal(await organizationDomains.verifiedHolderOf('domain-4.organization-7.example'), tinyOrganization(5))
+        t.equal(await organizationDomains.verifiedHolderOf('domain-5.organization-7.example'), undefined, 'a pending claim holds nothing')
+      }, /organization_domains_verified_domain/)
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        t.equal(await organizationDomains.isVerifiedFor(SMALL, 'domain-8.organization-1.example'), true)
+        t.equal(await organizationDomains.isVerifiedFor(BIG, 'domain-8.organization-1.example'), false, 'another organization\'s domain')
+      }, /organization_domains_(organization_id_domain|verified_domain)/)
+      await checkPlans(t, database, recorded, 'sso_connections', async () => {
+        t.equal((await ssoConnections.listOf(SMALL)).length, 3)
+      }, /sso_connections_organization_id_created_at/)
+      await checkPlans(t, database, recorded, 'sso_connections', async () => {
+        t.match(await ssoConnections.find(id(7, 4)), { organizationId: SMALL })
+      }, dialect === 'sqlite' ? /sqlite_autoindex_sso_connections_1/ : /sso_connections_pkey/)
     })
   })
 }
