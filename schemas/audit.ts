@@ -16,7 +16,7 @@ export const AUDIT_EVENTS = [
   'password.breach_check_failed', 'user.suspended', 'user.suspension_lifted', 'user.exported',
   'user.impersonated', 'impersonation.request', 'user.deletion_scheduled', 'oauth_client.created', 'oauth_client.updated',
   'oauth_client.secret_rotated', 'oauth_client.deleted', 'authorization_grant.revoked', 'domain.claimed', 'domain.verified',
-  'domain.removed', 'sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted'
+  'domain.removed', 'domain.updated', 'sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

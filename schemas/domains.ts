@@ -34,6 +34,9 @@ export const OrganizationDomainSchema = Type.Object({
   ], {
     description: '`dns`: the TXT record was found; `operator`: a super_admin verified it'
   }),
+  sso_required: Type.Boolean({
+    description: 'While verified: its addresses sign in through the organization\'s identity provider only, never with a password'
+  }),
   txt_record_name: Type.String({ description: 'Where to publish the TXT record that proves the claim', examples: [`${DOMAIN_CHALLENGE_PREFIX}.acme.com`] }),
   txt_record_value: Type.String({ description: 'The TXT record\'s value', examples: [`${DOMAIN_CHALLENGE_VALUE_PREFIX}3q2-7wE…`] }),
   created_at: TimestampSchema
@@ -52,11 +55,16 @@ export const DomainVerificationSchema = Type.Object({
 }, { additionalProperties: false })
 export type DomainVerification = Static<typeof DomainVerificationSchema>
 
+export const DomainUpdateSchema = Type.Object({
+  sso_required: Type.Boolean({ description: 'Sign-in with a password refused for the domain\'s addresses while it is verified' })
+}, { additionalProperties: false })
+export type DomainUpdate = Static<typeof DomainUpdateSchema>
+
 export const DomainParamsSchema = Type.Object({ id: IdSchema, domainId: IdSchema }, { additionalProperties: false })
 
 export const DOMAIN_FIELDS = {
   sortable: ['domain', 'created_at'],
-  selectable: ['domain', 'verified_at', 'verified_by', 'txt_record_name', 'txt_record_value', 'created_at'],
+  selectable: ['domain', 'verified_at', 'verified_by', 'sso_required', 'txt_record_name', 'txt_record_value', 'created_at'],
   searchIn: null
 } as const
 

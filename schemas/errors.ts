@@ -38,6 +38,7 @@ export const ERROR_TABLE = {
   EMAIL_NOT_VERIFIED: { code: 'EMAIL_NOT_VERIFIED', message: 'E-mail address not verified', status: 403 },
   ACCOUNT_SUSPENDED: { code: 'ACCOUNT_SUSPENDED', message: 'This account is suspended until %s', status: 403 },
   MFA_REQUIRED: { code: 'MFA_REQUIRED', message: 'This needs a session signed in with a second factor or a passkey', status: 403 },
+  SSO_REQUIRED: { code: 'SSO_REQUIRED', message: 'This address signs in through its organization\'s identity provider', status: 403 },
   IMPERSONATION_RESTRICTED: { code: 'IMPERSONATION_RESTRICTED', message: 'Not allowed while impersonating: %s', status: 403 },
   REAUTHENTICATION_REQUIRED: {
     code: 'REAUTHENTICATION_REQUIRED',

@@ -11,7 +11,12 @@ import { atomically, type Db } from './types.js'
 
 export type { OrganizationDomain }
 
-const COLUMNS = ['id', 'domain', 'verified_at', 'verified_by', 'txt_record_name', 'txt_record_value', 'created_at'] as const
+const COLUMNS = ['id', 'domain', 'verified_at', 'verified_by', 'sso_required', 'txt_record_name', 'txt_record_value', 'created_at'] as const
+
+/** The domain of an address, as a claim stores it (lower case). */
+export function emailDomain (email: string): string {
+  return email.slice(email.lastIndexOf('@') + 1).toLowerCase()
+}
 
 /** Why a domain was not claimed: the organization is gone, or holds `max` claims already. */
 export type ClaimRefusal = 'no_organization' | { max: number }
@@ -20,9 +25,19 @@ export type ClaimRefusal = 'no_organization' | { max: number }
 function claims (db: Db) {
   return db.selectFrom(db.selectFrom('organization_domains').select([
     'id', 'organization_id', 'domain', 'verified_at', 'verified_by', 'created_at',
+    'sso_required',
     sql<string>`${sql.lit(`${DOMAIN_CHALLENGE_PREFIX}.`)} || domain`.as('txt_record_name'),
     sql<string>`${sql.lit(DOMAIN_CHALLENGE_VALUE_PREFIX)} || verification_token`.as('txt_record_value')
   ]).as('claims'))
+}
+
+/** A claim as read (SQLite and PostgreSQL both store the flag as an integer), as the API shows it. */
+type StoredClaim = Omit<OrganizationDomain, 'sso_required'> & { sso_required: number }
+
+function claimOf (row: StoredClaim): OrganizationDomain {
+  // A page of chosen fields may leave the flag out.
+  const claim = row.sso_required === undefined ? row : { ...row, sso_required: Number(row.sso_required) === 1 }
+  return claim as OrganizationDomain
 }
 
 /** E-mail domains organizations claim and verify (docs/api.md, "Verified domains"). */
@@ -31,7 +46,7 @@ export class OrganizationDomainsRepository {
 
   constructor (private readonly db: Db, pages: PageStore) {
     // An organization's claims (organization_domains_organization_id_domain).
-    this.#pages = new PageQueries<OrganizationDomain, { organizationId: string }>(({ organizationId }) =>
+    this.#pages = new PageQueries<StoredClaim, { organizationId: string }>(({ organizationId }) =>
       claims(db).where('organization_id', '=', organizationId), COLUMNS, pages)
   }
 
@@ -59,6 +74,7 @@ export class OrganizationDomainsRepository {
           verification_token: claim.token,
           verified_at: null,
           verified_by: null,
+          sso_required: 0,
           created_at: claim.now
         }).execute()
         return await this.find(organizationId, id, trx) as OrganizationDomain
@@ -70,11 +86,13 @@ export class OrganizationDomainsRepository {
   }
 
   async find (organizationId: string, domainId: string, db: Db = this.db): Promise<OrganizationDomain | undefined> {
-    return await claims(db).select(COLUMNS).where('organization_id', '=', organizationId).where('id', '=', domainId).executeTakeFirst()
+    const row = await claims(db).select(COLUMNS).where('organization_id', '=', organizationId).where('id', '=', domainId).executeTakeFirst()
+    return row === undefined ? undefined : claimOf(row)
   }
 
   async list (organizationId: string, request: CollectionRequest): Promise<CollectionResult<OrganizationDomain>> {
-    return await this.#pages.run(request, { organizationId })
+    const page = await this.#pages.run(request, { organizationId })
+    return { ...page, items: page.items.map(claimOf) }
   }
 
   /**
@@ -98,6 +116,31 @@ export class OrganizationDomainsRepository {
       if (isUniqueViolation(error)) throw new StoreConflict('domain_verified_elsewhere')
       throw error
     }
+  }
+
+  /** Sets whether the claim's addresses sign in through SSO only; the claim as it is then, or undefined. */
+  async setSsoRequired (
+    organizationId: string, domainId: string, required: boolean, db: Db = this.db
+  ): Promise<OrganizationDomain | undefined> {
+    return await atomically(db, async (trx) => {
+      await trx.updateTable('organization_domains').set({ sso_required: required ? 1 : 0 })
+        .where('organization_id', '=', organizationId).where('id', '=', domainId).execute()
+      return await this.find(organizationId, domainId, trx)
+    })
+  }
+
+  /**
+   * Whether `domain`'s addresses sign in through SSO only: the organization holding it verified
+   * requires it, and has an enabled connection to sign in through (organization_domains_verified_domain,
+   * sso_connections_organization_id_created_at).
+   */
+  async ssoRequiredFor (domain: string): Promise<boolean> {
+    const row = await this.db.selectFrom('organization_domains as d').select('d.id')
+      .where('d.domain', '=', domain).where('d.verified_at', 'is not', null).where('d.sso_required', '=', 1)
+      .where((eb) => eb.exists(eb.selectFrom('sso_connections as c').select('c.id')
+        .whereRef('c.organization_id', '=', 'd.organization_id').where('c.enabled', '=', 1)))
+      .executeTakeFirst()
+    return row !== undefined
   }
 
   /** The organization holding `domain` verified, if one does (organization_domains_verified_domain). */

@@ -297,6 +297,8 @@ export interface OrganizationDomainsTable {
   verification_token: string
   verified_at: string | null
   verified_by: DomainVerificationMethod | null
+  /** 1: the domain's addresses sign in through SSO only (while verified). */
+  sso_required: number
   created_at: string
 }
 

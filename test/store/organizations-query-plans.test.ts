@@ -260,6 +260,9 @@ for (const backend of backends()) {
         t.equal(await organizationDomains.isVerifiedFor(SMALL, 'domain-8.organization-1.example'), true)
         t.equal(await organizationDomains.isVerifiedFor(BIG, 'domain-8.organization-1.example'), false, 'another organization\'s domain')
       }, /organization_domains_(organization_id_domain|verified_domain)/)
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        t.equal(await organizationDomains.ssoRequiredFor('domain-4.organization-7.example'), false)
+      }, /organization_domains_verified_domain/)
       await checkPlans(t, database, recorded, 'sso_connections', async () => {
         t.equal((await ssoConnections.listOf(SMALL)).length, 3)
       }, /sso_connections_organization_id_created_at/)

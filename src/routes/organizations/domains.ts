@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { described, IdParamsSchema, LOCATION } from '../../../schemas/common.js'
 import {
-  DOMAIN_FIELDS, DomainClaimSchema, DomainParamsSchema, DomainVerificationSchema, OrganizationDomainCollectionSchema,
+  DOMAIN_FIELDS, DomainClaimSchema, DomainParamsSchema, DomainUpdateSchema, DomainVerificationSchema,
+  OrganizationDomainCollectionSchema,
   OrganizationDomainResponseSchema
 } from '../../../schemas/domains.js'
 import { errorResponses } from '../../../schemas/errors.js'
@@ -71,6 +72,20 @@ const domains: FastifyPluginAsyncTypebox = async (fastify) => {
     preValidation: async (request) => { request.body ??= {} }
   }, async (request) => ({
     data: await service.verify(request.serviceContext, request.params.id, request.params.domainId, request.body.method ?? 'dns')
+  }))
+
+  fastify.patch('/:id/domains/:domainId', {
+    config: { access: { organization: 'id', permission: 'sso:manage' } },
+    schema: {
+      tags: ['organizations'],
+      operationId: 'organizations.domains.update',
+      summary: 'Require SSO of the domain\'s addresses (no password sign-in while it is verified and a connection is enabled), or no longer',
+      params: DomainParamsSchema,
+      body: DomainUpdateSchema,
+      response: { 200: described(OrganizationDomainResponseSchema, 'Updated: the domain'), ...errorResponses({ body: true }, 401, 403, 404) }
+    }
+  }, async (request) => ({
+    data: await service.update(request.serviceContext, request.params.id, request.params.domainId, request.body)
   }))
 
   fastify.delete('/:id/domains/:domainId', {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import {
-  DOMAIN_FIELDS, type DomainClaim, type DomainVerificationMethod
+  DOMAIN_FIELDS, type DomainClaim, type DomainUpdate, type DomainVerificationMethod
 } from '../../../schemas/domains.js'
 import type { CursorCodec } from '../../collection/cursor.js'
 import { collectionPage } from '../../collection/envelope.js'
@@ -86,6 +86,23 @@ export class DomainService {
         : [{ event: 'domain.verified', outcome: 'success', details: { organization_id: organizationId, domain_id: domainId, domain: claim.domain, method } }])
     if (verified === undefined) throw new Errors.NOT_FOUND('Domain')
     return verified
+  }
+
+  /**
+   * Requires, or no longer requires, SSO of the domain's addresses: while the claim is verified
+   * and the organization has an enabled connection, they never sign in with a password.
+   */
+  async update (
+    context: RequestContext, organizationId: string, domainId: string, { sso_required: required }: DomainUpdate
+  ): Promise<OrganizationDomain> {
+    callerOf(context)
+    const updated = await this.deps.audit.recordChange(context,
+      async (trx) => await this.deps.organizationDomains.setSsoRequired(organizationId, domainId, required, trx),
+      (claim) => claim === undefined
+        ? []
+        : [{ event: 'domain.updated', outcome: 'success', details: { organization_id: organizationId, domain_id: domainId, domain: claim.domain, sso_required: required } }])
+    if (updated === undefined) throw new Errors.NOT_FOUND('Domain')
+    return updated
   }
 
   /** Withdraws a claim, verified or not: sign-in with an address of the domain no longer routes to the organization. */

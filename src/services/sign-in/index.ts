@@ -1,5 +1,6 @@
 import { INTERACTION_PATH } from '../../authorization-server/paths.js'
 import { authorizationServerIssuer, type Config } from '../../config/index.js'
+import { emailDomain } from '../../store/organization-domains.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
@@ -107,7 +108,8 @@ export function signInServices (
       deliver,
       requireVerifiedEmail: config.messages.emailVerification === 'required',
       mfaRequiredRoles: config.mfa.requiredRoles,
-      now
+      now,
+      ssoRequired: async (email) => await repositories.organizationDomains.ssoRequiredFor(emailDomain(email))
     }),
     mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit })
   }

@@ -48,6 +48,8 @@ export interface SignInDependencies {
   mfaRequiredRoles: readonly Role[]
   /** The clock suspensions end by (Date.now by default). */
   now?: () => number
+  /** Whether an address's domain signs in through its organization's IdP only (docs/api.md, "Enterprise sign-in"). */
+  ssoRequired: (email: string) => Promise<boolean>
 }
 
 /**
@@ -76,7 +78,12 @@ export class SignInService {
     context: RequestContext,
     { email, password }: LoginBody
   ): Promise<{ principal: UserPrincipal, amr: string[] }> {
-    const { users, passwords, guard, audit } = this.deps
+    const { users, passwords, guard, audit, ssoRequired } = this.deps
+    // Told for any address of the domain, account or not: discovery tells as much to anyone.
+    if (await ssoRequired(email)) {
+      await audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'sso_required' } })
+      throw new Errors.SSO_REQUIRED()
+    }
     const account = await users.findByEmail(email)
     // Unknown e-mail, password-less account and wrong password cost the same hash and answer alike.
     if (account === undefined) {

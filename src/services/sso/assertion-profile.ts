@@ -64,8 +64,3 @@ export function mappedRole (
   })
   return roles.reduce((highest, role) => rankOf(role) > rankOf(highest) ? role : highest, roles[0] ?? defaultRole)
 }
-
-/** The domain of an address, as a claim stores it (lower case). */
-export function domainOf (email: string): string {
-  return email.slice(email.lastIndexOf('@') + 1).toLowerCase()
-}

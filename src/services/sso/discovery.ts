@@ -1,9 +1,8 @@
 import type { SsoDiscovery, SsoDiscoveryBody } from '../../../schemas/sso.js'
 import { Errors, validationFailed } from '../../errors.js'
-import type { OrganizationDomainsRepository } from '../../store/organization-domains.js'
+import { emailDomain, type OrganizationDomainsRepository } from '../../store/organization-domains.js'
 import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { SsoConnectionsRepository } from '../../store/sso-connections.js'
-import { domainOf } from './assertion-profile.js'
 import type { SsoConnectionService } from './connections.js'
 
 export interface SsoDiscoveryDependencies {
@@ -28,7 +27,7 @@ export class SsoDiscoveryService {
     }
     const { organizations, organizationDomains, ssoConnections, connections } = this.deps
     const organizationId = email !== undefined
-      ? await organizationDomains.verifiedHolderOf(domainOf(email))
+      ? await organizationDomains.verifiedHolderOf(emailDomain(email))
       : (await organizations.findBySlug(slug?.toLowerCase() ?? ''))?.id
     const organization = organizationId === undefined ? undefined : await organizations.find(organizationId, '')
     const enabled = organization === undefined

@@ -5,7 +5,7 @@ import type { SamlAcsBody } from '../../../schemas/sso.js'
 import { Errors, isServiceError, validationFailed } from '../../errors.js'
 import { usableProfile } from '../../federation/providers.js'
 import { authnRequestUrl, SAML_CLOCK_SKEW_MS, SamlRefusal, validateResponse } from '../../federation/saml.js'
-import type { OrganizationDomainsRepository } from '../../store/organization-domains.js'
+import { emailDomain, type OrganizationDomainsRepository } from '../../store/organization-domains.js'
 import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { FirstUses, PendingAuthorization, SingleUseStore } from '../../store/single-use.js'
 import type { StoredSsoConnection, SsoConnectionsRepository } from '../../store/sso-connections.js'
@@ -13,7 +13,7 @@ import type { AuditTrail } from '../audit/index.js'
 import type { RequestContext } from '../context.js'
 import type { SessionService } from '../sessions/index.js'
 import { type FederatedSignInService, type SignInService, STATE_TTL_MS } from '../sign-in/index.js'
-import { assertedPerson, domainOf, mappedRole } from './assertion-profile.js'
+import { assertedPerson, mappedRole } from './assertion-profile.js'
 import { serviceProviderOf } from './connections.js'
 
 export interface SamlSignInDependencies {
@@ -116,7 +116,7 @@ export class SamlSignInService {
     const person = assertedPerson(assertion, connection.attributeMapping)
     if (person === null) throw new SamlRefusal('the assertion names no usable e-mail address')
     // The IdP vouches only for addresses of domains its organization proved it holds.
-    if (!await organizationDomains.isVerifiedFor(connection.organizationId, domainOf(person.email))) {
+    if (!await organizationDomains.isVerifiedFor(connection.organizationId, emailDomain(person.email))) {
       throw new SamlRefusal('the address is outside the organization\'s verified domains')
     }
     let profile

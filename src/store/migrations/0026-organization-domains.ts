@@ -16,6 +16,8 @@ export async function up (db: Kysely<any>, dialect: Dialect): Promise<void> {
     .addColumn('verification_token', 'text', (column) => column.notNull())
     .addColumn('verified_at', timestamp)
     .addColumn('verified_by', 'text')
+    // Its addresses sign in through the organization's identity provider only, never with a password.
+    .addColumn('sso_required', 'integer', (column) => column.notNull().defaultTo(0))
     .addColumn('created_at', timestamp, (column) => column.notNull())
     .execute()
   // An organization's claims in order (its list, and the one claim per domain it holds).

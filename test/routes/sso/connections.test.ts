@@ -137,6 +137,25 @@ for (const backend of backends()) {
       t.notOk(members.json().data.some((member: { email: string }) => member.email === `owner@${victim.domain}`), 'nobody joined')
     })
 
+    t.test('a domain that requires SSO refuses password sign-in for its addresses, while a connection is enabled', async (t) => {
+      const { owner, admin, organization, domain, connection } = await h.connected()
+      const claims = (await h.call(owner, 'GET', `/organizations/${organization.id}/domains`)).json().data
+      const claim = claims.find((item: { domain: string }) => item.domain === domain)
+      t.equal(claim.sso_required, false, 'not required by default')
+      const staff = await createAccount(app, { name: 'Staff' })
+      await app.database.db.updateTable('users').set({ email: `staff@${domain}` }).where('id', '=', staff.id).execute()
+      const login = async (email: string) => await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: staff.password } })
+      t.equal((await login(`staff@${domain}`)).statusCode, 200, 'a password works before')
+      refused(t, await h.call(admin, 'PATCH', `/organizations/${organization.id}/domains/${claim.id}`, { sso_required: true }), 403, 'FORBIDDEN')
+      const required = await h.call(owner, 'PATCH', `/organizations/${organization.id}/domains/${claim.id}`, { sso_required: true })
+      t.equal(required.json().data.sso_required, true)
+      for (const email of [`staff@${domain}`, `STAFF@${domain}`, `nobody@${domain}`]) {
+        refused(t, await login(email), 403, 'SSO_REQUIRED', 'This address signs in through its organization\'s identity provider')
+      }
+      await h.call(owner, 'PATCH', `/organizations/${organization.id}/sso-connections/${connection.id}`, { enabled: false })
+      t.equal((await login(`staff@${domain}`)).statusCode, 200, 'no enabled connection: nothing to sign in through, so the password works')
+    })
+
     t.test('the last owner keeps their role whatever the IdP\'s groups say', async (t) => {
       const { owner, organization, idp, connection, spMetadata } = await h.connected()
       const domainOfOwner = owner.email.split('@')[1] ?? ''
