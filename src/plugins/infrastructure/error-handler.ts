@@ -186,6 +186,9 @@ export default fp<ErrorHandlerOptions>(async (fastify, { callerDeleted = async (
     const { status, envelope, headers } = toErrorReply(
       isForeignKeyViolation(error) ? await vanishedReference(request) : error
     )
+    // The few routes with a larger body limit (an IdP's metadata, the SAML ACS) tell their own.
+    const { bodyLimit } = request.routeOptions
+    if (status === 413 && bodyLimit !== undefined) envelope.error.message = `Request body exceeds ${bodyLimit} bytes`
     // A full hashing pool is load shed as designed (docs/operations.md, "Overload"), not a fault:
     // one warning per refusal, without a stack.
     if (error instanceof CapacityExceededError) request.log.warn('password hashing at capacity: request refused with 503')

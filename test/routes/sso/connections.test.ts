@@ -104,6 +104,7 @@ for (const backend of backends()) {
         refused(t, await app.inject({ method: 'GET', url: `/api/v1/sso/saml/${connection.id}/sign-in?${query}` }), 400, 'VALIDATION_FAILED')
       }
       refused(t, await h.acs(connection.id, 'PHNhbWw+', 'a-state-never-issued'), 400, 'INVALID_OAUTH_STATE')
+      refused(t, await h.acs(connection.id, 'A'.repeat(1024 * 1024), 'state'), 413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1048576 bytes')
     })
 
     t.test('account claiming: an unclaimed account with the address is claimed (its password gone); a claimed one is linked', async (t) => {
