@@ -61,6 +61,9 @@ export const WEBHOOK_EVENT_DATA = {
     method: Type.String({ description: '`dns` or `operator`' })
   }),
   'domain.removed': Type.Object({ organization_id: OrganizationId, domain_id: Type.String(), domain: Type.String(), actor_id: Actor }),
+  'sso_connection.created': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor }),
+  'sso_connection.updated': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor, changed: Fields }),
+  'sso_connection.deleted': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor }),
   'webhook.test': Type.Object({ webhook_id: Type.String({ description: 'The endpoint that was sent a test' }) }),
   'audit.entry': AuditEntrySchema
 } as const satisfies Record<string, TSchema>

@@ -20,6 +20,10 @@ const domainOf = (row: Row, details: Details) => ({
   domain: text(details.domain),
   actor_id: row.actor_id
 })
+/** The organization's SSO connection an event is about, and who changed it. */
+const connectionOf = (row: Row, details: Details) => ({
+  organization_id: text(details.organization_id), connection_id: text(details.connection_id), actor_id: row.actor_id
+})
 const role = (value: unknown) => text(value) as WebhookEventData<'membership.added'>['role']
 
 /** The events an audited change is told to endpoints as: by its audit event, from its row. */
@@ -102,7 +106,12 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
     type: 'invitation.revoked', data: { organization_id: text(details.organization_id), invitation_id: text(details.invitation_id), actor_id: row.actor_id }
   }],
   'domain.verified': (row, details) => [{ type: 'domain.verified', data: { ...domainOf(row, details), method: text(details.method) } }],
-  'domain.removed': (row, details) => [{ type: 'domain.removed', data: domainOf(row, details) }]
+  'domain.removed': (row, details) => [{ type: 'domain.removed', data: domainOf(row, details) }],
+  'sso_connection.created': (row, details) => [{ type: 'sso_connection.created', data: connectionOf(row, details) }],
+  'sso_connection.updated': (row, details) => [{
+    type: 'sso_connection.updated', data: { ...connectionOf(row, details), changed: texts(details.fields) }
+  }],
+  'sso_connection.deleted': (row, details) => [{ type: 'sso_connection.deleted', data: connectionOf(row, details) }]
 }
 
 /**

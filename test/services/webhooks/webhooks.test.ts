@@ -7,6 +7,7 @@ import type { Resolver } from '../../../src/services/webhooks/http-sender.js'
 import { PREVIOUS_SECRET_TTL_MS } from '../../../src/services/webhooks/service.js'
 import { TEST_PASSWORD, uniqueEmail } from '../../helpers/accounts.js'
 import { backends, refuseWrites } from '../../helpers/database.js'
+import { signingKeyPair } from '../../helpers/servers/saml-identity-provider.js'
 import { type ReceivedDelivery, webhookReceiver } from '../../helpers/servers/webhook-receiver.js'
 import { actingAs, buildServices, contextFrom, owner, registered, type ServiceFixture } from '../../helpers/services.js'
 
@@ -253,7 +254,7 @@ for (const backend of backends()) {
     t.test('each change of the catalogue is delivered with its data', async (t) => {
       const { fixture, receiver, admin } = await withEndpoint(t, backend.url, [
         'user.updated', 'user.password_changed', 'user.deleted', 'user.role_assigned', 'mfa.enabled', 'organization.created', 'membership.added', 'membership.removed',
-        'domain.verified', 'domain.removed'
+        'domain.verified', 'domain.removed', 'sso_connection.created', 'sso_connection.deleted'
       ])
       const alice = await owner(fixture)
       await fixture.services.accounts.update(actingAs(alice), alice.id, { name: 'Alice B', password: 'an-entirely-new-passphrase', current_password: TEST_PASSWORD })
@@ -262,10 +263,17 @@ for (const backend of backends()) {
       const domain = await fixture.services.domains.claim(actingAs(alice), organization.id, { domain: 'hooks.example' })
       await fixture.services.domains.verify(actingAs(admin), organization.id, domain.id, 'operator')
       await fixture.services.domains.remove(actingAs(alice), organization.id, domain.id)
+      const connection = await fixture.services.ssoConnections.create(actingAs(alice), organization.id, {
+        name: 'Hooks IdP', idp_entity_id: 'https://idp.example/saml', idp_sso_url: 'https://idp.example/sso', idp_certificates: [signingKeyPair().certificate]
+      })
+      await fixture.services.ssoConnections.remove(actingAs(alice), organization.id, connection.id)
       await fixture.services.accounts.remove(actingAs(admin), alice.id, {})
       await round(fixture)
       const types = receiver.received.map((delivery) => delivery.payload.type).sort()
-      t.same(types, ['domain.removed', 'domain.verified', 'organization.created', 'user.deleted', 'user.password_changed', 'user.role_assigned', 'user.updated'])
+      t.same(types, [
+        'domain.removed', 'domain.verified', 'organization.created', 'sso_connection.created', 'sso_connection.deleted', 'user.deleted',
+        'user.password_changed', 'user.role_assigned', 'user.updated'
+      ])
       const byType = Object.fromEntries(receiver.received.map(({ payload }) => [payload.type, payload.data]))
       t.same(byType['user.updated'], { user_id: alice.id, actor_id: alice.id, changed: ['name', 'password'] })
       t.same(byType['user.password_changed'], { user_id: alice.id, actor_id: alice.id, reset: false })
@@ -275,6 +283,7 @@ for (const backend of backends()) {
       const claim = { organization_id: organization.id, domain_id: domain.id, domain: 'hooks.example' }
       t.same(byType['domain.verified'], { ...claim, actor_id: admin.id, method: 'operator' })
       t.same(byType['domain.removed'], { ...claim, actor_id: alice.id })
+      t.same(byType['sso_connection.deleted'], { organization_id: organization.id, connection_id: connection.id, actor_id: alice.id })
       for (const delivery of receiver.received) t.notMatch(delivery.body, /passphrase|whsec_|\$pbkdf2|\$argon/, `${delivery.payload.type}: no secret`)
     })
 
