@@ -35,7 +35,7 @@ const IdentityProviderFields = {
   })),
   idp_entity_id: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   idp_sso_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Its SingleSignOnService for the HTTP-Redirect binding' })),
-  idp_certificates: Type.Optional(Type.Array(CertificateSchema, { minItems: 1, maxItems: 5, description: 'Its signing certificates' }))
+  idp_certificates: Type.Optional(Type.Array(CertificateSchema, { minItems: 1, maxItems: 5, description: 'Its signing certificates (at most 5)' }))
 }
 
 /** A self-signed certificate for the examples of the OpenAPI document only: no IdP holds its key. */
@@ -125,7 +125,7 @@ export type SsoDiscovery = Static<typeof SsoDiscoverySchema>
 
 /** What an IdP posts to the ACS (HTTP-POST binding); IdPs may add fields of their own, which are ignored. */
 export const SamlAcsBodySchema = Type.Object({
-  SAMLResponse: Type.String({ minLength: 1, maxLength: 500_000 }),
+  SAMLResponse: Type.String({ minLength: 1, maxLength: 200_000 }),
   RelayState: Type.Optional(Type.String({ maxLength: 512 }))
 }, { additionalProperties: true })
 export type SamlAcsBody = Static<typeof SamlAcsBodySchema>

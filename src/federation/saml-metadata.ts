@@ -17,6 +17,20 @@ const select = xpath.useNamespaces({
   ds: 'http://www.w3.org/2000/09/xmldsig#'
 })
 
+/** Signing certificates a connection holds at most: the current one and the next (a rollover), with room to spare. */
+export const MAX_SIGNING_CERTIFICATES = 5
+
+/**
+ * An IdP's sign-in URL: https, or http to this machine alone (an IdP run beside the service in
+ * development); the service sends browsers there from its own origin.
+ */
+export function ssoUrlProblem (url: string): string | null {
+  const parsed = URL.canParse(url) ? new URL(url) : null
+  if (parsed?.protocol === 'https:') return null
+  if (parsed?.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname)) return null
+  return 'the identity provider\'s SingleSignOnService must be an https URL'
+}
+
 /** An identity provider's metadata or certificate the service cannot use: the message says why. */
 export class SamlMetadataError extends Error {}
 
@@ -55,6 +69,13 @@ export function readIdpMetadata (xml: string): SamlIdentityProvider {
   ) as Element[]).map((element) => certificateBody(element.textContent ?? ''))
   if (entityId === '') throw new SamlMetadataError('the metadata has no entityID')
   if (sso === undefined) throw new SamlMetadataError('the identity provider has no SingleSignOnService for the HTTP-Redirect binding')
+  const problem = ssoUrlProblem(sso.value)
+  if (problem !== null) throw new SamlMetadataError(problem)
   if (certificates.length === 0) throw new SamlMetadataError('the identity provider has no signing certificate')
-  return { entityId, ssoUrl: sso.value, certificates: [...new Set(certificates)] }
+  const distinct = [...new Set(certificates)]
+  // Each is tried in turn on every response: a long list would make one response cost minutes.
+  if (distinct.length > MAX_SIGNING_CERTIFICATES) {
+    throw new SamlMetadataError(`the identity provider lists more than ${MAX_SIGNING_CERTIFICATES} signing certificates`)
+  }
+  return { entityId, ssoUrl: sso.value, certificates: distinct }
 }

@@ -92,8 +92,9 @@ function parse (xml: string): Document {
  * the issuer, the audience, the time conditions with a small skew, and InResponseTo; then
  * this reads the signed assertion alone, as canonicalized for its signature (never the bytes
  * around it, and no comment: one inside a NameID cannot cut what is read), and checks what node-saml
- * leaves: a bearer confirmation whose Recipient is the ACS, and, when the response names one,
- * a Destination that is the ACS (docs/security.md, "SAML").
+ * leaves: the Issuer, a bearer confirmation whose Recipient is the ACS and whose InResponseTo is
+ * the request's (both signed), and, when the response names one, a Destination that is the ACS
+ * (docs/security.md, "SAML").
  */
 export async function validateResponse (
   sp: SamlServiceProvider, idp: SamlIdentityProvider, samlResponse: string, requestId: string | null
@@ -110,9 +111,16 @@ export async function validateResponse (
   const signed = profile.getAssertionXml?.()
   const assertion = signed === undefined ? null : parse(signed).documentElement
   if (assertion === null) throw new SamlRefusal('the response holds no signed assertion')
+  // node-saml reads the Issuer but checks it only on logout messages.
+  if (profile.issuer !== idp.entityId) throw new SamlRefusal('the assertion\'s Issuer is not the connection\'s IdP')
   const confirmations = select(`saml:Subject/saml:SubjectConfirmation[@Method='${BEARER}']/saml:SubjectConfirmationData`, assertion) as Element[]
   if (!confirmations.some((data) => data.getAttribute('Recipient') === sp.acsUrl)) {
     throw new SamlRefusal('no bearer confirmation of the assertion names this ACS as its Recipient')
+  }
+  // The Response's InResponseTo, which node-saml checks, is outside the signature: the signed
+  // confirmation must answer the request too, or an IdP-initiated assertion could be rewrapped.
+  if (!confirmations.some((data) => data.getAttribute('Recipient') === sp.acsUrl && data.getAttribute('InResponseTo') === requestId)) {
+    throw new SamlRefusal('no bearer confirmation of the assertion answers this sign-in\'s request')
   }
   const nameIdElement = select('saml:Subject/saml:NameID', assertion, true) as Element | undefined
   if (nameIdElement === undefined) throw new SamlRefusal('the assertion has no NameID')

@@ -150,6 +150,13 @@ export class OrganizationDomainsRepository {
     return row?.organization_id
   }
 
+  /** Whether the organization holds any domain verified (organization_domains_organization_id_domain). */
+  async holdsAnyVerified (organizationId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('organization_domains').select('id')
+      .where('organization_id', '=', organizationId).where('verified_at', 'is not', null).executeTakeFirst()
+    return row !== undefined
+  }
+
   /** Whether the organization holds `domain` verified (organization_domains_organization_id_domain). */
   async isVerifiedFor (organizationId: string, domain: string): Promise<boolean> {
     const row = await this.db.selectFrom('organization_domains').select('id')

@@ -263,6 +263,9 @@ for (const backend of backends()) {
       await checkPlans(t, database, recorded, 'organization_domains', async () => {
         t.equal(await organizationDomains.ssoRequiredFor('domain-4.organization-7.example'), false)
       }, /organization_domains_verified_domain/)
+      await checkPlans(t, database, recorded, 'organization_domains', async () => {
+        t.equal(await organizationDomains.holdsAnyVerified(SMALL), true)
+      }, /organization_domains_organization_id_domain/)
       await checkPlans(t, database, recorded, 'sso_connections', async () => {
         t.equal((await ssoConnections.listOf(SMALL)).length, 3)
       }, /sso_connections_organization_id_created_at/)

@@ -5,8 +5,11 @@ import { OAuthAuthorizeQuerySchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SamlAcsBodySchema, SsoConnectionIdParamsSchema } from '../../../schemas/sso.js'
 
-/** A signed SAML response with its certificate and a few groups runs past the API's 10 KB bodies. */
-const ACS_BODY_LIMIT = 1024 * 1024
+/**
+ * A signed SAML response with its certificate and a person's groups runs past the API's 10 KB
+ * bodies; its signature check costs in proportion to its size, so no more than this.
+ */
+const ACS_BODY_LIMIT = 256 * 1024
 
 const redirect = (description: string, location: string) => Type.Null({
   description, headers: { Location: Type.String({ description: location }) }

@@ -9,7 +9,7 @@ import { suspendedError, suspensionInForce } from '../../security/suspension.js'
 import type { TokenService } from '../../security/tokens.js'
 import type { OutboxRepository } from '../../store/outbox.js'
 import type { RevocationsRepository } from '../../store/revocations.js'
-import type { UserPrincipal, UsersRepository } from '../../store/users.js'
+import { normalizeEmail, type UserPrincipal, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import { MESSAGE_CODE_TTL_MS, type MessageCodes, type MessageTemplates } from '../messaging/index.js'
@@ -76,9 +76,11 @@ export class SignInService {
 
   async #passwordProof (
     context: RequestContext,
-    { email, password }: LoginBody
+    { email: given, password }: LoginBody
   ): Promise<{ principal: UserPrincipal, amr: string[] }> {
     const { users, passwords, guard, audit, ssoRequired } = this.deps
+    // One form of the address for every check below (the authorization server's page passes its field as typed).
+    const email = normalizeEmail(given)
     // Told for any address of the domain, account or not: discovery tells as much to anyone.
     if (await ssoRequired(email)) {
       await audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: null, targetId: null, details: { email, reason: 'sso_required' } })

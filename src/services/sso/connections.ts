@@ -3,7 +3,7 @@ import { Errors, validationFailed } from '../../errors.js'
 import type { SamlServiceProvider } from '../../federation/saml.js'
 import { serviceProviderMetadata } from '../../federation/saml.js'
 import {
-  certificateBody, certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError
+  certificateBody, certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError, ssoUrlProblem
 } from '../../federation/saml-metadata.js'
 import type { SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
@@ -42,7 +42,8 @@ function identityProviderOf (input: SsoConnectionCreate | SsoConnectionUpdate): 
     if (entityId === undefined || ssoUrl === undefined || certificates === undefined) {
       throw validationFailed([{ path: '/idp_entity_id', message: 'idp_entity_id, idp_sso_url and idp_certificates go together' }])
     }
-    if (!/^https?:\/\//.test(ssoUrl)) throw validationFailed([{ path: '/idp_sso_url', message: 'must be an http(s) URL' }])
+    const problem = ssoUrlProblem(ssoUrl)
+    if (problem !== null) throw validationFailed([{ path: '/idp_sso_url', message: problem }])
     return { entityId, ssoUrl, certificates: [...new Set(certificates.map(certificateBody))] }
   } catch (error) {
     if (!(error instanceof SamlMetadataError)) throw error

@@ -12,13 +12,14 @@ export function ssoServices (
     federation: FederatedSignInService, signIn: SignInService, sessions: SessionService
   }
 ) {
-  const { ssoConnections, organizations, organizationDomains } = repositories
+  const { ssoConnections, organizations, organizationDomains, users } = repositories
   const connections = new SsoConnectionService({ ssoConnections, audit, publicUrl: config.publicUrl, now })
   return {
     ssoConnections: connections,
     ssoDiscovery: new SsoDiscoveryService({ organizations, organizationDomains, ssoConnections, connections }),
     samlSignIn: new SamlSignInService({
       ssoConnections,
+      users,
       organizations,
       organizationDomains,
       states: singleUse.oauthStates,

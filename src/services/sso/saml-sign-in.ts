@@ -9,6 +9,7 @@ import { emailDomain, type OrganizationDomainsRepository } from '../../store/org
 import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { FirstUses, PendingAuthorization, SingleUseStore } from '../../store/single-use.js'
 import type { StoredSsoConnection, SsoConnectionsRepository } from '../../store/sso-connections.js'
+import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import type { RequestContext } from '../context.js'
 import type { SessionService } from '../sessions/index.js'
@@ -18,6 +19,7 @@ import { serviceProviderOf } from './connections.js'
 
 export interface SamlSignInDependencies {
   ssoConnections: SsoConnectionsRepository
+  users: UsersRepository
   organizations: OrganizationsRepository
   organizationDomains: OrganizationDomainsRepository
   states: SingleUseStore<PendingAuthorization>
@@ -48,15 +50,22 @@ export class SamlSignInService {
     this.#now = deps.now ?? Date.now
   }
 
-  async #enabled (connectionId: string): Promise<StoredSsoConnection> {
+  /**
+   * A connection people may sign in through: enabled, of an organization holding a verified
+   * domain (until then nobody could, and its IdP's URL is no place to send browsers to).
+   */
+  async #usable (connectionId: string): Promise<StoredSsoConnection> {
     const connection = await this.deps.ssoConnections.find(connectionId)
     if (connection === undefined || !connection.enabled) throw new Errors.NOT_FOUND('SSO connection')
+    if (!await this.deps.organizationDomains.holdsAnyVerified(connection.organizationId)) {
+      throw new Errors.CONFLICT('The organization holds no verified domain: nobody signs in through its connections yet')
+    }
     return connection
   }
 
   /** The IdP's URL with a fresh AuthnRequest; the flow (its request ID, the way back) kept server-side. */
   async start (connectionId: string, query: OAuthAuthorizeQuery): Promise<string> {
-    const connection = await this.#enabled(connectionId)
+    const connection = await this.#usable(connectionId)
     const { redirectTo, codeChallenge } = this.deps.federation.browserReturn(query)
     if (redirectTo === null || codeChallenge === null) {
       throw validationFailed([{ path: '/redirect_to', message: 'is required: SSO sign-in ends in a browser application' }])
@@ -105,8 +114,8 @@ export class SamlSignInService {
 
   /** The account a valid, unspent response vouches for, and the role its groups map to. */
   async #vouched (context: RequestContext, connectionId: string, samlResponse: string, requestId: string | null) {
-    const { organizationDomains, assertionIds, federation } = this.deps
-    const connection = await this.#enabled(connectionId)
+    const { organizationDomains, assertionIds, federation, users } = this.deps
+    const connection = await this.#usable(connectionId)
     const sp = serviceProviderOf(this.deps.publicUrl, connection.id)
     const assertion = await validateResponse(sp, connection.idp, samlResponse, requestId)
     const ttl = assertion.notOnOrAfter + SAML_CLOCK_SKEW_MS - this.#now()
@@ -126,6 +135,15 @@ export class SamlSignInService {
       throw new SamlRefusal(error instanceof Error ? error.message : 'unusable profile')
     }
     const signIn = await federation.accountFor(context, connectionProvider(connection.id), profile)
+    // An identity linked before signs its account in by the NameID alone: that account's own
+    // address must be one the organization vouches for too (it may have changed since, or the
+    // domain been withdrawn).
+    const account = await users.findById(signIn.userId)
+    const vouched = account !== undefined &&
+      await organizationDomains.isVerifiedFor(connection.organizationId, emailDomain(account.email))
+    if (!vouched) {
+      throw new SamlRefusal('the account\'s address is outside the organization\'s verified domains')
+    }
     return { connection, signIn, role: mappedRole(person.groups, connection.roleMapping, connection.defaultRole) }
   }
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { createAccount } from '../../helpers/accounts.js'
 import { backends, suiteName } from '../../helpers/database.js'
 import { appWithMail, refused } from '../../helpers/organizations.js'
-import { TestIdentityProvider } from '../../helpers/servers/saml-identity-provider.js'
+import { signingKeyPair, TestIdentityProvider } from '../../helpers/servers/saml-identity-provider.js'
 import { SSO_ENV, SsoHarness, uniqueDomain } from '../../helpers/sso.js'
 
 /**
@@ -10,6 +10,15 @@ import { SSO_ENV, SsoHarness, uniqueDomain } from '../../helpers/sso.js'
  * bad metadata is refused with its reason, an address routes only through a verified domain,
  * and the accounts an IdP signs in obey the account-claiming rule.
  */
+
+/** The IdP's metadata with `count` more signing keys beside its own, each a certificate of its own. */
+function withSigningCertificates (metadata: string, count: number): string {
+  const body = (pem: string) => pem.replace(/-----[A-Z ]+-----|\s/g, '')
+  const descriptor = /<KeyDescriptor[\s\S]*?<\/KeyDescriptor>/.exec(metadata)?.[0] ?? ''
+  const more = Array.from({ length: count }, () =>
+    descriptor.replace(/<ds:X509Certificate>[^<]*</, `<ds:X509Certificate>${body(signingKeyPair().certificate)}<`))
+  return metadata.replace(descriptor, more.join('') + descriptor)
+}
 
 for (const backend of backends()) {
   t.test(suiteName(backend), async (t) => {
@@ -67,7 +76,11 @@ for (const backend of backends()) {
         [{ idp_metadata_xml: idp.metadata(), idp_entity_id: 'urn:x' }, /not both/],
         [{ idp_entity_id: 'urn:x', idp_sso_url: 'https://idp.test/sso' }, /go together/],
         [{ idp_entity_id: 'urn:x', idp_sso_url: 'https://idp.test/sso', idp_certificates: ['not a certificate'] }, /not an X.509 certificate/],
-        [{}, /give the IdP's metadata/]
+        [{}, /give the IdP's metadata/],
+        [{ idp_entity_id: 'urn:x', idp_sso_url: 'http://idp.example/sso', idp_certificates: [idp.certificate] }, /must be an https URL/],
+        [{ idp_metadata_xml: idp.metadata().replace(idp.ssoUrl, 'javascript:alert(1)') }, /must be an https URL/],
+        // Each certificate is tried on every response: six would make a response six times as dear.
+        [{ idp_metadata_xml: withSigningCertificates(idp.metadata(), 6) }, /lists more than 5 signing certificates/]
       ]
       for (const [fields, message] of cases) {
         const answer = await h.call(owner, 'POST', path, { name: 'Bad', ...fields })
@@ -104,7 +117,7 @@ for (const backend of backends()) {
         refused(t, await app.inject({ method: 'GET', url: `/api/v1/sso/saml/${connection.id}/sign-in?${query}` }), 400, 'VALIDATION_FAILED')
       }
       refused(t, await h.acs(connection.id, 'PHNhbWw+', 'a-state-never-issued'), 400, 'INVALID_OAUTH_STATE')
-      refused(t, await h.acs(connection.id, 'A'.repeat(1024 * 1024), 'state'), 413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1048576 bytes')
+      refused(t, await h.acs(connection.id, 'A'.repeat(256 * 1024), 'state'), 413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 262144 bytes')
     })
 
     t.test('account claiming: an unclaimed account with the address is claimed (its password gone); a claimed one is linked', async (t) => {

@@ -89,6 +89,11 @@ for (const backend of backends()) {
         ['a comment inside the NameID (the name read whole: outside the verified domain)', /outside the organization's verified domains/, async (id) => await idp.respond(spMetadata, {
           nameId: '', nameIdXml: `ceo@${domain}<!---->.attacker.example`, inResponseTo: id
         })],
+        ['another issuer, with the right key', /Issuer is not the connection's IdP/, async (id) => await idp.respond(spMetadata, {
+          nameId: email, inResponseTo: id, issuer: 'https://evil.example/idp'
+        })],
+        ['an unsolicited assertion rewrapped in a response that names this request', /answers this sign-in's request/, async (id) =>
+          encoded(decoded(await idp.respond(spMetadata, { nameId: email })).replace('InResponseTo=""', `InResponseTo="${id}"`))],
         ['the wrong audience', /audience mismatch/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, audience: 'https://other.example/sp' })],
         ['the wrong recipient', /Recipient/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, recipient: 'https://other.example/acs' })],
         ['the wrong destination', /Destination/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, destination: 'https://other.example/acs' })],
@@ -112,6 +117,30 @@ for (const backend of backends()) {
       t.same(accounts, [], 'no account made')
       const refusals = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'auth.login_failed').execute()
       t.ok(refusals.filter((row) => row.details.includes(`sso:${connection.id}`)).length >= cases.length, 'each refusal audited with its reason')
+    })
+
+    t.test('an identity linked before signs in only while its account\'s own address is at a verified domain', async (t) => {
+      const { domain, idp, connection, spMetadata } = await h.connected()
+      const first = await h.start(connection.id)
+      const nameId = `frank@${domain}`
+      const response = await idp.respond(spMetadata, { nameId, inResponseTo: first.requestId })
+      const answer = await h.acs(connection.id, response, first.relayState)
+      const token = (await h.exchange(SsoHarness.back(answer).searchParams.get('code') ?? '', first.verifier)).json().data.access_token
+      const me = (await app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${token}` } })).json().data
+      await app.database.db.updateTable('users').set({ email: `frank@${uniqueDomain('personal')}` }).where('id', '=', me.id).execute()
+      const again = await h.start(connection.id)
+      const later = await idp.respond(spMetadata, { nameId, inResponseTo: again.requestId })
+      const linked = await h.acs(connection.id, later, again.relayState)
+      t.equal(SsoHarness.back(linked).searchParams.get('error'), 'SSO_RESPONSE_REJECTED')
+    })
+
+    t.test('an organization without a verified domain has nobody to sign in: its connections do not start', async (t) => {
+      const { owner, organization } = await h.team('Unverified')
+      const idp = new TestIdentityProvider()
+      const connection = (await h.call(owner, 'POST', `/organizations/${organization.id}/sso-connections`, { name: 'IdP', idp_metadata_xml: idp.metadata() })).json().data
+      const start = await app.inject({ method: 'GET', url: `/api/v1/sso/saml/${connection.id}/sign-in?redirect_to=x` })
+      t.equal(start.statusCode, 409)
+      t.equal(start.json().error.message, 'The organization holds no verified domain: nobody signs in through its connections yet')
     })
 
     t.test('an assertion is accepted once: one replayed into another flow is refused', async (t) => {
