@@ -125,7 +125,7 @@ export type SsoDiscovery = Static<typeof SsoDiscoverySchema>
 
 /** What an IdP posts to the ACS (HTTP-POST binding); IdPs may add fields of their own, which are ignored. */
 export const SamlAcsBodySchema = Type.Object({
-  SAMLResponse: Type.String({ minLength: 1, maxLength: 200_000 }),
+  SAMLResponse: Type.String({ minLength: 1, maxLength: 131_072 }),
   RelayState: Type.Optional(Type.String({ maxLength: 512 }))
 }, { additionalProperties: true })
 export type SamlAcsBody = Static<typeof SamlAcsBodySchema>

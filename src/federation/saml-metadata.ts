@@ -20,15 +20,24 @@ const select = xpath.useNamespaces({
 /** Signing certificates a connection holds at most: the current one and the next (a rollover), with room to spare. */
 export const MAX_SIGNING_CERTIFICATES = 5
 
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]']
+
+/** Whether a URL names this machine (a service run for development). */
+export function isLoopbackUrl (url: string): boolean {
+  return URL.canParse(url) && LOOPBACK_HOSTS.includes(new URL(url).hostname)
+}
+
 /**
- * An IdP's sign-in URL: https, or http to this machine alone (an IdP run beside the service in
- * development); the service sends browsers there from its own origin.
+ * An IdP's sign-in URL, where the service sends browsers from its own origin: https without
+ * credentials, or http to this machine when the service itself runs there (`loopbackHttp`: an
+ * IdP run beside it in development), never to the machines of the people it sends.
  */
-export function ssoUrlProblem (url: string): string | null {
+export function ssoUrlProblem (url: string, loopbackHttp: boolean): string | null {
   const parsed = URL.canParse(url) ? new URL(url) : null
-  if (parsed?.protocol === 'https:') return null
-  if (parsed?.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname)) return null
-  return 'the identity provider\'s SingleSignOnService must be an https URL'
+  if (parsed === null || parsed.username !== '' || parsed.password !== '') return 'the identity provider\'s SingleSignOnService must be an https URL without credentials'
+  if (parsed.protocol === 'https:') return null
+  if (parsed.protocol === 'http:' && loopbackHttp && LOOPBACK_HOSTS.includes(parsed.hostname)) return null
+  return 'the identity provider\'s SingleSignOnService must be an https URL without credentials'
 }
 
 /** An identity provider's metadata or certificate the service cannot use: the message says why. */
@@ -52,10 +61,11 @@ export function certificateFingerprint (body: string): string {
 /**
  * Reads an IdP's metadata (an EntityDescriptor, or the first IdP of an EntitiesDescriptor):
  * its entityID, its HTTP-Redirect SingleSignOnService and the certificates of its signing keys
- * (KeyDescriptors with `use="signing"` or no `use`). The metadata's own signature is not
- * checked: an owner who pastes it vouches for it, as for the certificate itself.
+ * (KeyDescriptors with `use="signing"` or no `use`); `loopbackHttp` as for `ssoUrlProblem`. The
+ * metadata's own signature is not checked: an owner who pastes it vouches for it, as for the
+ * certificate itself.
  */
-export function readIdpMetadata (xml: string): SamlIdentityProvider {
+export function readIdpMetadata (xml: string, loopbackHttp: boolean): SamlIdentityProvider {
   const problems: string[] = []
   const document = new DOMParser({ errorHandler: (level, message) => { if (level !== 'warning') problems.push(String(message)) } })
     .parseFromString(xml, 'text/xml')
@@ -69,7 +79,7 @@ export function readIdpMetadata (xml: string): SamlIdentityProvider {
   ) as Element[]).map((element) => certificateBody(element.textContent ?? ''))
   if (entityId === '') throw new SamlMetadataError('the metadata has no entityID')
   if (sso === undefined) throw new SamlMetadataError('the identity provider has no SingleSignOnService for the HTTP-Redirect binding')
-  const problem = ssoUrlProblem(sso.value)
+  const problem = ssoUrlProblem(sso.value, loopbackHttp)
   if (problem !== null) throw new SamlMetadataError(problem)
   if (certificates.length === 0) throw new SamlMetadataError('the identity provider has no signing certificate')
   const distinct = [...new Set(certificates)]

@@ -87,6 +87,38 @@ function parse (xml: string): Document {
 }
 
 /**
+ * Bounds on a response's shape, far above any IdP's (a few namespaces, a dozen levels, some 400
+ * elements for Entra ID's 150 groups): the check costs about 0.1 ms per element and certificate.
+ */
+const MAX_NAMESPACE_DECLARATIONS = 50
+const MAX_DEPTH = 32
+const MAX_ELEMENTS = 1000
+
+/**
+ * Refuses a response whose shape would make its signature check dear (canonicalization walks
+ * every namespace in scope of every element, and runs synchronously): deep nesting and many
+ * namespace declarations, and many elements, counted in one pass over the text before any
+ * parser sees it (docs/security.md, "SAML").
+ */
+function assertBoundedShape (xml: string): void {
+  if ((xml.match(/\sxmlns(?::[^\s=]+)?\s*=/g)?.length ?? 0) > MAX_NAMESPACE_DECLARATIONS) {
+    throw new SamlRefusal('the response declares more namespaces than any IdP sends')
+  }
+  let depth = 0
+  let elements = 0
+  for (const [, closing, selfClosing] of xml.matchAll(/<(\/?)[A-Za-z_][^>]*?(\/?)>/g)) {
+    if (closing === '/') {
+      depth -= 1
+      continue
+    }
+    elements += 1
+    if (selfClosing !== '/') depth += 1
+    if (depth > MAX_DEPTH) throw new SamlRefusal('the response nests elements deeper than any IdP does')
+    if (elements > MAX_ELEMENTS) throw new SamlRefusal('the response holds more elements than any IdP sends')
+  }
+}
+
+/**
  * Validates a response to the request `requestId` made (null: none), as posted to the ACS:
  * node-saml (on xml-crypto) checks the assertion's signature against the IdP's certificates,
  * the issuer, the audience, the time conditions with a small skew, and InResponseTo; then
@@ -99,6 +131,8 @@ function parse (xml: string): Document {
 export async function validateResponse (
   sp: SamlServiceProvider, idp: SamlIdentityProvider, samlResponse: string, requestId: string | null
 ): Promise<SamlAssertion> {
+  const xml = Buffer.from(samlResponse, 'base64').toString('utf8')
+  assertBoundedShape(xml)
   let profile
   try {
     ({ profile } = await samlFor(sp, idp, requestId).validatePostResponseAsync({ SAMLResponse: samlResponse }))
@@ -106,7 +140,7 @@ export async function validateResponse (
     throw new SamlRefusal(error instanceof Error ? error.message : String(error))
   }
   if (profile === null) throw new SamlRefusal('the response holds no assertion')
-  const destination = parse(Buffer.from(samlResponse, 'base64').toString('utf8')).documentElement?.getAttribute('Destination') ?? ''
+  const destination = parse(xml).documentElement?.getAttribute('Destination') ?? ''
   if (destination !== '' && destination !== sp.acsUrl) throw new SamlRefusal('the response\'s Destination is not this ACS')
   const signed = profile.getAssertionXml?.()
   const assertion = signed === undefined ? null : parse(signed).documentElement

@@ -18,6 +18,7 @@ export interface JsonSchema {
   properties?: Record<string, JsonSchema>
   required?: string[]
   additionalProperties?: boolean | JsonSchema
+  maxProperties?: number
   anyOf?: JsonSchema[]
   oneOf?: JsonSchema[]
 }
@@ -35,7 +36,7 @@ export interface SchemaArbitraryOptions {
  */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$id', '$schema', 'readOnly', 'writeOnly', 'deprecated'])
 const KNOWN = new Set([...ANNOTATIONS, ...['type', 'enum', 'const', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
-  'items', 'minItems', 'maxItems', 'uniqueItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf']])
+  'items', 'minItems', 'maxItems', 'uniqueItems', 'properties', 'required', 'additionalProperties', 'maxProperties', 'anyOf', 'oneOf']])
 
 const INT32 = 2 ** 31
 
@@ -73,7 +74,8 @@ function stringValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.A
 
 /**
  * Required properties, and a subset of the optional ones (fc.record would add nearly all of
- * them, and some only go together with few others, as `cursor` with `page`).
+ * them, and some only go together with few others, as `cursor` with `page`), no more in all
+ * than maxProperties.
  */
 function objectValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.Arbitrary<unknown> {
   const required = new Set(schema.required ?? [])
@@ -83,9 +85,10 @@ function objectValue (schema: JsonSchema, options: SchemaArbitraryOptions): fc.A
     return [name, hint === undefined ? own : fc.oneof(own, hint)] as const
   })
   const optional = properties.map(([name]) => name).filter((name) => !required.has(name))
+  const room = Math.max(0, (schema.maxProperties ?? Infinity) - required.size)
   return fc.tuple(fc.record(Object.fromEntries(properties)), fc.subarray(optional))
-    .map(([values, chosen]) =>
-      Object.fromEntries(Object.entries(values).filter(([name]) => required.has(name) || chosen.includes(name))))
+    .map(([values, chosen]) => Object.fromEntries(Object.entries(values)
+      .filter(([name]) => required.has(name) || chosen.slice(0, room).includes(name))))
 }
 
 /** Values the schema accepts (as far as formats and hints are right), shrinking toward simple ones. */

@@ -13,6 +13,8 @@ export const PUBLIC_URL = 'https://users.example.test'
 export const APPLICATION = 'https://app.example.test/callback'
 /** The configuration the SSO tests run with: the service's address, and where browser applications may be sent back. */
 export const SSO_ENV = { PUBLIC_URL, OAUTH_REDIRECT_URLS: APPLICATION }
+/** As SSO_ENV, the service on this machine (development): an IdP beside it may be reached over http. */
+export const LOCAL_SSO_ENV = { PUBLIC_URL: 'http://localhost:3000', OAUTH_REDIRECT_URLS: APPLICATION }
 
 let domainCounter = 0
 /** A domain no other test of this process uses. */

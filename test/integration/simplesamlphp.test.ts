@@ -3,7 +3,7 @@ import { claimsOf } from '../helpers/accounts.js'
 import { backends, suiteName } from '../helpers/database.js'
 import { appWithMail } from '../helpers/organizations.js'
 import { browser, formAction, formField, planSimpleSamlPhp } from '../helpers/servers/simplesamlphp.js'
-import { APPLICATION, SSO_ENV, SsoHarness, uniqueDomain } from '../helpers/sso.js'
+import { APPLICATION, LOCAL_SSO_ENV, SsoHarness, uniqueDomain } from '../helpers/sso.js'
 
 /**
  * Enterprise sign-in (docs/api.md) through a real identity provider: SimpleSAMLphp 1.19 from
@@ -20,7 +20,7 @@ for (const backend of backends()) {
     const plannedAt = performance.now()
     const planned = await planSimpleSamlPhp(t)
     t.comment(`SimpleSAMLphp's port and key pair in ${Math.round(performance.now() - plannedAt)} ms`)
-    const { app, smtp } = await appWithMail(t, backend.url, { env: SSO_ENV })
+    const { app, smtp } = await appWithMail(t, backend.url, { env: LOCAL_SSO_ENV })
     const h = new SsoHarness(app, smtp)
     const { owner, organization } = await h.team('Acme')
     const domain = uniqueDomain()

@@ -9,7 +9,7 @@ import { SamlAcsBodySchema, SsoConnectionIdParamsSchema } from '../../../schemas
  * A signed SAML response with its certificate and a person's groups runs past the API's 10 KB
  * bodies; its signature check costs in proportion to its size, so no more than this.
  */
-const ACS_BODY_LIMIT = 256 * 1024
+const ACS_BODY_LIMIT = 128 * 1024
 
 const redirect = (description: string, location: string) => Type.Null({
   description, headers: { Location: Type.String({ description: location }) }
@@ -45,7 +45,10 @@ const sso: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Send the browser to the organization\'s IdP with an AuthnRequest (HTTP-Redirect); redirect_to and a PKCE challenge required',
       params: SsoConnectionIdParamsSchema,
       querystring: OAuthAuthorizeQuerySchema,
-      response: { 302: redirect('To the identity provider', 'The IdP\'s SSO URL with SAMLRequest and RelayState'), ...errorResponses({}, 404) }
+      response: {
+        302: redirect('To the identity provider', 'The IdP\'s SSO URL with SAMLRequest and RelayState'),
+        ...errorResponses({}, 404, 409)
+      }
     }
   }, async (request, reply) =>
     await reply.redirect(await samlSignIn.start(request.params.connectionId, request.query), 302))

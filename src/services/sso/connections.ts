@@ -3,7 +3,8 @@ import { Errors, validationFailed } from '../../errors.js'
 import type { SamlServiceProvider } from '../../federation/saml.js'
 import { serviceProviderMetadata } from '../../federation/saml.js'
 import {
-  certificateBody, certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError, ssoUrlProblem
+  certificateBody, certificateFingerprint, isLoopbackUrl, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError,
+  ssoUrlProblem
 } from '../../federation/saml-metadata.js'
 import type { SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
@@ -30,19 +31,21 @@ export function serviceProviderOf (publicUrl: string, connectionId: string): Sam
  * The identity provider a create or update describes: by its metadata, or by its three fields
  * (all of them); undefined when it describes none (an update of other fields).
  */
-function identityProviderOf (input: SsoConnectionCreate | SsoConnectionUpdate): SamlIdentityProvider | undefined {
+function identityProviderOf (
+  input: SsoConnectionCreate | SsoConnectionUpdate, loopbackHttp: boolean
+): SamlIdentityProvider | undefined {
   const { idp_metadata_xml: xml, idp_entity_id: entityId, idp_sso_url: ssoUrl, idp_certificates: certificates } = input
   const fields = [entityId, ssoUrl, certificates].filter((field) => field !== undefined).length
   try {
     if (xml !== undefined) {
       if (fields > 0) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the metadata or the three idp_ fields, not both' }])
-      return readIdpMetadata(xml)
+      return readIdpMetadata(xml, loopbackHttp)
     }
     if (fields === 0) return undefined
     if (entityId === undefined || ssoUrl === undefined || certificates === undefined) {
       throw validationFailed([{ path: '/idp_entity_id', message: 'idp_entity_id, idp_sso_url and idp_certificates go together' }])
     }
-    const problem = ssoUrlProblem(ssoUrl)
+    const problem = ssoUrlProblem(ssoUrl, loopbackHttp)
     if (problem !== null) throw validationFailed([{ path: '/idp_sso_url', message: problem }])
     return { entityId, ssoUrl, certificates: [...new Set(certificates.map(certificateBody))] }
   } catch (error) {
@@ -89,7 +92,7 @@ export class SsoConnectionService {
 
   async create (context: RequestContext, organizationId: string, input: SsoConnectionCreate): Promise<SsoConnection> {
     callerOf(context)
-    const idp = identityProviderOf(input)
+    const idp = identityProviderOf(input, isLoopbackUrl(this.deps.publicUrl))
     if (idp === undefined) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the IdP\'s metadata, or idp_entity_id, idp_sso_url and idp_certificates' }])
     const settings: SsoConnectionSettings = {
       name: input.name,
@@ -128,7 +131,7 @@ export class SsoConnectionService {
     context: RequestContext, organizationId: string, connectionId: string, input: SsoConnectionUpdate
   ): Promise<SsoConnection> {
     callerOf(context)
-    const idp = identityProviderOf(input)
+    const idp = identityProviderOf(input, isLoopbackUrl(this.deps.publicUrl))
     const changes: Partial<SsoConnectionSettings> = {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.enabled !== undefined && { enabled: input.enabled }),

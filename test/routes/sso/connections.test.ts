@@ -79,6 +79,9 @@ for (const backend of backends()) {
         [{}, /give the IdP's metadata/],
         [{ idp_entity_id: 'urn:x', idp_sso_url: 'http://idp.example/sso', idp_certificates: [idp.certificate] }, /must be an https URL/],
         [{ idp_metadata_xml: idp.metadata().replace(idp.ssoUrl, 'javascript:alert(1)') }, /must be an https URL/],
+        [{ idp_entity_id: 'urn:x', idp_sso_url: 'https://login.example.com@evil.example/sso', idp_certificates: [idp.certificate] }, /without credentials/],
+        // The service is not on this machine: a browser it sends must not be sent to the browser's own.
+        [{ idp_entity_id: 'urn:x', idp_sso_url: 'http://127.0.0.1:8080/sso', idp_certificates: [idp.certificate] }, /must be an https URL/],
         // Each certificate is tried on every response: six would make a response six times as dear.
         [{ idp_metadata_xml: withSigningCertificates(idp.metadata(), 6) }, /lists more than 5 signing certificates/]
       ]
@@ -117,7 +120,7 @@ for (const backend of backends()) {
         refused(t, await app.inject({ method: 'GET', url: `/api/v1/sso/saml/${connection.id}/sign-in?${query}` }), 400, 'VALIDATION_FAILED')
       }
       refused(t, await h.acs(connection.id, 'PHNhbWw+', 'a-state-never-issued'), 400, 'INVALID_OAUTH_STATE')
-      refused(t, await h.acs(connection.id, 'A'.repeat(256 * 1024), 'state'), 413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 262144 bytes')
+      refused(t, await h.acs(connection.id, 'A'.repeat(128 * 1024), 'state'), 413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 131072 bytes')
     })
 
     t.test('account claiming: an unclaimed account with the address is claimed (its password gone); a claimed one is linked', async (t) => {

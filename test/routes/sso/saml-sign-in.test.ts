@@ -94,6 +94,13 @@ for (const backend of backends()) {
         })],
         ['an unsolicited assertion rewrapped in a response that names this request', /answers this sign-in's request/, async (id) =>
           encoded(decoded(await idp.respond(spMetadata, { nameId: email })).replace('InResponseTo=""', `InResponseTo="${id}"`))],
+        // Shapes whose signature check would cost seconds, refused before any parser reads them.
+        ...([
+          ['many elements', /more elements than any IdP sends/, '<a/>'.repeat(1001)],
+          ['deep nesting', /deeper than any IdP does/, '<a>'.repeat(40) + '</a>'.repeat(40)],
+          ['many namespaces', /more namespaces than any IdP sends/, Array.from({ length: 60 }, (_, i) => `<p${i}:a xmlns:p${i}="urn:${i}"/>`).join('')]
+        ] as const).map(([shape, reason, filler]): [string, RegExp, (id: string) => Promise<string>] => [`a response of ${shape}`, reason, async (id) =>
+          encoded(decoded(await idp.respond(spMetadata, { nameId: email, inResponseTo: id, attributes: { groups: ['FILLER'] } })).replace('FILLER', filler))]),
         ['the wrong audience', /audience mismatch/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, audience: 'https://other.example/sp' })],
         ['the wrong recipient', /Recipient/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, recipient: 'https://other.example/acs' })],
         ['the wrong destination', /Destination/, async (id) => await idp.respond(spMetadata, { nameId: email, inResponseTo: id, destination: 'https://other.example/acs' })],
