@@ -58,6 +58,13 @@ export function certificateFingerprint (body: string): string {
   return new X509Certificate(Buffer.from(body, 'base64')).fingerprint256
 }
 
+/** The document, or null unless it is well-formed XML (xmldom's errors, not only its warnings). */
+export function wellFormed (xml: string): Document | null {
+  let failed = false
+  const document = new DOMParser({ errorHandler: (level) => { if (level !== 'warning') failed = true } }).parseFromString(xml, 'text/xml')
+  return failed || document.documentElement === null ? null : document
+}
+
 /**
  * Reads an IdP's metadata (an EntityDescriptor, or the first IdP of an EntitiesDescriptor):
  * its entityID, its HTTP-Redirect SingleSignOnService and the certificates of its signing keys
@@ -66,10 +73,8 @@ export function certificateFingerprint (body: string): string {
  * certificate itself.
  */
 export function readIdpMetadata (xml: string, loopbackHttp: boolean): SamlIdentityProvider {
-  const problems: string[] = []
-  const document = new DOMParser({ errorHandler: (level, message) => { if (level !== 'warning') problems.push(String(message)) } })
-    .parseFromString(xml, 'text/xml')
-  if (problems.length > 0 || document.documentElement === null) throw new SamlMetadataError('the metadata is not well-formed XML')
+  const document = wellFormed(xml)
+  if (document === null) throw new SamlMetadataError('the metadata is not well-formed XML')
   const descriptor = select('(//md:EntityDescriptor[md:IDPSSODescriptor])[1]', document, true) as Element | undefined
   if (descriptor === undefined) throw new SamlMetadataError('the metadata describes no identity provider (no IDPSSODescriptor)')
   const entityId = descriptor.getAttribute('entityID') ?? ''

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { type CacheProvider, SAML, ValidateInResponseTo } from '@node-saml/node-saml'
-import { DOMParser } from '@xmldom/xmldom'
 import xpath from 'xpath'
-import type { SamlIdentityProvider } from './saml-metadata.js'
+import { type SamlIdentityProvider, wellFormed } from './saml-metadata.js'
 
 /** The service as a SAML service provider for one connection: its entity ID and its ACS. */
 export interface SamlServiceProvider {
@@ -79,10 +78,8 @@ export function serviceProviderMetadata (sp: SamlServiceProvider, idp: SamlIdent
 }
 
 function parse (xml: string): Document {
-  const problems: string[] = []
-  const document = new DOMParser({ errorHandler: (level, message) => { if (level !== 'warning') problems.push(String(message)) } })
-    .parseFromString(xml, 'text/xml')
-  if (problems.length > 0 || document.documentElement === null) throw new SamlRefusal('the response is not well-formed XML')
+  const document = wellFormed(xml)
+  if (document === null) throw new SamlRefusal('the response is not well-formed XML')
   return document
 }
 
