@@ -50,6 +50,8 @@ export function DataEnvelope<T extends TSchema> (item: T) {
  * src/plugins/infrastructure/documentation.ts).
  */
 export const BEARER = [{ bearerAuth: [] }]
+/** SCIM routes: a directory's bearer token (docs/api.md, "SCIM provisioning"). */
+export const DIRECTORY_BEARER = [{ scimToken: [] }]
 /** Routes anyone may call: no credentials. */
 export const PUBLIC: Array<Record<string, string[]>> = []
 /** Public routes that show more to a signed-in caller, and refuse a token that is sent but bad. */

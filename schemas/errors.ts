@@ -137,11 +137,11 @@ const HEADERS: Partial<Record<ErrorStatus, Record<string, TSchema>>> = {
   503: { 'Retry-After': RETRY_AFTER }
 }
 
-/** The response of one error status: the Error component, described, with the codes of that status. */
-function errorResponse (status: ErrorStatus) {
+/** The response of one error status: the error body's schema, described, with the codes of that status. */
+function errorResponse<T extends TSchema> (body: T, status: ErrorStatus): T {
   const codes = [...new Set(TABLE.filter((entry) => entry.status === status).map((entry) => entry.code))]
   const headers = HEADERS[status]
-  return { ...ErrorReference, description: `${MEANING[status]}: ${codes.join(', ')}`, ...(headers !== undefined && { headers }) } as typeof ErrorReference
+  return { ...body, description: `${MEANING[status]}: ${codes.join(', ')}`, ...(headers !== undefined && { headers }) }
 }
 
 /**
@@ -150,12 +150,19 @@ function errorResponse (status: ErrorStatus) {
  * apply to every route but the health probes (`rateLimited: false`).
  */
 export function errorResponses (options: { body?: boolean, rateLimited?: boolean }, ...statuses: ErrorStatus[]) {
+  return errorResponsesIn(ErrorReference, options, ...statuses)
+}
+
+/** As errorResponses, for routes whose errors are answered in another body (SCIM's, src/routes/scim/). */
+export function errorResponsesIn<T extends TSchema> (
+  body: T, options: { body?: boolean, rateLimited?: boolean }, ...statuses: ErrorStatus[]
+) {
   const all = new Set([
     ...ALWAYS,
     ...(options.rateLimited === false ? [] : [429 as const]),
     ...(options.body === true ? WITH_BODY : []),
     ...statuses
   ])
-  return Object.fromEntries([...all].sort().map((status) => [status, errorResponse(status)])) as
-    Record<ErrorStatus, typeof ErrorReference>
+  return Object.fromEntries([...all].sort().map((status) => [status, errorResponse(body, status)])) as
+    Record<ErrorStatus, T>
 }

@@ -11,6 +11,20 @@ const UserId = Type.String({ description: 'The account the event is about' })
 const OrganizationId = Type.String({ description: 'The organization the event is about' })
 const Fields = Type.Array(Type.String(), { description: 'The names of the fields that changed, never their values' })
 
+const scimDirectoryFields = { organization_id: OrganizationId, directory_id: Type.String(), actor_id: Actor }
+/** An organization's SCIM directory, changed by an owner. */
+const ScimDirectoryEvent = Type.Object(scimDirectoryFields)
+/** A change a directory made (its actor is null: no account made it). */
+const ScimUserEvent = Type.Object({
+  ...scimDirectoryFields, user_id: UserId, scim_user_id: Type.String({ description: 'The User\'s id in the directory\'s SCIM resources' })
+})
+const ScimGroupEvent = Type.Object({
+  ...scimDirectoryFields,
+  group_id: Type.String(),
+  members_added: Type.Integer({ minimum: 0 }),
+  members_removed: Type.Integer({ minimum: 0 })
+})
+
 /**
  * The event catalogue (docs/api.md, "Webhooks"): each type's `data`. Events carry ids and
  * the names of what changed, never secrets nor the new values: a receiver reads the resource
@@ -64,6 +78,18 @@ export const WEBHOOK_EVENT_DATA = {
   'sso_connection.created': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor }),
   'sso_connection.updated': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor, changed: Fields }),
   'sso_connection.deleted': Type.Object({ organization_id: OrganizationId, connection_id: Type.String(), actor_id: Actor }),
+  'scim_directory.created': ScimDirectoryEvent,
+  'scim_directory.updated': Type.Object({ ...scimDirectoryFields, changed: Fields }),
+  'scim_directory.token_rotated': ScimDirectoryEvent,
+  'scim_directory.deleted': ScimDirectoryEvent,
+  'scim.user_created': ScimUserEvent,
+  'scim.user_updated': ScimUserEvent,
+  'scim.user_deactivated': ScimUserEvent,
+  'scim.user_reactivated': ScimUserEvent,
+  'scim.user_deleted': ScimUserEvent,
+  'scim.group_created': ScimGroupEvent,
+  'scim.group_updated': ScimGroupEvent,
+  'scim.group_deleted': ScimGroupEvent,
   'webhook.test': Type.Object({ webhook_id: Type.String({ description: 'The endpoint that was sent a test' }) }),
   'audit.entry': AuditEntrySchema
 } as const satisfies Record<string, TSchema>

@@ -31,6 +31,7 @@ import accessCheckRoutes from './routes/access-check/index.js'
 import usersRoutes from './routes/users/index.js'
 import webhookRoutes from './routes/webhooks/index.js'
 import oauthClientRoutes from './routes/oauth-clients/index.js'
+import scimRoutes from './routes/scim/index.js'
 import ssoRoutes from './routes/sso/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
@@ -111,6 +112,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(webhookRoutes, { prefix: '/api/v1/webhooks' })
   await fastify.register(oauthClientRoutes, { prefix: '/api/v1/oauth-clients' })
   await fastify.register(ssoRoutes, { prefix: '/api/v1/sso' })
+  await fastify.register(scimRoutes, { prefix: '/scim/v2/directories' })
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
   await fastify.register(oidcRoutes, { prefix: AUTHORIZATION_SERVER_PATH })

@@ -59,6 +59,7 @@ export function rethrowServiceError (error: unknown): never {
     case 'already_member': throw new Errors.CONFLICT('Already a member of this organization')
     case 'domain_claimed': throw new Errors.CONFLICT('Domain already claimed by this organization')
     case 'domain_verified_elsewhere': throw new Errors.CONFLICT('Domain verified by another organization')
+    case 'scim_user_exists': throw new Errors.CONFLICT('A user with this userName, or for this account, exists in the directory')
     case 'device_limit':
       throw new Errors.CONFLICT(`Device limit reached: at most ${error.limit} trusted devices per user`)
   }

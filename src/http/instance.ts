@@ -3,11 +3,10 @@ import fp from 'fastify-plugin'
 import pino from 'pino'
 import app, { type AppOptions } from '../app.js'
 import type { Config } from '../config/index.js'
-import { validationFailed } from '../errors.js'
 import { LineBatcher, type LogDestination } from './log-batching.js'
 import { answerClientError, answerFrameworkError } from '../plugins/infrastructure/error-handler.js'
 import { ExchangeLogController, logSerializers } from './request-log.js'
-import { buildValidator, MAX_JSON_DEPTH, nestedDeeperThan } from './validation.js'
+import { buildValidator, jsonBodyParser } from './validation.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -59,19 +58,10 @@ function standardOutput (): LogDestination {
   return destination as unknown as LogDestination
 }
 
-/** The JSON body parser: Fastify's own, after refusing bodies nested deeper than MAX_JSON_DEPTH. */
 function jsonBodies (instance: FastifyInstance): void {
-  const parse = instance.getDefaultJsonParser('error', 'error')
+  const parse = jsonBodyParser(instance)
   instance.removeContentTypeParser('application/json')
-  // parseAs 'string' hands over text; the typings allow a Buffer too.
-  instance.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string
-    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
-      done(validationFailed([{ path: '', message: `body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }]), undefined)
-      return
-    }
-    parse(request, text, done)
-  })
+  instance.addContentTypeParser('application/json', { parseAs: 'string' }, parse)
 }
 
 /**

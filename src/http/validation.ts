@@ -1,6 +1,8 @@
 import AjvCompiler from '@fastify/ajv-compiler'
+import type { FastifyBodyParser, FastifyInstance } from 'fastify'
 import type { TSchema } from '@sinclair/typebox'
 import { CANONICAL_UUID } from '../../schemas/common.js'
+import { validationFailed } from '../errors.js'
 import { canonicalUuid } from '../store/ids.js'
 import { rememberingCompilers } from './compiled-schemas.js'
 
@@ -145,4 +147,21 @@ export function schemaIssues (schema: TSchema): (value: unknown) => Array<{ path
 export function schemaCheck (schema: TSchema): (value: unknown) => boolean {
   const issues = schemaIssues(schema)
   return (value) => issues(value).length === 0
+}
+
+/**
+ * The JSON body parser (for `parseAs: 'string'`): Fastify's own, after refusing bodies nested
+ * deeper than MAX_JSON_DEPTH; JSON's other media types (SCIM's) are parsed by it too.
+ */
+export function jsonBodyParser (instance: FastifyInstance): FastifyBodyParser<string> {
+  const parse = instance.getDefaultJsonParser('error', 'error')
+  // parseAs 'string' hands over text; the typings allow a Buffer too.
+  return (request, body, done) => {
+    const text = body as string
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(validationFailed([{ path: '', message: `body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }]), undefined)
+      return
+    }
+    parse(request, text, done)
+  }
 }

@@ -31,6 +31,22 @@ export interface RequestContext {
    * (src/plugins/application/access.ts): absent on routes without one.
    */
   organization?: OrganizationStanding
+  /** The SCIM directory whose token the request bears (SCIM routes only: their caller is null). */
+  directory?: DirectoryStanding
+}
+
+/** A SCIM directory as its token's guard read it: its organization, and how its groups map to roles. */
+export interface DirectoryStanding {
+  id: string
+  organizationId: string
+  roleMapping: Record<string, OrganizationRole>
+  defaultRole: OrganizationRole
+}
+
+/** The directory of a SCIM route: its guard admitted no request without one. */
+export function directoryOf (context: RequestContext): DirectoryStanding {
+  if (context.directory === undefined) throw new Errors.AUTHENTICATION_REQUIRED()
+  return context.directory
 }
 
 /**

@@ -9,6 +9,7 @@ import { organizationServices } from './organizations/index.js'
 import { postServices } from './posts/index.js'
 import { sessionServices } from './sessions/index.js'
 import { signInServices } from './sign-in/index.js'
+import { scimServices } from './scim/index.js'
 import { ssoServices } from './sso/index.js'
 import { webhookServices } from './webhooks/index.js'
 
@@ -35,6 +36,7 @@ export function createServices (deps: ServiceDependencies) {
     ...accountLifecycleServices(deps, { sessions, messaging, reauthentication }),
     ...organizationServices(deps, { sessions, messaging }),
     ...ssoServices(deps, { federation: signIn.federation, signIn: signIn.signIn, sessions }),
+    ...scimServices(deps, { claims, sessions }),
     ...webhookServices(deps, { messaging }),
     ...authorizationServerServices(deps),
     ...accessServices(deps),

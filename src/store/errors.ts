@@ -34,7 +34,7 @@ export function isStorageUnavailable (error: unknown): boolean {
 
 /** What a refused write conflicted with. */
 export type ConflictReason = 'email_taken' | 'passkey_registered' | 'device_trusted' | 'device_limit' | 'slug_taken' | 'already_member'
-  | 'domain_claimed' | 'domain_verified_elsewhere'
+  | 'domain_claimed' | 'domain_verified_elsewhere' | 'scim_user_exists'
 
 /**
  * A write refused by what is stored already; the services turn it into the error a client sees

@@ -158,8 +158,8 @@ export class OrganizationDomainsRepository {
   }
 
   /** Whether the organization holds `domain` verified (organization_domains_organization_id_domain). */
-  async isVerifiedFor (organizationId: string, domain: string): Promise<boolean> {
-    const row = await this.db.selectFrom('organization_domains').select('id')
+  async isVerifiedFor (organizationId: string, domain: string, db: Db = this.db): Promise<boolean> {
+    const row = await db.selectFrom('organization_domains').select('id')
       .where('organization_id', '=', organizationId).where('domain', '=', domain).where('verified_at', 'is not', null).executeTakeFirst()
     return row !== undefined
   }

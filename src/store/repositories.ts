@@ -13,6 +13,7 @@ import { OAuthClientsRepository } from './oauth-clients.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
 import { OrganizationDomainsRepository } from './organization-domains.js'
 import { OrganizationsRepository } from './organizations.js'
+import { ScimDirectoriesRepository, ScimResourcesRepository } from './scim.js'
 import { SsoConnectionsRepository } from './sso-connections.js'
 import { OutboxRepository } from './outbox.js'
 import type { PageStore } from './paginate.js'
@@ -60,6 +61,8 @@ export function createRepositories (
     invitations: new InvitationsRepository(db, pages, outbox, organizations),
     organizationDomains: new OrganizationDomainsRepository(db, pages),
     ssoConnections: new SsoConnectionsRepository(db),
+    scimDirectories: new ScimDirectoriesRepository(db),
+    scimResources: new ScimResourcesRepository(db),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
     authorizationArtifacts,

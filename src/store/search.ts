@@ -5,7 +5,16 @@ import { type RawBuilder, sql } from 'kysely'
  * literally; undefined (no search) stays undefined.
  */
 export function containsPattern (text: string | undefined): string | undefined {
-  return text === undefined ? undefined : `%${text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`
+  return text === undefined ? undefined : `%${likeLiteral(text)}%`
+}
+
+/** The LIKE pattern for "starts with `text`, ignoring case", as containsPattern. */
+export function startsWithPattern (text: string): string {
+  return `${likeLiteral(text)}%`
+}
+
+function likeLiteral (text: string): string {
+  return text.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)
 }
 
 /**

@@ -320,6 +320,47 @@ export interface SsoConnectionsTable {
   updated_at: string
 }
 
+export interface ScimDirectoriesTable {
+  id: string
+  organization_id: string
+  name: string
+  /** SHA-256 of the bearer token, base64url. */
+  token_hash: string
+  /** JSON: group display name to organization role. */
+  role_mapping: string
+  default_role: OrganizationRole
+  created_at: string
+  updated_at: string
+}
+
+export interface ScimUsersTable {
+  id: string
+  directory_id: string
+  user_id: string
+  /** Lower case. */
+  user_name: string
+  external_id: string | null
+  active: number
+  /** JSON: the User resource as the directory last wrote it (no password). */
+  resource: string
+  created_at: string
+  updated_at: string
+}
+
+export interface ScimGroupsTable {
+  id: string
+  directory_id: string
+  display_name: string
+  external_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface ScimGroupMembersTable {
+  group_id: string
+  scim_user_id: string
+}
+
 export interface SsoAssertionIdsTable {
   key_hash: string
   expires_at: string
@@ -453,6 +494,10 @@ export interface DatabaseSchema {
   organization_domains: OrganizationDomainsTable
   sso_connections: SsoConnectionsTable
   sso_assertion_ids: SsoAssertionIdsTable
+  scim_directories: ScimDirectoriesTable
+  scim_users: ScimUsersTable
+  scim_groups: ScimGroupsTable
+  scim_group_members: ScimGroupMembersTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   oauth_clients: OAuthClientsTable

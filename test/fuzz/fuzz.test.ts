@@ -198,7 +198,7 @@ function parametersSchema (parameters: Parameter[]): JsonSchema {
 type KnownName =
   'admin.id' | 'admin.email' | 'admin.token' | 'user.id' | 'user.email' | 'user.token' | 'user.refreshToken' | 'user.spentRefreshToken' |
   'user.sessionId' | 'post.id' | 'draft.id' | 'comment.id' | 'device.id' | 'device.deviceId' | 'password' |
-  'token.none' | 'token.foreign' | 'token.expired' | 'token.unknownUser' | 'token.mfa'
+  'token.none' | 'token.foreign' | 'token.expired' | 'token.unknownUser' | 'token.mfa' | 'directory.id' | 'directory.token'
 
 /**
  * A value that exists in the store (an id, a token, an e-mail), looked up when the request is
@@ -308,6 +308,22 @@ class Fixtures {
     return row !== undefined
   }
 
+  async #directoryWorks (): Promise<boolean> {
+    const token = this.#values.get('directory.token')
+    return token !== undefined && (await this.#app.services.scimDirectories.directoryOfToken(token))?.id === this.#values.get('directory.id')
+  }
+
+  /** A SCIM directory of an organization the user owns, for the SCIM operations' `directory` caller. */
+  async #makeDirectory () {
+    const organization = await this.#create('/api/v1/organizations', { name: 'Fuzzed organization', slug: `fuzzed-${randomUUID()}` })
+    const made = await this.#app.inject(withToken(this.get('user.token'), {
+      method: 'POST', url: `/api/v1/organizations/${organization}/scim-directories`, payload: { name: 'Fuzzed directory' }
+    }))
+    if (made.statusCode !== 201) throw new Error(`fixture directory: ${made.body}`)
+    this.#values.set('directory.id', made.json().data.id)
+    this.#values.set('directory.token', made.json().data.token)
+  }
+
   async #create (url: string, payload: Json): Promise<string> {
     const response = await this.#app.inject(withToken(this.get('user.token'), { method: 'POST', url, payload }))
     if (response.statusCode !== 201) throw new Error(`fixture ${url}: ${response.body}`)
@@ -337,6 +353,10 @@ class Fixtures {
         await this.#makeUser()
         await this.#signInUser()
       }
+      repaired = true
+    }
+    if (!await this.#directoryWorks()) {
+      await this.#makeDirectory()
       repaired = true
     }
     const userId = this.get('user.id')
@@ -381,6 +401,7 @@ const HINTS: Record<string, fc.Arbitrary<unknown>> = {
   user_id: known('admin.id', 'user.id'),
   actor_id: known('admin.id', 'user.id'),
   device_id: known('device.deviceId'),
+  directoryId: known('directory.id'),
   sort: fc.array(fc.tuple(fc.constantFrom('', '-'), fc.constantFrom(...FIELD_NAMES)), { minLength: 1, maxLength: 3 })
     .map((parts) => parts.map(([direction, name]) => `${direction}${name}`).join(',')),
   fields: fc.array(fc.constantFrom(...FIELD_NAMES), { minLength: 1, maxLength: 3 }).map((names) => names.join(',')),
@@ -427,7 +448,8 @@ const extraHeader = fc.oneof(
   fc.tuple(fc.constantFrom('cookie', 'accept-language', 'x-http-method-override', 'x-fuzz'), headerValue)
 )
 
-type Caller = 'anonymous' | 'user' | 'admin'
+/** `directory`: a SCIM directory's token, for the SCIM operations. */
+type Caller = 'anonymous' | 'user' | 'admin' | 'directory'
 
 interface PathSegment {
   value: unknown
@@ -525,7 +547,9 @@ function bodyArbitrary (operation: Operation, generator: SchemaArbitraryOptions)
 function requestArbitrary (operation: Operation): fc.Arbitrary<GeneratedRequest> {
   const generator = generatorFor(operation)
   return fc.record({
-    caller: fc.constantFrom<Caller>('anonymous', 'user', 'admin'),
+    caller: operation.path.startsWith('/scim/')
+      ? fc.constantFrom<Caller>('directory', 'directory', 'anonymous', 'user')
+      : fc.constantFrom<Caller>('anonymous', 'user', 'admin'),
     path: pathArbitrary(operation, generator),
     query: queryArbitrary(operation, generator),
     rawQuery: fc.oneof({ weight: 8, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('&&&', '=', '==1', '%', '%zz=1', 'page', 'page=', 'a=%ED%A0%80', 'limit=1&limit=2', '?', 'a=b=c', '%00=%00') }),
@@ -559,7 +583,9 @@ function toInjectOptions (
     .flatMap(([key, value]) => queryValueText(value).map((text) => `${encodeUrlText(key)}=${encodeUrlText(text)}`))
   if (generated.rawQuery !== '') query.push(generated.rawQuery)
   const headers: Record<string, string> = {}
-  if (generated.caller !== 'anonymous') headers.authorization = `Bearer ${fixtures.get(generated.caller === 'admin' ? 'admin.token' : 'user.token')}`
+  const callerToken = { anonymous: null, admin: 'admin.token', user: 'user.token', directory: 'directory.token' } as const
+  const token = callerToken[generated.caller]
+  if (token !== null) headers.authorization = `Bearer ${fixtures.get(token)}`
   if (generated.body.kind !== 'none' || generated.contentType !== 'application/json') {
     if (generated.contentType !== null) headers['content-type'] = generated.contentType
   }
@@ -683,6 +709,12 @@ function assertResponse (
     assert.equal(body, '', `${label}: a 204 with a body`)
     return
   }
+  // A SCIM route answers in SCIM's media type; a request the router refused before any route
+  // (an unknown path, a URL it cannot decode) gets the error envelope, checked below.
+  if (operation.path.startsWith('/scim/') && String(response.headers['content-type']).startsWith('application/scim+json')) {
+    assertScimAnswer(response, label)
+    return
+  }
   assert.match(String(response.headers['content-type']), /^application\/json/, `${label}: not JSON`)
   const json = JSON.parse(body) as Json
   if (status < 400) return
@@ -706,6 +738,17 @@ function assertResponse (
   // Error bodies never repeat what they refuse: no password sent in this request shows up.
   const sentPasswords = sent.payload === undefined ? [] : [...String(sent.payload).matchAll(/"(?:current_)?password":"([^"]{12,})"/g)].map((match) => match[1] ?? '')
   for (const password of sentPasswords) assert.ok(!body.includes(password), `${label}: the request's password in the error`)
+}
+
+/** A SCIM answer (docs/api.md, "SCIM provisioning"): SCIM's media type; an error in SCIM's error body. */
+function assertScimAnswer (response: LightMyRequestResponse, label: string): void {
+  assert.match(String(response.headers['content-type']), /^application\/scim\+json/, `${label}: not SCIM's media type`)
+  const json = JSON.parse(response.body) as Json
+  if (response.statusCode < 400) return
+  assert.deepEqual(json.schemas, ['urn:ietf:params:scim:api:messages:2.0:Error'], `${label}: not SCIM's error body`)
+  assert.equal(json.status, String(response.statusCode), `${label}: the status in the body`)
+  assert.ok(typeof json.detail === 'string' && json.detail !== '', `${label}: an error without detail`)
+  assert.deepEqual(Object.keys(json).filter((key) => !['schemas', 'status', 'scimType', 'detail'].includes(key)), [], `${label}: unknown keys`)
 }
 
 function describe (

@@ -116,6 +116,8 @@ export function validValue (schema: JsonSchema, options: SchemaArbitraryOptions)
         : fc.array(items, bounds)
     }
     case 'object': return objectValue(schema, options)
+    // No type: any JSON value (a SCIM PATCH operation's value).
+    case undefined: return fc.jsonValue({ maxDepth: 3 })
     default: throw new Error(`schema type not supported by the generator: ${String(schema.type)}`)
   }
 }

@@ -1,12 +1,13 @@
 import type { FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { BEARER, OPTIONAL_BEARER, PUBLIC } from '../../../schemas/common.js'
+import { BEARER, DIRECTORY_BEARER, OPTIONAL_BEARER, PUBLIC } from '../../../schemas/common.js'
 import type { OrganizationPermission } from '../../../schemas/organizations.js'
 import type { Permission } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { authorize } from '../../security/permissions.js'
 import { actingRole, decide, standingOf } from '../../security/organization-permissions.js'
 import { canonicalUuid, isUuid } from '../../store/ids.js'
+import type { DirectoryStanding } from '../../services/context.js'
 import type { AuthenticationHook } from './authentication.js'
 
 /**
@@ -20,7 +21,9 @@ import type { AuthenticationHook } from './authentication.js'
  *   right), anyone else `permission`;
  * - `{ organization, permission, self }`: an organization permission, checked against the
  *   caller's role in the organization whose id is the path parameter `organization` names;
- *   with `self`, the member `userId` of the path itself needs only `self` (leaving).
+ *   with `self`, the member `userId` of the path itself needs only `self` (leaving);
+ * - `{ directory }`: the bearer token of the SCIM directory whose id is that path parameter
+ *   (no account calls these routes: the request's caller stays null).
  */
 export type RouteAccess =
   | 'public'
@@ -28,6 +31,7 @@ export type RouteAccess =
   | 'bearer'
   | { permission: Permission, self?: Permission }
   | OrganizationAccess
+  | { directory: string }
 
 export interface OrganizationAccess {
   organization: string
@@ -62,12 +66,33 @@ function guard (name: string, check: (request: FastifyRequest) => void): Authent
 }
 
 /**
+ * A SCIM directory's token (docs/api.md, "SCIM provisioning"): it must be the token of the
+ * directory the path parameter names; any other, another directory's included, is INVALID_TOKEN.
+ */
+function directoryGuard (
+  directoryOfToken: (token: string) => Promise<DirectoryStanding | undefined>, parameter: string
+): AuthenticationHook {
+  const check = async (request: FastifyRequest): Promise<void> => {
+    const header = request.headers.authorization ?? ''
+    const token = /^Bearer /i.test(header) ? header.slice('Bearer '.length).trim() : ''
+    if (token === '') throw new Errors.MISSING_TOKEN()
+    const directory = await directoryOfToken(token)
+    if (directory === undefined || directory.id !== idParam(request, parameter)) throw new Errors.INVALID_TOKEN()
+    request.scimDirectory = directory
+  }
+  const hook: AuthenticationHook = (request, _reply, done) => {
+    check(request).then(() => { done() }, done)
+  }
+  return Object.defineProperty(hook, 'name', { value: 'requireDirectoryToken' })
+}
+
+/**
  * Reads each route's declared access: adds its guards before the route's own onRequest hooks
  * and writes its `security`. A route without a declaration stops start-up. Registered after the
  * documentation pages (public, added by their plugins) and before the API's routes.
  */
 export default fp(async (fastify) => {
-  const { authenticate, authenticateIfPresent, repositories, auditTrail } = fastify
+  const { authenticate, authenticateIfPresent, repositories, auditTrail, services } = fastify
 
   /**
    * The organization check (docs/api.md, "Organizations"): the caller's role in the path's
@@ -105,6 +130,9 @@ export default fp(async (fastify) => {
     if (access === 'public') return []
     if (access === 'optional') return [authenticateIfPresent]
     if (access === 'bearer') return [authenticate]
+    if ('directory' in access) {
+      return [directoryGuard(async (token) => await services.scimDirectories.directoryOfToken(token), access.directory)]
+    }
     if ('organization' in access) return [authenticate, organizationGuard(access)]
     const { permission, self } = access
     if (self === undefined) {
@@ -127,6 +155,9 @@ export default fp(async (fastify) => {
       : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
     const guards = guardsOf(access)
     if (guards.length > 0) route.onRequest = [...guards, ...own]
-    route.schema = { ...route.schema, security: access === 'public' ? PUBLIC : access === 'optional' ? OPTIONAL_BEARER : BEARER }
+    const security = access === 'public'
+      ? PUBLIC
+      : access === 'optional' ? OPTIONAL_BEARER : typeof access === 'object' && 'directory' in access ? DIRECTORY_BEARER : BEARER
+    route.schema = { ...route.schema, security }
   })
-}, { name: 'access', dependencies: ['authentication', 'repositories', 'audit'] })
+}, { name: 'access', dependencies: ['authentication', 'repositories', 'audit', 'services'] })

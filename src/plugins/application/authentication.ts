@@ -2,7 +2,7 @@ import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Role } from '../../../schemas/rbac.js'
 import { Errors, tokenFailure } from '../../errors.js'
-import type { Caller, OrganizationStanding, RequestContext } from '../../services/context.js'
+import type { Caller, DirectoryStanding, OrganizationStanding, RequestContext } from '../../services/context.js'
 import { suspensionInForce } from '../../security/suspension.js'
 import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
 import type { AccessClaims } from '../../security/tokens.js'
@@ -24,6 +24,8 @@ declare module 'fastify' {
     user: Caller | null
     /** The caller's standing in the organization of the path, set by its guard (src/plugins/application/access.ts). */
     organizationStanding: OrganizationStanding | null
+    /** The SCIM directory whose token the request bears, set by its guard (src/plugins/application/access.ts). */
+    scimDirectory: DirectoryStanding | null
     /** What a service is told of this request: its address, user agent and caller. */
     readonly serviceContext: RequestContext
   }
@@ -82,10 +84,12 @@ export default fp(async (fastify) => {
   const mfaRequiredRoles = fastify.config.mfa.requiredRoles
   fastify.decorateRequest('user', null)
   fastify.decorateRequest('organizationStanding', null)
+  fastify.decorateRequest('scimDirectory', null)
   fastify.decorateRequest('serviceContext', {
     getter (this: FastifyRequest): RequestContext {
       const context: RequestContext = { ip: this.ip, userAgent: this.headers['user-agent'] ?? null, caller: this.user ?? null }
       if (this.organizationStanding !== null) context.organization = this.organizationStanding
+      if (this.scimDirectory !== null) context.directory = this.scimDirectory
       return context
     }
   })

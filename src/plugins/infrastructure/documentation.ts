@@ -147,7 +147,10 @@ export default fp(async (fastify) => {
       servers: [{ url: '/' }],
       webhooks: webhookOperations(),
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (scim_…), shown once when the directory is made or its token rotated' }
+        }
       },
       tags: [
         { name: 'health', description: 'Probes' },
@@ -159,6 +162,7 @@ export default fp(async (fastify) => {
         { name: 'passkeys', description: 'Passkeys (WebAuthn): registration, sign-in, the caller\'s passkeys' },
         { name: 'oauth', description: 'Sign-in through external providers' },
         { name: 'sso', description: 'Sign-in through an organization\'s own identity provider (SAML 2.0)' },
+        { name: 'scim', description: 'SCIM 2.0 provisioning by an organization\'s directory (its own bearer token)' },
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
         { name: 'organizations', description: 'Organizations, their members and invitations' },

@@ -163,6 +163,16 @@ class AllowedMethods {
   }
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The body a route's errors are answered in when it is not the error envelope (a protocol
+     * with its own, as SCIM): made from the envelope, the status and code staying the table's.
+     */
+    errorRepresentation?: { mediaType: string, body: (status: number, envelope: ErrorEnvelope) => unknown }
+  }
+}
+
 export interface ErrorHandlerOptions {
   /**
    * Whether the request's caller has been deleted. The application knows callers and where
@@ -193,6 +203,11 @@ export default fp<ErrorHandlerOptions>(async (fastify, { callerDeleted = async (
     // one warning per refusal, without a stack.
     if (error instanceof CapacityExceededError) request.log.warn('password hashing at capacity: request refused with 503')
     else if (status >= 500) request.log.error({ err: error }, 'request failed')
+    const representation = request.routeOptions.config.errorRepresentation
+    if (representation !== undefined) {
+      return await reply.code(status).headers(headers).type(representation.mediaType)
+        .send(representation.body(status, envelope))
+    }
     return await reply.code(status).headers(headers).send(envelope)
   })
 

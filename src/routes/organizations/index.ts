@@ -8,6 +8,7 @@ import {
 } from '../../../schemas/organizations.js'
 import domains from './domains.js'
 import invitations from './invitations.js'
+import scimDirectories from './scim-directories.js'
 import ssoConnections from './sso-connections.js'
 import members from './members.js'
 
@@ -18,6 +19,7 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(invitations)
   await fastify.register(domains)
   await fastify.register(ssoConnections)
+  await fastify.register(scimDirectories)
 
   fastify.post('', {
     config: { access: 'bearer' },

@@ -11,13 +11,21 @@ export function organizationServices (
   { repositories, audit, cursors, now, resolveTxt }: ServiceDependencies,
   { sessions, messaging }: { sessions: SessionService, messaging: Messaging }
 ) {
-  const { users, organizations, invitations, organizationDomains } = repositories
+  const { users, organizations, invitations, organizationDomains, scimResources } = repositories
   return {
     organizations: new OrganizationService({
       organizations, users, sessions, notices: messaging.notices, audit, cursors, now
     }),
     invitations: new InvitationService({
-      organizations, invitations, users, templates: messaging.templates, audit, cursors, deliver: messaging.deliver, now
+      organizations,
+      invitations,
+      users,
+      scimResources,
+      templates: messaging.templates,
+      audit,
+      cursors,
+      deliver: messaging.deliver,
+      now
     }),
     domains: new DomainService({
       organizationDomains, audit, cursors, resolveTxt: resolveTxt ?? systemTxtResolver(), now

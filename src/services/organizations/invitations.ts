@@ -7,6 +7,7 @@ import { actingRole, mayGrant, standingOf } from '../../security/organization-pe
 import { hashToken, newOneTimeToken } from '../../security/tokens.js'
 import type { InvitationsRepository } from '../../store/invitations.js'
 import type { OrganizationsRepository } from '../../store/organizations.js'
+import type { ScimResourcesRepository } from '../../store/scim.js'
 import { normalizeEmail, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
@@ -36,6 +37,8 @@ export interface InvitationServiceDependencies {
   organizations: OrganizationsRepository
   invitations: InvitationsRepository
   users: UsersRepository
+  /** Whom the organization's SCIM directory deactivated: they join through no invitation. */
+  scimResources: ScimResourcesRepository
   templates: MessageTemplates
   audit: AuditTrail
   cursors: CursorCodec
@@ -128,6 +131,9 @@ export class InvitationService {
     if (user === undefined) throw new Errors.INVALID_TOKEN()
     if (!user.email_verified) throw new Errors.EMAIL_NOT_VERIFIED()
     if (normalizeEmail(user.email) !== invitation.email) throw new Errors.INVITATION_EMAIL_MISMATCH()
+    if (await this.deps.scimResources.deprovisioned(invitation.organizationId, caller.id)) {
+      throw new Errors.CONFLICT('The organization\'s directory deactivated this account: it joins once the directory reactivates it')
+    }
     // The role is granted only while its inviter may still grant it (docs/security.md, "Organization access").
     const inviter = invitation.invitedBy === null ? undefined : await users.findPrincipal(invitation.invitedBy)
     const inviterMayGrant = (inviterRole: OrganizationRole | undefined) => {

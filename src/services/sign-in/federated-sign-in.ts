@@ -40,8 +40,8 @@ export interface FederatedSignIn { userId: string, provider: string, created: bo
 /** A callback whose state was this browser's: the flow it finishes. */
 export interface ProviderFlow { provider: string, pending: PendingAuthorization }
 
-/** A display name within the user rules (2–100 characters). */
-function displayName (profile: OAuthProfile, email: string): string {
+/** A display name within the user rules (2–100 characters): the profile's, else the address's local part. */
+export function displayName (profile: Pick<OAuthProfile, 'name'>, email: string): string {
   const candidates = [profile.name, email.split('@')[0]]
   const name = candidates.find((candidate) => candidate !== null && candidate !== undefined && [...candidate].length >= 2) ?? 'User'
   // By code point, as the name rules count: a cut must not split a surrogate pair.

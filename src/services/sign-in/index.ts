@@ -17,7 +17,7 @@ export { type AccountClaims, claimedAccount } from './account-claims.js'
 export type { InlineProof, ReauthenticationService } from './reauthentication.js'
 export type { FederatedSignInService } from './federated-sign-in.js'
 export type { SignInService } from './sign-in.js'
-export { STATE_TTL_MS } from './federated-sign-in.js'
+export { displayName, STATE_TTL_MS } from './federated-sign-in.js'
 
 /**
  * Where a provider's sign-in may send the browser back: OAUTH_REDIRECT_URLS, and the

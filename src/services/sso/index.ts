@@ -1,3 +1,4 @@
+export { mappedRole } from './assertion-profile.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import type { SessionService } from '../sessions/index.js'
 import type { FederatedSignInService, SignInService } from '../sign-in/index.js'
@@ -12,7 +13,7 @@ export function ssoServices (
     federation: FederatedSignInService, signIn: SignInService, sessions: SessionService
   }
 ) {
-  const { ssoConnections, organizations, organizationDomains, users } = repositories
+  const { ssoConnections, organizations, organizationDomains, scimResources, users } = repositories
   const connections = new SsoConnectionService({ ssoConnections, audit, publicUrl: config.publicUrl, now })
   return {
     ssoConnections: connections,
@@ -22,6 +23,7 @@ export function ssoServices (
       users,
       organizations,
       organizationDomains,
+      scimResources,
       states: singleUse.oauthStates,
       assertionIds: singleUse.assertionIds,
       federation,

@@ -7,6 +7,7 @@ import { usableProfile } from '../../federation/providers.js'
 import { authnRequestUrl, SAML_CLOCK_SKEW_MS, SamlRefusal, validateResponse } from '../../federation/saml.js'
 import { emailDomain, type OrganizationDomainsRepository } from '../../store/organization-domains.js'
 import type { OrganizationsRepository } from '../../store/organizations.js'
+import type { ScimResourcesRepository } from '../../store/scim.js'
 import type { FirstUses, PendingAuthorization, SingleUseStore } from '../../store/single-use.js'
 import type { StoredSsoConnection, SsoConnectionsRepository } from '../../store/sso-connections.js'
 import type { UsersRepository } from '../../store/users.js'
@@ -22,6 +23,7 @@ export interface SamlSignInDependencies {
   users: UsersRepository
   organizations: OrganizationsRepository
   organizationDomains: OrganizationDomainsRepository
+  scimResources: ScimResourcesRepository
   states: SingleUseStore<PendingAuthorization>
   assertionIds: FirstUses
   federation: FederatedSignInService
@@ -143,6 +145,10 @@ export class SamlSignInService {
       await organizationDomains.isVerifiedFor(connection.organizationId, emailDomain(account.email))
     if (!vouched) {
       throw new SamlRefusal('the account\'s address is outside the organization\'s verified domains')
+    }
+    // The organization's directory has the last word on who belongs (docs/api.md, "SCIM provisioning").
+    if (await this.deps.scimResources.deprovisioned(connection.organizationId, signIn.userId)) {
+      throw new SamlRefusal('the organization\'s directory deactivated this person')
     }
     return { connection, signIn, role: mappedRole(person.groups, connection.roleMapping, connection.defaultRole) }
   }

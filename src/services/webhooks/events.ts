@@ -24,6 +24,20 @@ const domainOf = (row: Row, details: Details) => ({
 const connectionOf = (row: Row, details: Details) => ({
   organization_id: text(details.organization_id), connection_id: text(details.connection_id), actor_id: row.actor_id
 })
+/** The organization's SCIM directory an event is about, and who changed it (null: the directory itself). */
+const directoryOf = (row: Row, details: Details) => ({
+  organization_id: text(details.organization_id), directory_id: text(details.directory_id), actor_id: row.actor_id
+})
+const scimUserOf = (row: Row, details: Details) => ({
+  ...directoryOf(row, details), user_id: text(row.target_id), scim_user_id: text(details.scim_user_id)
+})
+const count = (value: unknown) => typeof value === 'number' ? value : 0
+const scimGroupOf = (row: Row, details: Details) => ({
+  ...directoryOf(row, details),
+  group_id: text(details.group_id),
+  members_added: count(details.members_added),
+  members_removed: count(details.members_removed)
+})
 const role = (value: unknown) => text(value) as WebhookEventData<'membership.added'>['role']
 
 /** The events an audited change is told to endpoints as: by its audit event, from its row. */
@@ -111,7 +125,21 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
   'sso_connection.updated': (row, details) => [{
     type: 'sso_connection.updated', data: { ...connectionOf(row, details), changed: texts(details.fields) }
   }],
-  'sso_connection.deleted': (row, details) => [{ type: 'sso_connection.deleted', data: connectionOf(row, details) }]
+  'sso_connection.deleted': (row, details) => [{ type: 'sso_connection.deleted', data: connectionOf(row, details) }],
+  'scim_directory.created': (row, details) => [{ type: 'scim_directory.created', data: directoryOf(row, details) }],
+  'scim_directory.updated': (row, details) => [{
+    type: 'scim_directory.updated', data: { ...directoryOf(row, details), changed: texts(details.fields) }
+  }],
+  'scim_directory.token_rotated': (row, details) => [{ type: 'scim_directory.token_rotated', data: directoryOf(row, details) }],
+  'scim_directory.deleted': (row, details) => [{ type: 'scim_directory.deleted', data: directoryOf(row, details) }],
+  'scim.user_created': (row, details) => [{ type: 'scim.user_created', data: scimUserOf(row, details) }],
+  'scim.user_updated': (row, details) => [{ type: 'scim.user_updated', data: scimUserOf(row, details) }],
+  'scim.user_deactivated': (row, details) => [{ type: 'scim.user_deactivated', data: scimUserOf(row, details) }],
+  'scim.user_reactivated': (row, details) => [{ type: 'scim.user_reactivated', data: scimUserOf(row, details) }],
+  'scim.user_deleted': (row, details) => [{ type: 'scim.user_deleted', data: scimUserOf(row, details) }],
+  'scim.group_created': (row, details) => [{ type: 'scim.group_created', data: scimGroupOf(row, details) }],
+  'scim.group_updated': (row, details) => [{ type: 'scim.group_updated', data: scimGroupOf(row, details) }],
+  'scim.group_deleted': (row, details) => [{ type: 'scim.group_deleted', data: scimGroupOf(row, details) }]
 }
 
 /**
