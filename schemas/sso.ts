@@ -53,12 +53,20 @@ const EXAMPLE_CERTIFICATE = [
   'cWNs4o+bWAyK4HJGJ7g1xR63gGOu08vkvwzvf9VTnjvrMO8VQw=='
 ].join('')
 
+const IdpInitiatedLoginUrlSchema = Type.Union([
+  Type.String({ minLength: 1, maxLength: 2048, format: 'uri', examples: ['https://app.example.com/sso/start'] }), Type.Null()
+], {
+  description: 'IdP-initiated sign-in: the application\'s page that starts a sign-in through this connection (an allowed redirect URL, OAUTH_REDIRECT_URLS); ' +
+    'the ACS sends an IdP-initiated response\'s browser there with `connection_id`, and signs nobody in with it. null (the default): refused'
+})
+
 export const SsoConnectionCreateSchema = Type.Object({
   name: NameSchema,
   ...IdentityProviderFields,
   attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
   role_mapping: Type.Optional(SsoRoleMappingSchema),
   default_role: Type.Optional(OrganizationRoleSchema),
+  idp_initiated_login_url: Type.Optional(IdpInitiatedLoginUrlSchema),
   enabled: Type.Optional(Type.Boolean({ default: true }))
 }, {
   additionalProperties: false,
@@ -78,6 +86,7 @@ export const SsoConnectionUpdateSchema = Type.Object({
   attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
   role_mapping: Type.Optional(SsoRoleMappingSchema),
   default_role: Type.Optional(OrganizationRoleSchema),
+  idp_initiated_login_url: Type.Optional(IdpInitiatedLoginUrlSchema),
   enabled: Type.Optional(Type.Boolean())
 }, { additionalProperties: false, examples: [{ name: 'Acme Entra ID', enabled: true }] })
 export type SsoConnectionUpdate = Static<typeof SsoConnectionUpdateSchema>
@@ -98,6 +107,7 @@ export const SsoConnectionSchema = Type.Object({
   attribute_mapping: SsoAttributeMappingSchema,
   role_mapping: SsoRoleMappingSchema,
   default_role: OrganizationRoleSchema,
+  idp_initiated_login_url: IdpInitiatedLoginUrlSchema,
   created_at: TimestampSchema,
   updated_at: TimestampSchema
 }, { title: 'SsoConnection' })

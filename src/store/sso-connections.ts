@@ -15,11 +15,14 @@ export interface StoredSsoConnection {
   attributeMapping: SsoAttributeMapping
   roleMapping: Record<string, OrganizationRole>
   defaultRole: OrganizationRole
+  idpInitiatedLoginUrl: string | null
   createdAt: string
   updatedAt: string
 }
 
-export type SsoConnectionSettings = Pick<StoredSsoConnection, 'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole'>
+export type SsoConnectionSettings = Pick<
+  StoredSsoConnection, 'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole' | 'idpInitiatedLoginUrl'
+>
 
 function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
   return {
@@ -33,6 +36,7 @@ function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
     attributeMapping: JSON.parse(row.attribute_mapping) as SsoAttributeMapping,
     roleMapping: JSON.parse(row.role_mapping) as Record<string, OrganizationRole>,
     defaultRole: row.default_role,
+    idpInitiatedLoginUrl: row.idp_initiated_login_url,
     createdAt: row.created_at,
     updatedAt: row.updated_at
   }
@@ -49,7 +53,8 @@ function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnec
     }),
     ...(settings.attributeMapping !== undefined && { attribute_mapping: JSON.stringify(settings.attributeMapping) }),
     ...(settings.roleMapping !== undefined && { role_mapping: JSON.stringify(settings.roleMapping) }),
-    ...(settings.defaultRole !== undefined && { default_role: settings.defaultRole })
+    ...(settings.defaultRole !== undefined && { default_role: settings.defaultRole }),
+    ...(settings.idpInitiatedLoginUrl !== undefined && { idp_initiated_login_url: settings.idpInitiatedLoginUrl })
   }
 }
 

@@ -316,6 +316,8 @@ export interface SsoConnectionsTable {
   /** JSON: group name to organization role. */
   role_mapping: string
   default_role: OrganizationRole
+  /** The application's page an IdP-initiated response sends the browser to; null: refused. */
+  idp_initiated_login_url: string | null
   created_at: string
   updated_at: string
 }

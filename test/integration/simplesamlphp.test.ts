@@ -97,6 +97,34 @@ for (const backend of backends()) {
         'a member, as admin: her eduPersonAffiliation staff maps to it')
     })
 
+    t.test('IdP-initiated: alice starts at the IdP; the service sends her to the application, whose sign-in the IdP answers at once', async (t) => {
+      const loginUrl = `${APPLICATION}/sso`
+      const path = `/organizations/${organization.id}/sso-connections/${connection.id}`
+      t.equal((await h.call(owner, 'PATCH', path, { idp_initiated_login_url: loginUrl })).statusCode, 200)
+      const go = browser()
+      // SimpleSAMLphp's IdP-first flow: its SSO URL with the service provider's entity ID, and no AuthnRequest.
+      const login = await go(`${idp.ssoUrl}?spentityid=${encodeURIComponent(connection.sp_entity_id)}`)
+      const authState = formField(login.html, 'AuthState')
+      if (authState === undefined) throw new Error(`no login form at ${login.url} (${login.status}): ${login.html.slice(0, 500)}`)
+      const posted = await go(login.url, { ...ALICE, AuthState: authState })
+      const unsolicited = formField(posted.html, 'SAMLResponse')
+      if (unsolicited === undefined) throw new Error(`no SAMLResponse in the IdP's page: ${posted.html.slice(0, 500)}`)
+      t.notMatch(Buffer.from(unsolicited, 'base64').toString('utf8'), /InResponseTo=/, 'a response to no request')
+      const bounce = SsoHarness.back(await h.acs(connection.id, unsolicited, formField(posted.html, 'RelayState') ?? ''))
+      t.equal(bounce.href, `${loginUrl}?connection_id=${connection.id}`, 'to the application\'s login URL, signed in nowhere')
+
+      // The application starts a sign-in through the connection: the IdP, where alice is signed in, answers at once.
+      const started = await h.start(connection.id)
+      const page = await go(started.location)
+      t.equal(formField(page.html, 'AuthState'), undefined, 'no login form: the IdP\'s session answers')
+      const samlResponse = formField(page.html, 'SAMLResponse')
+      if (samlResponse === undefined) throw new Error(`no SAMLResponse in the IdP's page: ${page.html.slice(0, 500)}`)
+      const back = SsoHarness.back(await h.acs(connection.id, samlResponse, formField(page.html, 'RelayState') ?? ''))
+      const exchanged = await h.exchange(back.searchParams.get('code') ?? '', started.verifier)
+      t.equal(exchanged.statusCode, 200, exchanged.body)
+      t.same(claimsOf(exchanged.json().data.access_token).amr, ['fed'])
+    })
+
     t.test('a wrong password stays on the IdP\'s login form: no response for the service', async (t) => {
       const { page } = await signIn({ ...ALICE, password: 'not-her-password' })
       t.equal(page.status, 200)

@@ -64,7 +64,9 @@ const sso: FastifyPluginAsyncTypebox = async (fastify) => {
       consumes: ['application/x-www-form-urlencoded'],
       body: SamlAcsBodySchema,
       response: {
-        302: redirect('Back to the browser application', 'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>'),
+        302: redirect('Back to the browser application',
+          'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>; for an IdP-initiated response, where the connection allows it, ' +
+          'idp_initiated_login_url?connection_id=<id> (nobody is signed in: the application starts a sign-in)'),
         ...errorResponses({ body: true })
       }
     }

@@ -139,21 +139,34 @@ export class FederatedSignInService {
 
   /**
    * A browser application's return URL and PKCE challenge (docs/api.md, "Browser
-   * applications"): the URL, without credentials, must be on an entry of OAUTH_REDIRECT_URLS's
-   * origin, at the entry's path or below it (`/cb` admits `/cb/x`, not `/cbevil`). The parser
-   * resolves `..` and `%2e%2e` segments, so the path as given is checked for them, and for an
-   * encoded `/` or `\` that a server behind the application might decode into one.
+   * applications"): the URL must be one `admittedReturn` admits.
    */
   browserReturn (query: OAuthAuthorizeQuery): { redirectTo: string | null, codeChallenge: string | null } {
     const { redirect_to: redirectTo, code_challenge: codeChallenge, code_challenge_method: method } = query
     if (redirectTo === undefined && codeChallenge === undefined && method === undefined) {
       return { redirectTo: null, codeChallenge: null }
     }
-    const allowed = this.options.redirectUrls
-    if (allowed === null) throw validationFailed([{ path: '/redirect_to', message: 'sign-in for browser applications is not enabled' }])
+    if (this.options.redirectUrls === null) throw validationFailed([{ path: '/redirect_to', message: 'sign-in for browser applications is not enabled' }])
     const issues = []
-    const target = redirectTo === undefined || !URL.canParse(redirectTo) ? null : new URL(redirectTo)
-    const givenPath = redirectTo?.split(/[?#]/, 1)[0] ?? ''
+    const target = redirectTo === undefined ? null : this.admittedReturn(redirectTo)
+    if (target === null) issues.push({ path: '/redirect_to', message: 'must be one of the allowed redirect URLs or a path below one' })
+    if (codeChallenge === undefined) issues.push({ path: '/code_challenge', message: 'is required with redirect_to' })
+    if (method === undefined) issues.push({ path: '/code_challenge_method', message: 'must be S256' })
+    if (issues.length > 0 || target === null || codeChallenge === undefined) throw validationFailed(issues)
+    return { redirectTo: target, codeChallenge }
+  }
+
+  /**
+   * A URL the service may send a browser to, as parsed; null unless, without credentials, it is
+   * on an entry of OAUTH_REDIRECT_URLS's origin, at the entry's path or below it (`/cb` admits
+   * `/cb/x`, not `/cbevil`). The parser resolves `..` and `%2e%2e` segments, so the path as
+   * given is checked for them, and for an encoded `/` or `\` that a server behind the
+   * application might decode into one.
+   */
+  admittedReturn (url: string): string | null {
+    const allowed = this.options.redirectUrls ?? []
+    const target = URL.canParse(url) ? new URL(url) : null
+    const givenPath = url.split(/[?#]/, 1)[0] ?? ''
     const admitted = target !== null && target.username === '' && target.password === '' &&
       !/%2e|%2f|%5c/i.test(givenPath) && !/(^|[/\\])\.\.([/\\]|$)/.test(givenPath) &&
       allowed.some((entry) => {
@@ -161,11 +174,7 @@ export class FederatedSignInService {
         const below = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`
         return target.origin === base.origin && (target.pathname === base.pathname || target.pathname.startsWith(below))
       })
-    if (!admitted) issues.push({ path: '/redirect_to', message: 'must be one of the allowed redirect URLs or a path below one' })
-    if (codeChallenge === undefined) issues.push({ path: '/code_challenge', message: 'is required with redirect_to' })
-    if (method === undefined) issues.push({ path: '/code_challenge_method', message: 'must be S256' })
-    if (issues.length > 0 || target === null || codeChallenge === undefined) throw validationFailed(issues)
-    return { redirectTo: target.href, codeChallenge }
+    return admitted ? target.href : null
   }
 
   /**

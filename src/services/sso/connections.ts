@@ -9,6 +9,7 @@ import {
 import type { SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
+import type { FederatedSignInService } from '../sign-in/index.js'
 
 /** Connections one organization may hold: one per identity provider, and a few to move between them. */
 export const SSO_CONNECTIONS_PER_ORGANIZATION = 10
@@ -16,6 +17,8 @@ export const SSO_CONNECTIONS_PER_ORGANIZATION = 10
 export interface SsoConnectionServiceDependencies {
   ssoConnections: SsoConnectionsRepository
   audit: AuditTrail
+  /** Which URLs a browser may be sent to (an IdP-initiated sign-in's login URL). */
+  federation: Pick<FederatedSignInService, 'admittedReturn'>
   /** The service's own address (PUBLIC_URL): the connection's SP URLs are made from it. */
   publicUrl: string
   now?: () => number
@@ -85,6 +88,7 @@ export class SsoConnectionService {
       attribute_mapping: connection.attributeMapping,
       role_mapping: connection.roleMapping,
       default_role: connection.defaultRole,
+      idp_initiated_login_url: connection.idpInitiatedLoginUrl,
       created_at: connection.createdAt,
       updated_at: connection.updatedAt
     }
@@ -100,7 +104,8 @@ export class SsoConnectionService {
       idp,
       attributeMapping: input.attribute_mapping ?? {},
       roleMapping: input.role_mapping ?? {},
-      defaultRole: input.default_role ?? 'member'
+      defaultRole: input.default_role ?? 'member',
+      idpInitiatedLoginUrl: this.#loginUrl(input.idp_initiated_login_url) ?? null
     }
     const now = new Date(this.#now()).toISOString()
     const created = await this.deps.audit.recordChange(context,
@@ -113,6 +118,19 @@ export class SsoConnectionService {
     if (created === 'no_organization') throw new Errors.NOT_FOUND('Organization')
     if ('max' in created) throw new Errors.CONFLICT(`An organization holds at most ${created.max} SSO connections`)
     return this.view(created)
+  }
+
+  /**
+   * An IdP-initiated sign-in's login URL, as the browser will be sent to it: one of the allowed
+   * redirect URLs (OAUTH_REDIRECT_URLS) or a path below one, as for any browser application.
+   */
+  #loginUrl<T extends string | null | undefined> (url: T): T {
+    if (url === undefined || url === null) return url
+    const admitted = this.deps.federation.admittedReturn(url)
+    if (admitted === null) {
+      throw validationFailed([{ path: '/idp_initiated_login_url', message: 'must be one of the allowed redirect URLs (OAUTH_REDIRECT_URLS) or a path below one' }])
+    }
+    return admitted as T
   }
 
   async list (context: RequestContext, organizationId: string): Promise<SsoConnection[]> {
@@ -138,7 +156,10 @@ export class SsoConnectionService {
       ...(idp !== undefined && { idp }),
       ...(input.attribute_mapping !== undefined && { attributeMapping: input.attribute_mapping }),
       ...(input.role_mapping !== undefined && { roleMapping: input.role_mapping }),
-      ...(input.default_role !== undefined && { defaultRole: input.default_role })
+      ...(input.default_role !== undefined && { defaultRole: input.default_role }),
+      ...(input.idp_initiated_login_url !== undefined && {
+        idpInitiatedLoginUrl: this.#loginUrl(input.idp_initiated_login_url)
+      })
     }
     const now = new Date(this.#now()).toISOString()
     const updated = await this.deps.audit.recordChange(context,

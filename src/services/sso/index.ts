@@ -14,7 +14,7 @@ export function ssoServices (
   }
 ) {
   const { ssoConnections, organizations, organizationDomains, scimResources, users } = repositories
-  const connections = new SsoConnectionService({ ssoConnections, audit, publicUrl: config.publicUrl, now })
+  const connections = new SsoConnectionService({ ssoConnections, audit, federation, publicUrl: config.publicUrl, now })
   return {
     ssoConnections: connections,
     ssoDiscovery: new SsoDiscoveryService({ organizations, organizationDomains, ssoConnections, connections }),

@@ -89,7 +89,8 @@ export class SamlSignInService {
   async finish (context: RequestContext, connectionId: string, body: SamlAcsBody): Promise<string> {
     const pending = body.RelayState === undefined || body.RelayState === '' ? null : await this.deps.states.take(body.RelayState)
     const provider = connectionProvider(connectionId)
-    if (pending === null || pending.provider !== provider ||
+    if (pending === null) return await this.#idpInitiated(connectionId)
+    if (pending.provider !== provider ||
       pending.redirectTo === null || pending.codeChallenge === null) {
       throw new Errors.INVALID_OAUTH_STATE()
     }
@@ -112,6 +113,20 @@ export class SamlSignInService {
       }
     }
     return back.href
+  }
+
+  /**
+   * A response to no flow of the service's (IdP-initiated): where the connection allows it, the
+   * browser goes to the application's login URL, which starts a sign-in of its own (the IdP
+   * answers it at once while the person is signed in there). The response signs nobody in: one
+   * posted by another site (login CSRF), or stolen and replayed, gains nothing but that redirect.
+   */
+  async #idpInitiated (connectionId: string): Promise<string> {
+    const connection = await this.deps.ssoConnections.find(connectionId)
+    if (connection?.enabled !== true || connection.idpInitiatedLoginUrl === null) throw new Errors.INVALID_OAUTH_STATE()
+    const login = new URL(connection.idpInitiatedLoginUrl)
+    login.searchParams.set('connection_id', connection.id)
+    return login.href
   }
 
   /** The account a valid, unspent response vouches for, and the role its groups map to. */

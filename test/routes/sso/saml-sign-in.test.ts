@@ -150,6 +150,38 @@ for (const backend of backends()) {
       t.equal(start.json().error.message, 'The organization holds no verified domain: nobody signs in through its connections yet')
     })
 
+    t.test('an IdP-initiated response signs nobody in: where the connection allows it, the browser goes to the application, which starts a sign-in', async (t) => {
+      const { owner, organization, domain, idp, connection, spMetadata } = await h.connected()
+      const email = `ivan@${domain}`
+      const unsolicited = await idp.respond(spMetadata, { nameId: email })
+      refused(t, await h.acs(connection.id, unsolicited, ''), 'refused while the connection allows none')
+      const path = `/organizations/${organization.id}/sso-connections/${connection.id}`
+      for (const outside of ['https://evil.example/callback', `${APPLICATION}/../admin`, 'https://user:pw@app.example.test/callback', 'javascript:alert(1)']) {
+        const answer = await h.call(owner, 'PATCH', path, { idp_initiated_login_url: outside })
+        t.equal(answer.statusCode, 400, `${outside}: not an allowed redirect URL`)
+      }
+      const loginUrl = `${APPLICATION}/sso?tenant=acme`
+      const allowed = await h.call(owner, 'PATCH', path, { idp_initiated_login_url: loginUrl })
+      t.equal(allowed.statusCode, 200, allowed.body)
+      t.equal(allowed.json().data.idp_initiated_login_url, loginUrl)
+      // Okta and Entra ID may send a RelayState of their own; a spent flow's is one the service no longer knows.
+      for (const relayState of ['', 'https://app.example.test/deep/link', 'a-relay-state-the-service-never-issued']) {
+        const back = SsoHarness.back(await h.acs(connection.id, unsolicited, relayState))
+        t.equal(back.href, `${loginUrl}&connection_id=${connection.id}`, `to the application's login URL (RelayState ${JSON.stringify(relayState)})`)
+      }
+      t.equal(await app.repositories.users.findByEmail(email), undefined, 'no account made: the response signed nobody in')
+
+      // The application starts a sign-in through the connection: the IdP answers it, and the person is in.
+      const started = await h.start(connection.id)
+      const response = await idp.respond(spMetadata, { nameId: email, inResponseTo: started.requestId })
+      t.ok(SsoHarness.back(await h.acs(connection.id, response, started.relayState)).searchParams.get('code'), 'signed in by the flow the application started')
+
+      t.equal((await h.call(owner, 'PATCH', path, { enabled: false })).statusCode, 200)
+      refused(t, await h.acs(connection.id, unsolicited, ''), 'refused by a disabled connection')
+      t.equal((await h.call(owner, 'PATCH', path, { enabled: true, idp_initiated_login_url: null })).json().data.idp_initiated_login_url, null)
+      refused(t, await h.acs(connection.id, unsolicited, ''), 'refused once the login URL is removed')
+    })
+
     t.test('an assertion is accepted once: one replayed into another flow is refused', async (t) => {
       const { domain, idp, connection, spMetadata } = await h.connected()
       const first = await h.start(connection.id)
