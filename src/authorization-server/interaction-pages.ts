@@ -5,6 +5,7 @@ import { ERROR_TABLE } from '../../schemas/errors.js'
 import type { MfaChallenge } from '../../schemas/mfa.js'
 import { type PasskeyAuthenticationBody, PasskeyAuthenticationBodySchema } from '../../schemas/passkeys.js'
 import { isServiceError } from '../errors.js'
+import { isUserEmail } from '../federation/providers.js'
 import type { RequestContext } from '../services/context.js'
 import type { Services } from '../services/index.js'
 import type { SignInProof } from '../services/sign-in/sign-in.js'
@@ -27,6 +28,7 @@ const ORGANIZATION_NOT_CHOSEN = 'organization_not_chosen'
 
 const PASSKEY_REFUSED = 'The passkey did not sign you in. Try again, or use your password.'
 const FEDERATED_UNFINISHED = 'The sign-in with the provider did not finish.'
+const NO_SINGLE_SIGN_ON = 'No single sign-on is set up for this address. Sign in with your password, or ask your organization.'
 
 /** What a sign-in hands the provider: the account, and how it was proved (`acr` `2` when its methods include `mfa`). */
 function loginResult ({ userId, amr }: SignInProof): { login: PagesLogin } {
@@ -59,9 +61,10 @@ function federatedFailure (code: string): string {
  * a second factor first, which the API lets do only that (docs/api.md, "Required roles").
  */
 function pageMessage (error: { code: string, message: string }): string {
-  return error.code === ERROR_TABLE.MFA_ENROLLMENT_REQUIRED.code
-    ? 'Your role requires two-step verification, which this account has not set up yet. Set up an authenticator app or a passkey for your account first, then sign in here again.'
-    : error.message
+  if (error.code === ERROR_TABLE.MFA_ENROLLMENT_REQUIRED.code) {
+    return 'Your role requires two-step verification, which this account has not set up yet. Set up an authenticator app or a passkey for your account first, then sign in here again.'
+  }
+  return error.code === ERROR_TABLE.SSO_REQUIRED.code ? `${error.message}: continue with single sign-on.` : error.message
 }
 
 /** The address a sign-in request's `login_hint` names, to fill the sign-in form with. */
@@ -88,7 +91,7 @@ export class InteractionPages {
 
   constructor (
     private readonly server: AuthorizationServer,
-    private readonly services: Pick<Services, 'signIn' | 'authorizationGrants'>,
+    private readonly services: Pick<Services, 'signIn' | 'authorizationGrants' | 'ssoDiscovery'>,
     /** The providers a person may sign in with instead (OAUTH_* settings). */
     private readonly providers: string[]
   ) {}
@@ -123,6 +126,26 @@ export class InteractionPages {
     const verifier = this.server.formToken(`federated:${found.interaction.uid}`)
     return await this.#signIn(interactionRequest, reply, found, async (context) =>
       await this.services.signIn.proveWithExchangeCode(context, { code, code_verifier: verifier }))
+  }
+
+  /**
+   * Single sign-on for the address given: the organization holding its domain verified sends
+   * the browser to its identity provider through its first enabled connection, started as a
+   * browser application starts one, and coming back as a provider's sign-in does (`federated`).
+   */
+  async singleSignOn (request: InteractionRequest, reply: FastifyReply) {
+    const found = await this.#checkedLogin(request, reply)
+    if (found === null) return this.#expired(reply)
+    const email = field(request.body, 'email').trim()
+    if (!isUserEmail(email)) return await this.#show(request, reply, 'Enter your work e-mail address to continue with single sign-on.', email)
+    let connection
+    try {
+      [connection] = (await this.services.ssoDiscovery.discover({ email })).connections
+    } catch (error) {
+      if (!isServiceError(error)) throw error
+    }
+    if (connection === undefined) return await this.#show(request, reply, NO_SINGLE_SIGN_ON, email)
+    return reply.redirect(this.#browserStart(connection.sign_in_url, found.interaction.uid), 303)
   }
 
   async passkey (request: InteractionRequest, reply: FastifyReply) {
@@ -205,16 +228,16 @@ export class InteractionPages {
   }
 
   /**
-   * Where the page's link for `name` starts its sign-in: the API's, as a browser application
+   * A sign-in started at `start` (a provider's or an SSO connection's) as a browser application
    * starts one, coming back below the interaction's own address (where its cookie is sent) with
    * a one-time code whose PKCE verifier only the service can make again for this interaction
    * (an HMAC of its uid).
    */
-  #providerStart (name: string, uid: string): string {
+  #browserStart (start: string, uid: string): string {
     const challenge = createHash('sha256').update(this.server.formToken(`federated:${uid}`)).digest('base64url')
     const back = `${this.server.issuer}${INTERACTION_PATH}/${uid}/federated`
     const query = new URLSearchParams({ redirect_to: back, code_challenge: challenge, code_challenge_method: 'S256' })
-    return `/api/v1/auth/oauth/${encodeURIComponent(name)}/authorize?${query.toString()}`
+    return `${start}?${query.toString()}`
   }
 
   async #details (request: InteractionRequest, reply: FastifyReply): Promise<Found> {
@@ -254,7 +277,7 @@ export class InteractionPages {
     const form = { action: `${INTERACTION_PATH}/${interaction.uid}`, csrf: this.server.formToken(interaction.uid), clientName, error }
     if (interaction.prompt.name === 'login') {
       const links = this.providers.map((name) => ({
-        name: displayName(name), href: this.#providerStart(name, interaction.uid)
+        name: displayName(name), href: this.#browserStart(`/api/v1/auth/oauth/${encodeURIComponent(name)}/authorize`, interaction.uid)
       }))
       return this.#send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links), true)
     }

@@ -120,6 +120,7 @@ ${hidden('csrf', csrf)}
 <label>E-mail <input type="email" name="email" autocomplete="username" required value="${escapeHtml(email)}" autofocus></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button>
+<button type="submit" formaction="${escapeHtml(action)}/sso" formnovalidate>Continue with single sign-on</button>
 </form>
 <form id="passkey-form" method="post" action="${escapeHtml(action)}/passkey" data-options="${escapeHtml(passkeyOptions)}">
 ${hidden('csrf', csrf)}${hidden('response', '')}

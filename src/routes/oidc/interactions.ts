@@ -21,6 +21,7 @@ export function interactionRoutes (server: AuthorizationServer): FastifyPluginAs
     fastify.post<Form>('/interaction/:uid/login', form, async (request, reply) => await pages.password(request, reply))
     fastify.get<{ Params: { uid: string }, Querystring: { code?: string, error?: string } }>(
       '/interaction/:uid/federated', page, async (request, reply) => await pages.federated(request, reply))
+    fastify.post<Form>('/interaction/:uid/sso', form, async (request, reply) => await pages.singleSignOn(request, reply))
     fastify.post<Form>('/interaction/:uid/passkey', form, async (request, reply) => await pages.passkey(request, reply))
     fastify.post<Form>('/interaction/:uid/mfa', form, async (request, reply) => await pages.secondFactor(request, reply))
     fastify.post<Form>('/interaction/:uid/mfa/code', form, async (request, reply) => await pages.sendCode(request, reply))

@@ -7,8 +7,11 @@ import {
 } from '../../helpers/authorization-server.js'
 import { redisReady } from '../../helpers/app.js'
 import { backends } from '../../helpers/database.js'
-import { MailServer, tokenIn } from '../../helpers/servers/mail-server.js'
+import { MailServer, mailServer, tokenIn } from '../../helpers/servers/mail-server.js'
 import { OpenIdTestProvider } from '../../helpers/servers/openid-provider.js'
+import { APP_URL } from '../../helpers/organizations.js'
+import { authnRequestOf } from '../../helpers/servers/saml-identity-provider.js'
+import { SsoHarness, uniqueDomain } from '../../helpers/sso.js'
 
 const PERSON_SCOPES = ['openid', 'profile', 'email', 'offline_access']
 
@@ -476,6 +479,63 @@ t.test('a provider\'s sign-in started on the sign-in page: back on the pages, th
     const rewritten = await other.follow(intoOwn.href)
     t.equal(rewritten.response.status, 400, 'refused when put under this browser\'s interaction: the verifier is the other\'s')
     t.match(await rewritten.response.text(), /Sign in/)
+  })
+})
+
+t.test('single sign-on started on the sign-in page: to the IdP of the address\'s organization, back on the pages, then to the application', async (t) => {
+  const smtp = await mailServer(t)
+  const server = await startAuthorizationServer(t, null, async (issuer) => ({
+    PUBLIC_URL: issuer, SMTP_URL: smtp.url(), APP_URL
+  }))
+  const { app, issuer } = server
+  const h = new SsoHarness(app, smtp)
+  const { owner, organization, domain, idp, connection, spMetadata } = await h.connected({ Staff: 'admin' })
+  const { redirectUri, config } = await relyingParty(t, server, { name: 'Intranet', grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
+  const { url, verifier, state } = await pkceAuthorization(config, redirectUri, 'openid email')
+  const browser = new CookieBrowser(issuer)
+  const login = await browser.follow(url.href)
+  const html = await login.response.text()
+  t.match(html, /formaction="[^"]+\/sso" formnovalidate>Continue with single sign-on</, 'the sign-in page offers single sign-on')
+  const csrf = formToken(html)
+
+  for (const [given, message] of [
+    [`someone@${uniqueDomain('nosso')}`, /No single sign-on is set up for this address/],
+    ['', /Enter your work e-mail address/]
+  ] as const) {
+    const page = await browser.follow(`${login.url}/sso`, { form: { csrf, email: given } })
+    t.equal(page.response.status, 400, `${JSON.stringify(given)}: the sign-in page again`)
+    t.match(await page.response.text(), message)
+  }
+  t.match((await browser.follow(`${login.url}/sso`, { form: { csrf: 'forged', email: `alice@${domain}` } })).url, /\/oidc\/interaction\//,
+    'a forged form goes nowhere')
+
+  const email = `alice@${domain}`
+  const toIdp = await browser.follow(`${login.url}/sso`, { form: { csrf, email } })
+  t.ok(toIdp.url.startsWith(`${idp.ssoUrl}?SAMLRequest=`), `to the organization's IdP: ${toIdp.url}`)
+  const request = authnRequestOf(toIdp.url)
+  const response = await idp.respond(spMetadata, { nameId: email, inResponseTo: request.id, attributes: { groups: ['Staff'] } })
+  const consent = await browser.follow(connection.acs_url, {
+    form: { SAMLResponse: response, RelayState: request.relayState }
+  })
+  t.match(consent.url, /\/oidc\/interaction\/[^/]+$/, 'back on the pages')
+  const allowed = await browser.follow(`${consent.url}/consent`, { form: { csrf: formToken(await consent.response.text()) } })
+  const tokens = await exchange(config, new URL(allowed.url), { verifier, state })
+  t.match(tokens.claims(), { amr: ['fed'], acr: '1' })
+  const userInfo = await client.fetchUserInfo(config, tokens.access_token, String(tokens.claims()?.sub))
+  t.match(userInfo, { email, email_verified: true })
+  const members = (await h.call(owner, 'GET', `/organizations/${organization.id}/members?search=${encodeURIComponent(email)}`)).json().data
+  t.match(members, [{ email, role: 'admin' }], 'a member with the role her group maps to, as through the API')
+
+  t.test('an address whose domain requires single sign-on is sent to it from the password form\'s refusal', async (t) => {
+    const domains = (await h.call(owner, 'GET', `/organizations/${organization.id}/domains`)).json().data
+    t.equal((await h.call(owner, 'PATCH', `/organizations/${organization.id}/domains/${domains[0].id}`, { sso_required: true })).statusCode, 200)
+    const stranger = new CookieBrowser(issuer)
+    const page = await stranger.follow((await pkceAuthorization(config, redirectUri, 'openid')).url.href)
+    const refused = await stranger.follow(`${page.url}/login`, {
+      form: { csrf: formToken(await page.response.text()), email: `bob@${domain}`, password: TEST_PASSWORD }
+    })
+    t.equal(refused.response.status, 400)
+    t.match(await refused.response.text(), /signs in through its organization&#39;s identity provider: continue with single sign-on\./)
   })
 })
 
