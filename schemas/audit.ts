@@ -16,7 +16,7 @@ export const AUDIT_EVENTS = [
   'password.breach_check_failed', 'user.suspended', 'user.suspension_lifted', 'user.exported',
   'user.impersonated', 'impersonation.request', 'user.deletion_scheduled', 'oauth_client.created', 'oauth_client.updated',
   'oauth_client.secret_rotated', 'oauth_client.deleted', 'authorization_grant.revoked', 'domain.claimed', 'domain.verified',
-  'domain.removed', 'domain.updated', 'sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted',
+  'domain.removed', 'domain.updated', 'sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted', 'sso_connection.metadata_unreadable',
   'scim_directory.created', 'scim_directory.updated', 'scim_directory.token_rotated', 'scim_directory.deleted', 'scim.user_created',
   'scim.user_updated', 'scim.user_deactivated', 'scim.user_reactivated', 'scim.user_deleted', 'scim.group_created',
   'scim.group_updated', 'scim.group_deleted'

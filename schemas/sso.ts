@@ -31,7 +31,14 @@ const CertificateSchema = Type.String({
 
 const IdentityProviderFields = {
   idp_metadata_xml: Type.Optional(Type.String({
-    minLength: 1, maxLength: 500_000, description: 'The IdP\'s SAML metadata (its entity ID, SingleSignOnService and signing certificates); or the three fields below'
+    minLength: 1, maxLength: 500_000, description: 'The IdP\'s SAML metadata (its entity ID, SingleSignOnService and signing certificates); or its URL, or the three fields below'
+  })),
+  idp_metadata_url: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    format: 'uri',
+    examples: ['https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/federationmetadata/2007-06/federationmetadata.xml'],
+    description: 'Where the IdP publishes its SAML metadata (https): read now, then again every day, so that a new signing certificate is taken up by itself'
   })),
   idp_entity_id: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   idp_sso_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Its SingleSignOnService for the HTTP-Redirect binding' })),
@@ -100,6 +107,8 @@ export const SsoConnectionSchema = Type.Object({
   idp_entity_id: Type.String(),
   idp_sso_url: Type.String(),
   idp_certificate_fingerprints: Type.Array(Type.String(), { description: 'SHA-256 of each signing certificate' }),
+  idp_metadata_url: Type.Union([Type.String(), Type.Null()], { description: 'Where the IdP\'s metadata is read daily; null when it was given otherwise' }),
+  idp_metadata_read_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When that metadata was last read and found usable' }),
   sp_entity_id: Type.String({ description: 'The service\'s entity ID for this connection (give it to the IdP)' }),
   acs_url: Type.String({ description: 'The Assertion Consumer Service (HTTP-POST) to give the IdP' }),
   sp_metadata_url: Type.String({ description: 'The service provider\'s metadata, for IdPs that read it' }),

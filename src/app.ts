@@ -36,7 +36,7 @@ import ssoRoutes from './routes/sso/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
 import type { TxtResolver } from './services/organizations/txt-records.js'
-import type { Resolver } from './services/webhooks/http-sender.js'
+import type { Resolver } from './security/outbound-http.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

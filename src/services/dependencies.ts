@@ -7,7 +7,7 @@ import type { SingleUseStores } from '../store/single-use.js'
 import type { AuditTrail } from './audit/trail.js'
 import type { DeliveryLog, Mailer, SmsSender } from './messaging/ports.js'
 import type { TxtResolver } from './organizations/txt-records.js'
-import type { Resolver } from './webhooks/http-sender.js'
+import type { Resolver } from '../security/outbound-http.js'
 
 /**
  * What the services are built from: each feature's index takes these, and the services of the

@@ -16,12 +16,17 @@ export interface StoredSsoConnection {
   roleMapping: Record<string, OrganizationRole>
   defaultRole: OrganizationRole
   idpInitiatedLoginUrl: string | null
+  /** Where the IdP's metadata is read again daily, when it last was and is next due; null: configured otherwise. */
+  idpMetadata: IdpMetadataSchedule | null
   createdAt: string
   updatedAt: string
 }
 
+export interface IdpMetadataSchedule { url: string, readAt: string, dueAt: string }
+
 export type SsoConnectionSettings = Pick<
-  StoredSsoConnection, 'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole' | 'idpInitiatedLoginUrl'
+  StoredSsoConnection,
+  'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole' | 'idpInitiatedLoginUrl' | 'idpMetadata'
 >
 
 function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
@@ -37,6 +42,9 @@ function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
     roleMapping: JSON.parse(row.role_mapping) as Record<string, OrganizationRole>,
     defaultRole: row.default_role,
     idpInitiatedLoginUrl: row.idp_initiated_login_url,
+    idpMetadata: row.idp_metadata_url === null || row.idp_metadata_read_at === null || row.idp_metadata_due_at === null
+      ? null
+      : { url: row.idp_metadata_url, readAt: row.idp_metadata_read_at, dueAt: row.idp_metadata_due_at },
     createdAt: row.created_at,
     updatedAt: row.updated_at
   }
@@ -54,7 +62,12 @@ function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnec
     ...(settings.attributeMapping !== undefined && { attribute_mapping: JSON.stringify(settings.attributeMapping) }),
     ...(settings.roleMapping !== undefined && { role_mapping: JSON.stringify(settings.roleMapping) }),
     ...(settings.defaultRole !== undefined && { default_role: settings.defaultRole }),
-    ...(settings.idpInitiatedLoginUrl !== undefined && { idp_initiated_login_url: settings.idpInitiatedLoginUrl })
+    ...(settings.idpInitiatedLoginUrl !== undefined && { idp_initiated_login_url: settings.idpInitiatedLoginUrl }),
+    ...(settings.idpMetadata !== undefined && {
+      idp_metadata_url: settings.idpMetadata?.url ?? null,
+      idp_metadata_read_at: settings.idpMetadata?.readAt ?? null,
+      idp_metadata_due_at: settings.idpMetadata?.dueAt ?? null
+    })
   }
 }
 
@@ -103,6 +116,48 @@ export class SsoConnectionsRepository {
         .where('organization_id', '=', organizationId).where('id', '=', connectionId).execute()
       const connection = await this.find(connectionId, trx)
       return connection?.organizationId === organizationId ? connection : undefined
+    })
+  }
+
+  /**
+   * Connections read by metadata URL whose next read is due at `now`, the longest due first
+   * (sso_connections_idp_metadata_due_at, partial on the URL).
+   */
+  async metadataDue (now: string, limit: number, db: Db = this.db): Promise<StoredSsoConnection[]> {
+    const rows = await db.selectFrom('sso_connections').selectAll()
+      .where('idp_metadata_url', 'is not', null).where('idp_metadata_due_at', '<=', now)
+      .orderBy('idp_metadata_due_at').limit(limit).execute()
+    return rows.map(fromRow)
+  }
+
+  /**
+   * Takes the read of a connection's metadata that was due at `dueAt`, by moving it to `until`:
+   * whether this caller took it (another instance that read the same row first took it instead).
+   */
+  async claimMetadataRead (connectionId: string, dueAt: string, until: string, db: Db = this.db): Promise<boolean> {
+    const claimed = await db.updateTable('sso_connections').set({ idp_metadata_due_at: until })
+      .where('id', '=', connectionId).where('idp_metadata_due_at', '=', dueAt).executeTakeFirst()
+    return claimed.numUpdatedRows > 0n
+  }
+
+  /**
+   * Records a read of the metadata at `url`: the IdP it describes (undefined: the read failed)
+   * and when it is next due; nothing when the connection no longer reads that URL. The connection
+   * as it now is, or undefined.
+   */
+  async metadataRead (
+    connectionId: string, url: string, read: { idp?: SamlIdentityProvider, at: string, dueAt: string }, db: Db = this.db
+  ): Promise<StoredSsoConnection | undefined> {
+    return await atomically(db, async (trx) => {
+      const changed = await trx.updateTable('sso_connections')
+        .set({
+          ...(read.idp !== undefined && {
+            ...toColumns({ idp: read.idp }), idp_metadata_read_at: read.at, updated_at: read.at
+          }),
+          idp_metadata_due_at: read.dueAt
+        })
+        .where('id', '=', connectionId).where('idp_metadata_url', '=', url).executeTakeFirst()
+      return changed.numUpdatedRows > 0n ? await this.find(connectionId, trx) : undefined
     })
   }
 

@@ -318,6 +318,10 @@ export interface SsoConnectionsTable {
   default_role: OrganizationRole
   /** The application's page an IdP-initiated response sends the browser to; null: refused. */
   idp_initiated_login_url: string | null
+  /** Where the IdP's metadata is read (again daily); null: configured by hand or by pasted metadata. */
+  idp_metadata_url: string | null
+  idp_metadata_read_at: string | null
+  idp_metadata_due_at: string | null
   created_at: string
   updated_at: string
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../src/config/index.js'
 import { createInstance } from '../../src/http/instance.js'
 import type { TxtResolver } from '../../src/services/organizations/txt-records.js'
-import type { Resolver } from '../../src/services/webhooks/http-sender.js'
+import type { Resolver } from '../../src/security/outbound-http.js'
 import type { TestContext } from './context.js'
 import { freshDatabaseUrl } from './database.js'
 

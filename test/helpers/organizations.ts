@@ -38,7 +38,7 @@ export function uniqueSlug (prefix = 'org'): string {
 
 /** The app as the server builds it, its mail sent to a real SMTP server, with Redis when `TEST_REDIS_URL` is set. */
 export async function appWithMail (
-  t: TestContext, postgresUrl: string | null, options: Pick<BuildOptions, 'onStatement' | 'resolveTxt' | 'env'> = {}
+  t: TestContext, postgresUrl: string | null, options: Pick<BuildOptions, 'onStatement' | 'resolveTxt' | 'env' | 'databaseUrl'> = {}
 ): Promise<{ app: FastifyInstance, smtp: MailServer }> {
   const smtp = await mailServer(t)
   const env = { SMTP_URL: smtp.url(), APP_URL, ...REDIS_ENV, ...options.env }

@@ -20,7 +20,8 @@ for (const backend of backends()) {
     const plannedAt = performance.now()
     const planned = await planSimpleSamlPhp(t)
     t.comment(`SimpleSAMLphp's port and key pair in ${Math.round(performance.now() - plannedAt)} ms`)
-    const { app, smtp } = await appWithMail(t, backend.url, { env: LOCAL_SSO_ENV })
+    // The outbound rule lets the service read the IdP's metadata from this machine.
+    const { app, smtp } = await appWithMail(t, backend.url, { env: { ...LOCAL_SSO_ENV, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' } })
     const h = new SsoHarness(app, smtp)
     const { owner, organization } = await h.team('Acme')
     const domain = uniqueDomain()
@@ -59,6 +60,19 @@ for (const backend of backends()) {
       t.equal(updated.statusCode, 200, updated.body)
       t.match(updated.json().data, {
         idp_entity_id: 'urn:test:idp', idp_sso_url: idp.ssoUrl, idp_certificate_fingerprints: connection.idp_certificate_fingerprints
+      })
+    })
+
+    t.test('the IdP\'s metadata URL, given instead, is read by the service: the same IdP again', async (t) => {
+      const updated = await h.call(owner, 'PATCH', `/organizations/${organization.id}/sso-connections/${connection.id}`, {
+        idp_metadata_url: `${idp.url}/saml2/idp/metadata.php`
+      })
+      t.equal(updated.statusCode, 200, updated.body)
+      t.match(updated.json().data, {
+        idp_entity_id: 'urn:test:idp',
+        idp_sso_url: idp.ssoUrl,
+        idp_certificate_fingerprints: connection.idp_certificate_fingerprints,
+        idp_metadata_url: `${idp.url}/saml2/idp/metadata.php`
       })
     })
 

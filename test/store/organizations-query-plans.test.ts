@@ -78,6 +78,10 @@ async function seed ({ db, dialect }: Database) {
     attribute_mapping: '{}',
     role_mapping: '{}',
     default_role: 'member' as const,
+    // The first connection of each organization reads its IdP's metadata from a URL, due in turn.
+    idp_metadata_url: connection === 0 ? `https://idp-${index}.example/metadata` : null,
+    idp_metadata_read_at: connection === 0 ? at(connection) : null,
+    idp_metadata_due_at: connection === 0 ? at(index) : null,
     created_at: at(connection),
     updated_at: at(connection)
   }))))
@@ -271,6 +275,12 @@ for (const backend of backends()) {
       }, /sso_connections_organization_id_created_at/)
       await checkPlans(t, database, recorded, 'sso_connections', async () => {
         t.match(await ssoConnections.find(id(7, 4)), { organizationId: SMALL })
+      }, dialect === 'sqlite' ? /sqlite_autoindex_sso_connections_1/ : /sso_connections_pkey/)
+      await checkPlans(t, database, recorded, 'sso_connections', async () => {
+        t.equal((await ssoConnections.metadataDue(at(10), 5)).length, 5)
+      }, /sso_connections_idp_metadata_due_at/)
+      await checkPlans(t, database, recorded, 'sso_connections', async () => {
+        t.equal(await ssoConnections.claimMetadataRead(id(7, 3), at(1), at(3600)), true)
       }, dialect === 'sqlite' ? /sqlite_autoindex_sso_connections_1/ : /sso_connections_pkey/)
     })
   })

@@ -119,6 +119,19 @@ function jobTable (fastify: FastifyInstance): JobDefinition[] {
       stop: async () => { await webhookRetention.stop() }
     },
     {
+      name: 'sso-metadata-refresh',
+      everyMs: 10 * 60 * 1000,
+      atReady: false,
+      does: 'reads again the IdP metadata of the SSO connections configured by URL once a day (within the hour after a failed read), ' +
+        'taking up a new signing certificate; a failed read keeps the last good one and is audited',
+      shared: 'every instance may run it: each read is taken on its row, so none is made twice',
+      run: async () => {
+        const { read, failed } = await services.ssoMetadataRefresh.refreshDue()
+        if (failed > 0) log.warn({ read, failed }, 'SSO connections\' IdP metadata could not be read; the last good one stays in use')
+      },
+      failed: 'SSO metadata refresh failed; tried again within 10 minutes'
+    },
+    {
       name: 'account-erasure',
       everyMs: HOUR,
       atReady: true,

@@ -3,7 +3,7 @@ import { createDelivery } from '../../services/messaging/transports/index.js'
 import { createServices, type Services } from '../../services/index.js'
 import { singleUseStores } from '../../store/single-use.js'
 import type { TxtResolver } from '../../services/organizations/txt-records.js'
-import type { Resolver } from '../../services/webhooks/http-sender.js'
+import type { Resolver } from '../../security/outbound-http.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

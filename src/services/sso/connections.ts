@@ -6,10 +6,13 @@ import {
   certificateBody, certificateFingerprint, isLoopbackUrl, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError,
   ssoUrlProblem
 } from '../../federation/saml-metadata.js'
-import type { SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
+import type {
+  IdpMetadataSchedule, SsoConnectionSettings, SsoConnectionsRepository, StoredSsoConnection
+} from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import type { FederatedSignInService } from '../sign-in/index.js'
+import { IdpMetadataSource } from './idp-metadata.js'
 
 /** Connections one organization may hold: one per identity provider, and a few to move between them. */
 export const SSO_CONNECTIONS_PER_ORGANIZATION = 10
@@ -19,6 +22,8 @@ export interface SsoConnectionServiceDependencies {
   audit: AuditTrail
   /** Which URLs a browser may be sent to (an IdP-initiated sign-in's login URL). */
   federation: Pick<FederatedSignInService, 'admittedReturn'>
+  /** Reads an IdP's metadata from the URL an owner gives. */
+  metadataSource: IdpMetadataSource
   /** The service's own address (PUBLIC_URL): the connection's SP URLs are made from it. */
   publicUrl: string
   now?: () => number
@@ -30,30 +35,37 @@ export function serviceProviderOf (publicUrl: string, connectionId: string): Sam
   return { base, entityId: `${base}/metadata`, acsUrl: `${base}/acs` }
 }
 
+/** The identity provider a create or update describes, and where its metadata is read again (null: nowhere). */
+interface DescribedIdp { idp: SamlIdentityProvider, metadata: IdpMetadataSchedule | null }
+
 /**
- * The identity provider a create or update describes: by its metadata, or by its three fields
- * (all of them); undefined when it describes none (an update of other fields).
+ * The identity provider a create or update describes: by its metadata, its metadata's URL (read
+ * now), or its three fields (all of them); undefined when it describes none (an update of other fields).
  */
-function identityProviderOf (
-  input: SsoConnectionCreate | SsoConnectionUpdate, loopbackHttp: boolean
-): SamlIdentityProvider | undefined {
-  const { idp_metadata_xml: xml, idp_entity_id: entityId, idp_sso_url: ssoUrl, idp_certificates: certificates } = input
+async function identityProviderOf (
+  input: SsoConnectionCreate | SsoConnectionUpdate, loopbackHttp: boolean, source: IdpMetadataSource, now: number
+): Promise<DescribedIdp | undefined> {
+  const { idp_metadata_xml: xml, idp_metadata_url: url } = input
+  const { idp_entity_id: entityId, idp_sso_url: ssoUrl, idp_certificates: certificates } = input
   const fields = [entityId, ssoUrl, certificates].filter((field) => field !== undefined).length
+  const ways = [xml, url].filter((way) => way !== undefined).length + (fields > 0 ? 1 : 0)
+  if (ways > 1) {
+    throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the metadata, its URL or the three idp_ fields: one of them' }])
+  }
+  const path = xml !== undefined ? '/idp_metadata_xml' : url !== undefined ? '/idp_metadata_url' : '/idp_certificates'
   try {
-    if (xml !== undefined) {
-      if (fields > 0) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the metadata or the three idp_ fields, not both' }])
-      return readIdpMetadata(xml, loopbackHttp)
-    }
+    if (xml !== undefined) return { idp: readIdpMetadata(xml, loopbackHttp), metadata: null }
+    if (url !== undefined) return { idp: await source.read(url), metadata: IdpMetadataSource.readNow(url, now) }
     if (fields === 0) return undefined
     if (entityId === undefined || ssoUrl === undefined || certificates === undefined) {
       throw validationFailed([{ path: '/idp_entity_id', message: 'idp_entity_id, idp_sso_url and idp_certificates go together' }])
     }
     const problem = ssoUrlProblem(ssoUrl, loopbackHttp)
     if (problem !== null) throw validationFailed([{ path: '/idp_sso_url', message: problem }])
-    return { entityId, ssoUrl, certificates: [...new Set(certificates.map(certificateBody))] }
+    return { idp: { entityId, ssoUrl, certificates: [...new Set(certificates.map(certificateBody))] }, metadata: null }
   } catch (error) {
     if (!(error instanceof SamlMetadataError)) throw error
-    throw validationFailed([{ path: xml !== undefined ? '/idp_metadata_xml' : '/idp_certificates', message: error.message }])
+    throw validationFailed([{ path, message: error.message }])
   }
 }
 
@@ -81,6 +93,8 @@ export class SsoConnectionService {
       idp_entity_id: connection.idp.entityId,
       idp_sso_url: connection.idp.ssoUrl,
       idp_certificate_fingerprints: connection.idp.certificates.map(certificateFingerprint),
+      idp_metadata_url: connection.idpMetadata?.url ?? null,
+      idp_metadata_read_at: connection.idpMetadata?.readAt ?? null,
       sp_entity_id: sp.entityId,
       acs_url: sp.acsUrl,
       sp_metadata_url: sp.entityId,
@@ -96,12 +110,16 @@ export class SsoConnectionService {
 
   async create (context: RequestContext, organizationId: string, input: SsoConnectionCreate): Promise<SsoConnection> {
     callerOf(context)
-    const idp = identityProviderOf(input, isLoopbackUrl(this.deps.publicUrl))
-    if (idp === undefined) throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the IdP\'s metadata, or idp_entity_id, idp_sso_url and idp_certificates' }])
+    const described = await this.#described(input)
+    if (described === undefined) {
+      throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the IdP\'s metadata, its URL, or idp_entity_id, idp_sso_url and idp_certificates' }])
+    }
+    const { idp } = described
     const settings: SsoConnectionSettings = {
       name: input.name,
       enabled: input.enabled ?? true,
       idp,
+      idpMetadata: described.metadata,
       attributeMapping: input.attribute_mapping ?? {},
       roleMapping: input.role_mapping ?? {},
       defaultRole: input.default_role ?? 'member',
@@ -118,6 +136,10 @@ export class SsoConnectionService {
     if (created === 'no_organization') throw new Errors.NOT_FOUND('Organization')
     if ('max' in created) throw new Errors.CONFLICT(`An organization holds at most ${created.max} SSO connections`)
     return this.view(created)
+  }
+
+  async #described (input: SsoConnectionCreate | SsoConnectionUpdate): Promise<DescribedIdp | undefined> {
+    return await identityProviderOf(input, isLoopbackUrl(this.deps.publicUrl), this.deps.metadataSource, this.#now())
   }
 
   /**
@@ -149,11 +171,11 @@ export class SsoConnectionService {
     context: RequestContext, organizationId: string, connectionId: string, input: SsoConnectionUpdate
   ): Promise<SsoConnection> {
     callerOf(context)
-    const idp = identityProviderOf(input, isLoopbackUrl(this.deps.publicUrl))
+    const described = await this.#described(input)
     const changes: Partial<SsoConnectionSettings> = {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.enabled !== undefined && { enabled: input.enabled }),
-      ...(idp !== undefined && { idp }),
+      ...(described !== undefined && { idp: described.idp, idpMetadata: described.metadata }),
       ...(input.attribute_mapping !== undefined && { attributeMapping: input.attribute_mapping }),
       ...(input.role_mapping !== undefined && { roleMapping: input.role_mapping }),
       ...(input.default_role !== undefined && { defaultRole: input.default_role }),

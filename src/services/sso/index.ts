@@ -2,21 +2,37 @@ export { mappedRole } from './assertion-profile.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import type { SessionService } from '../sessions/index.js'
 import type { FederatedSignInService, SignInService } from '../sign-in/index.js'
+import { OutboundHttp } from '../../security/outbound-http.js'
+import { isLoopbackUrl } from '../../federation/saml-metadata.js'
+import { outboundPolicy } from '../../security/outbound-addresses.js'
 import { SsoConnectionService } from './connections.js'
+import { IDP_METADATA_MAX_BYTES, IDP_METADATA_TIMEOUT_MS, IdpMetadataRefresh, IdpMetadataSource } from './idp-metadata.js'
 import { SsoDiscoveryService } from './discovery.js'
 import { SamlSignInService } from './saml-sign-in.js'
 
 /** Enterprise sign-in: organizations' own identity providers, discovery by verified domain, and the SAML flow. */
 export function ssoServices (
-  { config, repositories, audit, singleUse, now }: ServiceDependencies,
+  { config, repositories, audit, singleUse, now, resolve }: ServiceDependencies,
   { federation, signIn, sessions }: {
     federation: FederatedSignInService, signIn: SignInService, sessions: SessionService
   }
 ) {
   const { ssoConnections, organizations, organizationDomains, scimResources, users } = repositories
-  const connections = new SsoConnectionService({ ssoConnections, audit, federation, publicUrl: config.publicUrl, now })
+  // An IdP's metadata URL is entered by an organization's owner: fetched under the outbound rule of webhook endpoints.
+  const policy = outboundPolicy(config.webhooks.allowedNetworks)
+  const metadataSource = new IdpMetadataSource({
+    http: new OutboundHttp({
+      policy, timeoutMs: IDP_METADATA_TIMEOUT_MS, maxResponseBytes: IDP_METADATA_MAX_BYTES, userAgent: 'users-api-sso/1', resolve
+    }),
+    policy,
+    loopbackHttp: isLoopbackUrl(config.publicUrl)
+  })
+  const connections = new SsoConnectionService({
+    ssoConnections, audit, federation, metadataSource, publicUrl: config.publicUrl, now
+  })
   return {
     ssoConnections: connections,
+    ssoMetadataRefresh: new IdpMetadataRefresh({ ssoConnections, source: metadataSource, audit, now: now ?? Date.now }),
     ssoDiscovery: new SsoDiscoveryService({ organizations, organizationDomains, ssoConnections, connections }),
     samlSignIn: new SamlSignInService({
       ssoConnections,

@@ -5,7 +5,7 @@ import type { ClaimedDelivery, DeliveryOutcome, EndpointForSending, WebhooksRepo
 import type { AuditTrail } from '../audit/index.js'
 import type { DeliveryLog, Notices } from '../messaging/index.js'
 import { Rounds } from '../rounds.js'
-import { type WebhookHttpSender, WebhookSendError } from './http-sender.js'
+import type { OutboundHttp } from '../../security/outbound-http.js'
 
 /**
  * The waits after each failed try (the Standard Webhooks schedule): the last try comes about
@@ -20,7 +20,7 @@ const BATCH = 20
 
 export interface WebhookDispatcherDependencies {
   webhooks: WebhooksRepository
-  sender: WebhookHttpSender
+  sender: OutboundHttp
   /** Opens the endpoints' sealed signing secrets. */
   secrets: SecretBox
   users: UsersRepository
@@ -105,7 +105,7 @@ export class WebhookDispatcher {
   #secrets (endpoint: EndpointForSending, at: number): string[] {
     const { secrets } = this.#deps
     const current = secrets.open(endpoint.secret)
-    if (current === null) throw new WebhookSendError('the signing secret cannot be opened: the key it was sealed under is neither SEALING_KEY nor in SEALING_PREVIOUS_KEYS')
+    if (current === null) throw new Error('the signing secret cannot be opened: the key it was sealed under is neither SEALING_KEY nor in SEALING_PREVIOUS_KEYS')
     const previous = endpoint.previousSecret !== null && endpoint.previousSecretExpiresAt !== null &&
       Date.parse(endpoint.previousSecretExpiresAt) > at
       ? secrets.open(endpoint.previousSecret)
@@ -121,9 +121,11 @@ export class WebhookDispatcher {
     let lastStatus: number | null = null
     let lastError: string | null = null
     try {
-      const response = await sender.post({
+      const response = await sender.request({
+        method: 'POST',
         url: endpoint.url,
         headers: {
+          'content-type': 'application/json',
           'webhook-id': delivery.id,
           'webhook-timestamp': String(Math.floor(at / 1000)),
           'webhook-signature': signature(this.#secrets(endpoint, at), delivery.id, new Date(at), delivery.payload)

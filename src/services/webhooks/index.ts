@@ -1,13 +1,12 @@
+import { OutboundHttp } from '../../security/outbound-http.js'
 import { outboundPolicy } from '../../security/outbound-addresses.js'
 import { SEALED_PURPOSES, SecretBox } from '../../security/secret-box.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import { Retention } from '../retention.js'
 import type { Messaging } from '../messaging/index.js'
 import { WebhookDispatcher } from './dispatcher.js'
-import { WebhookHttpSender } from './http-sender.js'
 import { WebhookService } from './service.js'
 
-export type { Resolver } from './http-sender.js'
 export { WebhookPublisher } from './publisher.js'
 
 const DAY = 24 * 60 * 60 * 1000
@@ -22,7 +21,14 @@ export function webhookServices (deps: ServiceDependencies, { messaging }: { mes
   const policy = outboundPolicy(config.webhooks.allowedNetworks)
   const webhookDispatcher = new WebhookDispatcher({
     webhooks: repositories.webhooks,
-    sender: new WebhookHttpSender({ policy, timeoutMs: config.webhooks.timeoutMs, resolve: deps.resolve }),
+    sender: new OutboundHttp({
+      policy,
+      timeoutMs: config.webhooks.timeoutMs,
+      // Only the status counts: a receiver's answer is read this far, then its connection closed.
+      maxResponseBytes: 65_536,
+      userAgent: 'users-api-webhooks/1',
+      resolve: deps.resolve
+    }),
     secrets,
     users: repositories.users,
     notices: messaging.notices,

@@ -6,7 +6,8 @@ import { buildLogged } from '../../helpers/log-capture.js'
 
 const JOBS = [
   'oauth-discovery', 'revocation-sync', 'revocation-prune', 'revocation-purge', 'refresh-retry-erase',
-  'outbox-drain', 'webhook-delivery', 'webhook-delivery-purge', 'account-erasure', 'authorization-artifact-purge', 'audit-retention-purge', 'audit-flush'
+  'outbox-drain', 'webhook-delivery', 'webhook-delivery-purge', 'sso-metadata-refresh', 'account-erasure',
+  'authorization-artifact-purge', 'audit-retention-purge', 'audit-flush'
 ]
 /** The jobs run every 2 s or more often: a test can watch them run. */
 const FAST_JOBS = ['revocation-sync', 'outbox-drain', 'webhook-delivery', 'audit-flush']

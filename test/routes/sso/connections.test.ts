@@ -73,7 +73,7 @@ for (const backend of backends()) {
         [{ idp_metadata_xml: '<not xml' }, /not well-formed/],
         [{ idp_metadata_xml: '<EntitiesDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata"/>' }, /no identity provider/],
         [{ idp_metadata_xml: idp.metadata().replace(/<ds:X509Certificate>[^<]*<\/ds:X509Certificate>/g, '') }, /no signing certificate/],
-        [{ idp_metadata_xml: idp.metadata(), idp_entity_id: 'urn:x' }, /not both/],
+        [{ idp_metadata_xml: idp.metadata(), idp_entity_id: 'urn:x' }, /one of them/],
         [{ idp_entity_id: 'urn:x', idp_sso_url: 'https://idp.test/sso' }, /go together/],
         [{ idp_entity_id: 'urn:x', idp_sso_url: 'https://idp.test/sso', idp_certificates: ['not a certificate'] }, /not an X.509 certificate/],
         [{}, /give the IdP's metadata/],

@@ -3,8 +3,8 @@ import { once } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { outboundPolicy } from '../../../src/security/outbound-addresses.js'
-import { WebhookHttpSender, WebhookSendError, type Resolver } from '../../../src/services/webhooks/http-sender.js'
+import { OutboundHttp, type OutboundHttpOptions, OutboundRequestError, type Resolver } from '../../src/security/outbound-http.js'
+import { outboundPolicy } from '../../src/security/outbound-addresses.js'
 
 // Every server and every connection here is on 127.0.0.1: no packet may go anywhere else.
 
@@ -49,13 +49,26 @@ async function socketsDuring (work: () => Promise<void>): Promise<number> {
   return sockets
 }
 
-const request = (url: string) => ({ url, headers: { 'x-webhook-signature': 'sig-1' }, body: JSON.stringify({ event: 'user.created' }) })
+/** A client as webhooks make it: answers read up to 64 KiB unless said otherwise. */
+function client (options: Pick<OutboundHttpOptions, 'policy' | 'timeoutMs' | 'resolve'> & Partial<OutboundHttpOptions>): OutboundHttp {
+  return new OutboundHttp({ maxResponseBytes: 65_536, userAgent: 'users-api-webhooks/1', ...options })
+}
+
+/** A delivery's shape of request: a signed JSON POST. */
+async function post (sender: OutboundHttp, url: string) {
+  return await sender.request({
+    method: 'POST',
+    url,
+    headers: { 'x-webhook-signature': 'sig-1', 'content-type': 'application/json' },
+    body: JSON.stringify({ event: 'user.created' })
+  })
+}
 
 t.test('a 200 answer: the receiver got the body and headers', async (t) => {
   const { port, received } = await receiver(t, (response) => response.end('ok'))
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 5000 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 5000 })
   const sockets = await socketsDuring(async () => {
-    t.same(await sender.post(request(`http://127.0.0.1:${port}/hooks/in?x=1`)), { status: 200 })
+    t.equal((await post(sender, `http://127.0.0.1:${port}/hooks/in?x=1`)).status, 200)
   })
   t.equal(sockets, 1, 'the socket probe of the SSRF tests sees a send')
   t.equal(received.length, 1)
@@ -75,8 +88,8 @@ t.test('a 500 answer resolves with its status', async (t) => {
     response.statusCode = 500
     response.end('boom')
   })
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 5000 })
-  t.same(await sender.post(request(`http://127.0.0.1:${port}/`)), { status: 500 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 5000 })
+  t.equal((await post(sender, `http://127.0.0.1:${port}/`)).status, 500)
 })
 
 t.test('a redirect is returned, never followed', async (t) => {
@@ -84,22 +97,22 @@ t.test('a redirect is returned, never followed', async (t) => {
     response.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' })
     response.end()
   })
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 5000 })
-  t.same(await sender.post(request(`http://127.0.0.1:${port}/`)), { status: 302 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 5000 })
+  t.equal((await post(sender, `http://127.0.0.1:${port}/`)).status, 302)
   t.equal(received.length, 1)
 })
 
 t.test('a receiver that never answers: rejected at the deadline', async (t) => {
   const { server, port } = await receiver(t, () => {})
   const requested = once(server, 'request')
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 200 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 200 })
   const started = Date.now()
-  const sent = sender.post(request(`http://127.0.0.1:${port}/`))
+  const sent = post(sender, `http://127.0.0.1:${port}/`)
   await requested
   const error = await sent.then(() => null, (error: unknown) => error)
-  t.ok(error instanceof WebhookSendError)
-  t.equal((error as WebhookSendError).message, 'no answer within 200 ms')
-  t.equal((error as WebhookSendError).refused, false)
+  t.ok(error instanceof OutboundRequestError)
+  t.equal((error as OutboundRequestError).message, 'no answer within 200 ms')
+  t.equal((error as OutboundRequestError).refused, false)
   t.ok(Date.now() - started < 1000, 'settled within a second')
 })
 
@@ -115,12 +128,26 @@ t.test('an endless body: resolved with the status once the cap is read, the conn
     response.on('drain', pump)
     pump()
   })
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 10_000, maxResponseBytes: 100_000 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 10_000, maxResponseBytes: 100_000 })
   const started = Date.now()
-  t.same(await sender.post(request(`http://127.0.0.1:${port}/`)), { status: 200 })
+  const answer = await post(sender, `http://127.0.0.1:${port}/`)
+  t.equal(answer.status, 200)
+  t.equal(answer.complete, false, 'said to be cut short')
+  t.equal(answer.body.length, 100_000, 'the body up to the cap, no more')
   t.ok(Date.now() - started < 2000, 'promptly, long before the deadline')
   if (answered !== undefined && !answered.destroyed) await once(answered, 'close')
   t.pass('the receiver saw the connection close')
+})
+
+t.test('a GET: the body read whole, no body or length sent', async (t) => {
+  const { port, received } = await receiver(t, (response) => response.end('<EntityDescriptor/>'))
+  const reader = client({ policy: LOOPBACK, timeoutMs: 5000, userAgent: 'users-api-sso/1' })
+  const answer = await reader.request({ method: 'GET', url: `http://127.0.0.1:${port}/metadata`, headers: { accept: 'application/xml' } })
+  t.same({ status: answer.status, body: answer.body.toString(), complete: answer.complete }, { status: 200, body: '<EntityDescriptor/>', complete: true })
+  t.equal(received[0]?.method, 'GET')
+  t.equal(received[0]?.headers['content-length'], undefined)
+  t.equal(received[0]?.headers.accept, 'application/xml')
+  t.equal(received[0]?.headers['user-agent'], 'users-api-sso/1')
 })
 
 t.test('a closed port: rejected with the error code', async (t) => {
@@ -129,18 +156,18 @@ t.test('a closed port: rejected with the error code', async (t) => {
   await once(closed, 'listening')
   const { port } = closed.address() as AddressInfo
   await new Promise((resolve) => closed.close(resolve))
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 5000 })
-  const error = await sender.post(request(`http://127.0.0.1:${port}/`)).then(() => null, (error: unknown) => error)
-  t.ok(error instanceof WebhookSendError)
-  t.equal((error as WebhookSendError).message, 'connection failed: ECONNREFUSED')
-  t.equal((error as WebhookSendError).refused, false)
+  const sender = client({ policy: LOOPBACK, timeoutMs: 5000 })
+  const error = await post(sender, `http://127.0.0.1:${port}/`).then(() => null, (error: unknown) => error)
+  t.ok(error instanceof OutboundRequestError)
+  t.equal((error as OutboundRequestError).message, 'connection failed: ECONNREFUSED')
+  t.equal((error as OutboundRequestError).refused, false)
 })
 
 t.test('SSRF: a loopback literal is refused without a connection', async (t) => {
   const { port, connections } = await receiver(t, (response) => response.end())
-  const sender = new WebhookHttpSender({ policy: PUBLIC_ONLY, timeoutMs: 5000 })
+  const sender = client({ policy: PUBLIC_ONLY, timeoutMs: 5000 })
   const sockets = await socketsDuring(async () => {
-    await t.rejects(sender.post(request(`http://127.0.0.1:${port}/`)), { refused: true, message: /^refused: 127\.0\.0\.1 is a loopback address/ })
+    await t.rejects(post(sender, `http://127.0.0.1:${port}/`), { refused: true, message: /^refused: 127\.0\.0\.1 is a loopback address/ })
   })
   t.equal(sockets, 0)
   t.equal(connections(), 0)
@@ -158,11 +185,11 @@ t.test('SSRF: a name resolving to a refused address is refused before any socket
     t.equal(hostname, 'hooks.example.test')
     return current.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
   }
-  const sender = new WebhookHttpSender({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve })
+  const sender = client({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve })
   const sockets = await socketsDuring(async () => {
     for (const addresses of answers) {
       current = addresses
-      await t.rejects(sender.post(request('https://hooks.example.test/')),
+      await t.rejects(post(sender, 'https://hooks.example.test/'),
         { refused: true, message: /^refused: hooks\.example\.test resolves to an? \w+ address/ }, addresses.join(', '))
     }
   })
@@ -176,30 +203,30 @@ t.test('SSRF: a mapped IPv4 literal is refused without a lookup', async (t) => {
     lookups++
     return [{ address: '93.184.216.34', family: 4 }]
   }
-  const sender = new WebhookHttpSender({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve })
+  const sender = client({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve })
   const sockets = await socketsDuring(async () => {
-    await t.rejects(sender.post(request('http://[::ffff:a9fe:a9fe]/')), { refused: true, message: /linkLocal/ })
+    await t.rejects(post(sender, 'http://[::ffff:a9fe:a9fe]/'), { refused: true, message: /linkLocal/ })
   })
   t.equal(sockets, 0)
   t.equal(lookups, 0)
 })
 
 t.test('a name resolving to no address, or failing to resolve, is an error', async (t) => {
-  const none = new WebhookHttpSender({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve: async () => [] })
-  await t.rejects(none.post(request('https://hooks.example.test/')), { refused: false, message: 'cannot resolve hooks.example.test: no address' })
-  const failing = new WebhookHttpSender({
+  const none = client({ policy: PUBLIC_ONLY, timeoutMs: 5000, resolve: async () => [] })
+  await t.rejects(post(none, 'https://hooks.example.test/'), { refused: false, message: 'cannot resolve hooks.example.test: no address' })
+  const failing = client({
     policy: PUBLIC_ONLY,
     timeoutMs: 5000,
     resolve: async () => { throw Object.assign(new Error('getaddrinfo ENOTFOUND hooks.example.test'), { code: 'ENOTFOUND' }) }
   })
-  await t.rejects(failing.post(request('https://hooks.example.test/')), { refused: false, message: 'cannot resolve hooks.example.test: ENOTFOUND' })
+  await t.rejects(post(failing, 'https://hooks.example.test/'), { refused: false, message: 'cannot resolve hooks.example.test: ENOTFOUND' })
 })
 
 t.test('a resolver that never answers: rejected at the deadline, no socket', async (t) => {
   const resolve: Resolver = async () => await new Promise(() => {})
-  const sender = new WebhookHttpSender({ policy: PUBLIC_ONLY, timeoutMs: 100, resolve })
+  const sender = client({ policy: PUBLIC_ONLY, timeoutMs: 100, resolve })
   const sockets = await socketsDuring(async () => {
-    await t.rejects(sender.post(request('https://hooks.example.test/')), { refused: false, message: 'no answer within 100 ms' })
+    await t.rejects(post(sender, 'https://hooks.example.test/'), { refused: false, message: 'no answer within 100 ms' })
   })
   t.equal(sockets, 0)
 })
@@ -211,8 +238,8 @@ t.test('the checked address is the one connected to (pinned), the Host header th
     lookups++
     return [{ address: '127.0.0.1', family: 4 }]
   }
-  const sender = new WebhookHttpSender({ policy: LOOPBACK, timeoutMs: 5000, resolve })
-  t.same(await sender.post(request(`http://receiver.test:${port}/hook`)), { status: 200 })
+  const sender = client({ policy: LOOPBACK, timeoutMs: 5000, resolve })
+  t.equal((await post(sender, `http://receiver.test:${port}/hook`)).status, 200)
   t.equal(lookups, 1, 'resolved once')
   t.equal(received.length, 1)
   t.equal(received[0]?.url, '/hook')
