@@ -62,7 +62,15 @@ async function chromiumExecutable (): Promise<string> {
 /** Headless Chromium (each context a fresh profile), closed at the test's end. */
 export async function launchChromium (t: Test): Promise<Browser> {
   const executablePath = await chromiumExecutable()
-  const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS })
+  let browser: Browser
+  try {
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS })
+  } catch (error) {
+    // The packaged build now and then dies of SIGSEGV while starting, before any page: that is
+    // the browser's start, not what a test tests, so it is started once more (said in the output).
+    t.comment(`Chromium did not start, started again: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`)
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS })
+  }
   t.comment(`Chromium ${browser.version()} from ${executablePath}`)
   t.teardown(async () => await browser.close())
   return browser

@@ -41,6 +41,9 @@ export class MailServer {
     this.#server = new SMTPServer({
       logger: false,
       secure: this.secure,
+      // smtp-server looks up each client's address in DNS by default: the system's name server,
+      // off this machine, where no test sends anything.
+      disableReverseLookup: true,
       authOptional: false,
       onAuth: (auth, _session, callback) => {
         if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: auth.username })
