@@ -123,7 +123,7 @@ export class SsoConnectionService {
       attributeMapping: input.attribute_mapping ?? {},
       roleMapping: input.role_mapping ?? {},
       defaultRole: input.default_role ?? 'member',
-      idpInitiatedLoginUrl: this.#loginUrl(input.idp_initiated_login_url) ?? null
+      idpInitiatedLoginUrl: this.#loginUrl(input.idp_initiated_login_url)
     }
     const now = new Date(this.#now()).toISOString()
     const created = await this.deps.audit.recordChange(context,
@@ -146,13 +146,13 @@ export class SsoConnectionService {
    * An IdP-initiated sign-in's login URL, as the browser will be sent to it: one of the allowed
    * redirect URLs (OAUTH_REDIRECT_URLS) or a path below one, as for any browser application.
    */
-  #loginUrl<T extends string | null | undefined> (url: T): T {
-    if (url === undefined || url === null) return url
+  #loginUrl (url: string | null | undefined): string | null {
+    if (url === undefined || url === null) return null
     const admitted = this.deps.federation.admittedReturn(url)
     if (admitted === null) {
       throw validationFailed([{ path: '/idp_initiated_login_url', message: 'must be one of the allowed redirect URLs (OAUTH_REDIRECT_URLS) or a path below one' }])
     }
-    return admitted as T
+    return admitted
   }
 
   async list (context: RequestContext, organizationId: string): Promise<SsoConnection[]> {
