@@ -100,6 +100,7 @@ export const EnvSchema = Type.Object({
     default: 'https://api.pwnedpasswords.com', pattern: '^https?://[^\\s]+$', description: 'an http(s) URL'
   }),
   WEBHOOK_ALLOWED_NETWORKS: commaList(''),
+  SSO_METADATA_ALLOWED_NETWORKS: commaList(''),
   WEBHOOK_TIMEOUT_MS: positiveInteger('10000'),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveInteger('30'),
   AUTHORIZATION_SERVER_SCOPES: Type.String({

@@ -92,6 +92,11 @@ export interface Config {
   }
   /** New passwords against a breach corpus (docs/security.md, "Breached passwords"). */
   passwordBreachCheck: { mode: Env['PASSWORD_BREACH_CHECK'], apiUrl: string }
+  /**
+   * CIDRs an SSO connection's IdP metadata URL may reach besides public addresses: apart from the
+   * webhooks' list, as any organization's owner enters these URLs (docs/security.md, "SAML").
+   */
+  ssoMetadataAllowedNetworks: string[]
   webhooks: {
     /** CIDRs webhook deliveries may reach besides public addresses (docs/security.md, "Webhooks"). */
     allowedNetworks: string[]
@@ -149,9 +154,15 @@ export function loadConfig (source: Record<string, string | undefined> = process
   if (env.NODE_ENV === 'production' && env.PASSWORD_BREACH_CHECK === 'off') {
     warnings.push('PASSWORD_BREACH_CHECK is off: new passwords are not checked against known breaches (set block)')
   }
-  const webhookNetworks = list(env.WEBHOOK_ALLOWED_NETWORKS)
-  const badWebhookNetworks = webhookNetworks.filter((network) => !isCidr(network))
-  if (badWebhookNetworks.length > 0) problems.push(`WEBHOOK_ALLOWED_NETWORKS has malformed CIDRs: ${badWebhookNetworks.join(', ')}`)
+  /** A list of networks outbound requests may reach besides public addresses, its malformed entries a problem. */
+  const outboundNetworks = (name: 'WEBHOOK_ALLOWED_NETWORKS' | 'SSO_METADATA_ALLOWED_NETWORKS'): string[] => {
+    const networks = list(env[name])
+    const bad = networks.filter((network) => !isCidr(network))
+    if (bad.length > 0) problems.push(`${name} has malformed CIDRs: ${bad.join(', ')}`)
+    return networks
+  }
+  const webhookNetworks = outboundNetworks('WEBHOOK_ALLOWED_NETWORKS')
+  const ssoMetadataNetworks = outboundNetworks('SSO_METADATA_ALLOWED_NETWORKS')
   if (env.AUDIT_STREAM === 'file' && env.AUDIT_STREAM_FILE === undefined) problems.push('AUDIT_STREAM_FILE is required when AUDIT_STREAM=file')
 
   if (env.ADMIN_PASSWORD !== undefined) {
@@ -234,6 +245,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       retryMs: Number(env.MAIL_RETRY_MS)
     },
     passwordBreachCheck: { mode: env.PASSWORD_BREACH_CHECK, apiUrl: env.PASSWORD_BREACH_API_URL },
+    ssoMetadataAllowedNetworks: ssoMetadataNetworks,
     webhooks: {
       allowedNetworks: webhookNetworks,
       timeoutMs: Number(env.WEBHOOK_TIMEOUT_MS),

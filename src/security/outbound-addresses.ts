@@ -2,12 +2,14 @@ import { BlockList, isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
 
 /**
- * Where the service may connect on behalf of a URL an operator entered (webhook endpoints): public
+ * Where the service may connect on behalf of a URL someone entered (webhook endpoints, IdP metadata): public
  * unicast addresses, and the networks the operator allowed. Anything else could reach the service's own
  * network or a cloud metadata endpoint (docs/security.md, "Webhooks").
  */
 export interface OutboundPolicy {
-  /** WEBHOOK_ALLOWED_NETWORKS, compiled. */
+  /** The setting the allowed networks come from, for messages. */
+  readonly setting: string
+  /** Its networks, compiled. */
   readonly allowed: BlockList
   /** Whether plain http to a loopback address is acceptable (development receivers). */
   readonly loopbackAllowed: boolean
@@ -17,17 +19,17 @@ export interface OutboundPolicy {
 const MAX_URL_LENGTH = 2048
 
 /**
- * The operator's WEBHOOK_ALLOWED_NETWORKS (CIDRs, already validated by the config loader); empty: public
- * unicast only.
+ * An operator's list of networks (`setting`: WEBHOOK_ALLOWED_NETWORKS, SSO_METADATA_ALLOWED_NETWORKS; CIDRs
+ * already validated by the config loader); empty: public unicast only.
  */
-export function outboundPolicy (cidrs: readonly string[]): OutboundPolicy {
+export function outboundPolicy (cidrs: readonly string[], setting: string): OutboundPolicy {
   const allowed = new BlockList()
   for (const cidr of cidrs) {
     const [address = '', prefix] = cidr.split('/')
     const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
     allowed.addSubnet(address, prefix === undefined ? (family === 'ipv6' ? 128 : 32) : Number(prefix), family)
   }
-  return { allowed, loopbackAllowed: allowed.check('127.0.0.1', 'ipv4') || allowed.check('::1', 'ipv6') }
+  return { setting, allowed, loopbackAllowed: allowed.check('127.0.0.1', 'ipv4') || allowed.check('::1', 'ipv6') }
 }
 
 /**
@@ -95,14 +97,14 @@ export function endpointUrlProblem (url: string, policy: OutboundPolicy): string
   const https = parsed.protocol === 'https:'
   const developmentHttp = parsed.protocol === 'http:' && policy.loopbackAllowed && loopbackHost(parsed.hostname)
   if (!https && !developmentHttp) {
-    return 'must use https (http only to a loopback address when WEBHOOK_ALLOWED_NETWORKS allows it)'
+    return `must use https (http only to a loopback address when ${policy.setting} allows it)`
   }
   if (parsed.username !== '' || parsed.password !== '') return 'must not contain a user name or password'
   if (url.includes('#')) return 'must not contain a fragment (#)'
   const host = bareHost(parsed.hostname)
   if (isIP(host) !== 0) {
     const refusal = addressRefusal(host, policy)
-    if (refusal !== null) return `points to ${refusedAddress(refusal)}, which WEBHOOK_ALLOWED_NETWORKS does not allow`
+    if (refusal !== null) return `points to ${refusedAddress(refusal)}, which ${policy.setting} does not allow`
   }
   return null
 }

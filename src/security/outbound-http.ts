@@ -112,7 +112,7 @@ export class OutboundHttp {
     if (isIP(host) !== 0) {
       const refusal = addressRefusal(host, policy)
       if (refusal !== null) {
-        throw new OutboundRequestError(`refused: ${host} is ${refusedAddress(refusal)} (WEBHOOK_ALLOWED_NETWORKS does not allow it)`, true)
+        throw new OutboundRequestError(`refused: ${host} is ${refusedAddress(refusal)} (${policy.setting} does not allow it)`, true)
       }
     }
     // An address is resolved too (the system's resolver answers it as itself), so that an
@@ -126,7 +126,7 @@ export class OutboundHttp {
     for (const { address } of addresses) {
       const refusal = addressRefusal(address, policy)
       if (refusal !== null) {
-        throw new OutboundRequestError(`refused: ${host} resolves to ${refusedAddress(refusal)} (WEBHOOK_ALLOWED_NETWORKS does not allow it)`, true)
+        throw new OutboundRequestError(`refused: ${host} resolves to ${refusedAddress(refusal)} (${policy.setting} does not allow it)`, true)
       }
     }
     return { address: first.address, family: isIP(first.address) === 6 ? 6 : 4 }

@@ -22,7 +22,7 @@ export interface StoredSsoConnection {
   updatedAt: string
 }
 
-export interface IdpMetadataSchedule { url: string, readAt: string, dueAt: string }
+export interface IdpMetadataSchedule { url: string, readAt: string, dueAt: string, failures: number }
 
 export type SsoConnectionSettings = Pick<
   StoredSsoConnection,
@@ -44,7 +44,12 @@ function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
     idpInitiatedLoginUrl: row.idp_initiated_login_url,
     idpMetadata: row.idp_metadata_url === null || row.idp_metadata_read_at === null || row.idp_metadata_due_at === null
       ? null
-      : { url: row.idp_metadata_url, readAt: row.idp_metadata_read_at, dueAt: row.idp_metadata_due_at },
+      : {
+          url: row.idp_metadata_url,
+          readAt: row.idp_metadata_read_at,
+          dueAt: row.idp_metadata_due_at,
+          failures: row.idp_metadata_failures
+        },
     createdAt: row.created_at,
     updatedAt: row.updated_at
   }
@@ -66,7 +71,8 @@ function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnec
     ...(settings.idpMetadata !== undefined && {
       idp_metadata_url: settings.idpMetadata?.url ?? null,
       idp_metadata_read_at: settings.idpMetadata?.readAt ?? null,
-      idp_metadata_due_at: settings.idpMetadata?.dueAt ?? null
+      idp_metadata_due_at: settings.idpMetadata?.dueAt ?? null,
+      idp_metadata_failures: settings.idpMetadata?.failures ?? 0
     })
   }
 }
@@ -141,12 +147,16 @@ export class SsoConnectionsRepository {
   }
 
   /**
-   * Records a read of the metadata at `url`: the IdP it describes (undefined: the read failed)
-   * and when it is next due; nothing when the connection no longer reads that URL. The connection
-   * as it now is, or undefined.
+   * Records a read of the metadata taken by `claimMetadataRead` (its URL, and the time it held the
+   * read until): the IdP it describes and when it is next due, or (no `idp`) a failure; nothing
+   * when the connection has changed since (an owner gave it a URL again, or something else). The
+   * connection as it now is, or undefined.
    */
   async metadataRead (
-    connectionId: string, url: string, read: { idp?: SamlIdentityProvider, at: string, dueAt: string }, db: Db = this.db
+    connectionId: string,
+    claim: { url: string, heldUntil: string },
+    read: { idp?: SamlIdentityProvider, at: string, dueAt: string, failures: number },
+    db: Db = this.db
   ): Promise<StoredSsoConnection | undefined> {
     return await atomically(db, async (trx) => {
       const changed = await trx.updateTable('sso_connections')
@@ -154,9 +164,11 @@ export class SsoConnectionsRepository {
           ...(read.idp !== undefined && {
             ...toColumns({ idp: read.idp }), idp_metadata_read_at: read.at, updated_at: read.at
           }),
-          idp_metadata_due_at: read.dueAt
+          idp_metadata_due_at: read.dueAt,
+          idp_metadata_failures: read.failures
         })
-        .where('id', '=', connectionId).where('idp_metadata_url', '=', url).executeTakeFirst()
+        .where('id', '=', connectionId).where('idp_metadata_url', '=', claim.url)
+        .where('idp_metadata_due_at', '=', claim.heldUntil).executeTakeFirst()
       return changed.numUpdatedRows > 0n ? await this.find(connectionId, trx) : undefined
     })
   }

@@ -322,6 +322,8 @@ export interface SsoConnectionsTable {
   idp_metadata_url: string | null
   idp_metadata_read_at: string | null
   idp_metadata_due_at: string | null
+  /** Failed reads since the last good one. */
+  idp_metadata_failures: number
   created_at: string
   updated_at: string
 }

@@ -21,7 +21,7 @@ for (const backend of backends()) {
     const planned = await planSimpleSamlPhp(t)
     t.comment(`SimpleSAMLphp's port and key pair in ${Math.round(performance.now() - plannedAt)} ms`)
     // The outbound rule lets the service read the IdP's metadata from this machine.
-    const { app, smtp } = await appWithMail(t, backend.url, { env: { ...LOCAL_SSO_ENV, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' } })
+    const { app, smtp } = await appWithMail(t, backend.url, { env: { ...LOCAL_SSO_ENV, SSO_METADATA_ALLOWED_NETWORKS: '127.0.0.0/8' } })
     const h = new SsoHarness(app, smtp)
     const { owner, organization } = await h.team('Acme')
     const domain = uniqueDomain()

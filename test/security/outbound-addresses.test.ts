@@ -1,7 +1,7 @@
 import t from 'tap'
 import { addressRefusal, endpointUrlProblem, outboundPolicy, refusedAddress, type OutboundPolicy } from '../../src/security/outbound-addresses.js'
 
-const PUBLIC_ONLY = outboundPolicy([])
+const PUBLIC_ONLY = outboundPolicy([], 'WEBHOOK_ALLOWED_NETWORKS')
 
 t.test('addressRefusal: public unicast allowed', async (t) => {
   for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8', '::ffff:93.184.216.34']) {
@@ -49,7 +49,7 @@ t.test('addressRefusal: anything but an IP literal is invalid', async (t) => {
 })
 
 t.test('addressRefusal: the operator\'s networks are allowed, and only those', async (t) => {
-  const policy = outboundPolicy(['10.0.0.0/8', 'fd00:1::/32', '192.168.5.5'])
+  const policy = outboundPolicy(['10.0.0.0/8', 'fd00:1::/32', '192.168.5.5'], 'WEBHOOK_ALLOWED_NETWORKS')
   t.equal(addressRefusal('10.1.2.3', policy), null)
   t.equal(addressRefusal('::ffff:10.1.2.3', policy), null, 'mapped IPv4 judged as IPv4')
   t.equal(addressRefusal('fd00:1:2::3', policy), null)
@@ -63,11 +63,11 @@ t.test('addressRefusal: the operator\'s networks are allowed, and only those', a
 
 t.test('outboundPolicy: loopback allowed only when the list holds 127.0.0.1 or ::1', async (t) => {
   t.equal(PUBLIC_ONLY.loopbackAllowed, false)
-  t.equal(outboundPolicy(['10.0.0.0/8']).loopbackAllowed, false)
-  t.equal(outboundPolicy(['127.0.0.0/8']).loopbackAllowed, true)
-  t.equal(outboundPolicy(['127.0.0.1']).loopbackAllowed, true)
-  t.equal(outboundPolicy(['::1']).loopbackAllowed, true)
-  t.equal(outboundPolicy(['::1/128']).loopbackAllowed, true)
+  t.equal(outboundPolicy(['10.0.0.0/8'], 'WEBHOOK_ALLOWED_NETWORKS').loopbackAllowed, false)
+  t.equal(outboundPolicy(['127.0.0.0/8'], 'WEBHOOK_ALLOWED_NETWORKS').loopbackAllowed, true)
+  t.equal(outboundPolicy(['127.0.0.1'], 'WEBHOOK_ALLOWED_NETWORKS').loopbackAllowed, true)
+  t.equal(outboundPolicy(['::1'], 'WEBHOOK_ALLOWED_NETWORKS').loopbackAllowed, true)
+  t.equal(outboundPolicy(['::1/128'], 'WEBHOOK_ALLOWED_NETWORKS').loopbackAllowed, true)
 })
 
 t.test('refusedAddress: the article fits the range', async (t) => {
@@ -78,7 +78,7 @@ t.test('refusedAddress: the article fits the range', async (t) => {
 })
 
 t.test('endpointUrlProblem', async (t) => {
-  const loopback = outboundPolicy(['127.0.0.0/8'])
+  const loopback = outboundPolicy(['127.0.0.0/8'], 'WEBHOOK_ALLOWED_NETWORKS')
   const named = new Map([[PUBLIC_ONLY, 'public only'], [loopback, 'allowing 127.0.0.0/8']])
   const cases: Array<[string, OutboundPolicy, RegExp | null]> = [
     ['https://hooks.example.com/receive?x=1', PUBLIC_ONLY, null],
@@ -90,13 +90,13 @@ t.test('endpointUrlProblem', async (t) => {
     ['http://127.0.0.1:3000/hook', loopback, null],
     ['http://localhost:3000/hook', PUBLIC_ONLY, /^must use https/],
     ['http://localhost:3000/hook', loopback, null],
-    ['http://[::1]:3000/hook', outboundPolicy(['::1']), null],
+    ['http://[::1]:3000/hook', outboundPolicy(['::1'], 'WEBHOOK_ALLOWED_NETWORKS'), null],
     ['http://[::1]:3000/hook', PUBLIC_ONLY, /^must use https/],
     ['https://127.0.0.1/hook', PUBLIC_ONLY, /^points to a loopback address, which WEBHOOK_ALLOWED_NETWORKS does not allow$/],
     ['https://169.254.169.254/', PUBLIC_ONLY, /^points to a linkLocal address/],
     ['https://169.254.169.254/', loopback, /^points to a linkLocal address/],
     ['https://10.0.0.7/hook', PUBLIC_ONLY, /^points to a private address/],
-    ['https://10.0.0.7/hook', outboundPolicy(['10.0.0.0/8']), null],
+    ['https://10.0.0.7/hook', outboundPolicy(['10.0.0.0/8'], 'WEBHOOK_ALLOWED_NETWORKS'), null],
     ['https://[::ffff:a9fe:a9fe]/', PUBLIC_ONLY, /^points to a linkLocal address/],
     ['https://[fd00::1]/', PUBLIC_ONLY, /^points to a uniqueLocal address/],
     ['https://0.0.0.0/', PUBLIC_ONLY, /^points to an unspecified address/],

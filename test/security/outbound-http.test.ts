@@ -8,8 +8,8 @@ import { outboundPolicy } from '../../src/security/outbound-addresses.js'
 
 // Every server and every connection here is on 127.0.0.1: no packet may go anywhere else.
 
-const LOOPBACK = outboundPolicy(['127.0.0.0/8'])
-const PUBLIC_ONLY = outboundPolicy([])
+const LOOPBACK = outboundPolicy(['127.0.0.0/8'], 'WEBHOOK_ALLOWED_NETWORKS')
+const PUBLIC_ONLY = outboundPolicy([], 'WEBHOOK_ALLOWED_NETWORKS')
 
 interface Received { method: string, url: string, headers: http.IncomingHttpHeaders, body: string }
 

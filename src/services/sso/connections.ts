@@ -17,6 +17,8 @@ import { IdpMetadataSource } from './idp-metadata.js'
 /** Connections one organization may hold: one per identity provider, and a few to move between them. */
 export const SSO_CONNECTIONS_PER_ORGANIZATION = 10
 
+const tooManyConnections = () => new Errors.CONFLICT(`An organization holds at most ${SSO_CONNECTIONS_PER_ORGANIZATION} SSO connections`)
+
 export interface SsoConnectionServiceDependencies {
   ssoConnections: SsoConnectionsRepository
   audit: AuditTrail
@@ -110,6 +112,11 @@ export class SsoConnectionService {
 
   async create (context: RequestContext, organizationId: string, input: SsoConnectionCreate): Promise<SsoConnection> {
     callerOf(context)
+    // A metadata URL is read only for a connection that may be made (the count is checked again as it is stored).
+    if (input.idp_metadata_url !== undefined &&
+      (await this.deps.ssoConnections.listOf(organizationId)).length >= SSO_CONNECTIONS_PER_ORGANIZATION) {
+      throw tooManyConnections()
+    }
     const described = await this.#described(input)
     if (described === undefined) {
       throw validationFailed([{ path: '/idp_metadata_xml', message: 'give the IdP\'s metadata, its URL, or idp_entity_id, idp_sso_url and idp_certificates' }])
@@ -134,7 +141,7 @@ export class SsoConnectionService {
         ? [{ event: 'sso_connection.created', outcome: 'success', details: { organization_id: organizationId, connection_id: result.id, idp_entity_id: idp.entityId } }]
         : [])
     if (created === 'no_organization') throw new Errors.NOT_FOUND('Organization')
-    if ('max' in created) throw new Errors.CONFLICT(`An organization holds at most ${created.max} SSO connections`)
+    if ('max' in created) throw tooManyConnections()
     return this.view(created)
   }
 
@@ -171,6 +178,8 @@ export class SsoConnectionService {
     context: RequestContext, organizationId: string, connectionId: string, input: SsoConnectionUpdate
   ): Promise<SsoConnection> {
     callerOf(context)
+    // A metadata URL is read only for a connection that exists.
+    if (input.idp_metadata_url !== undefined) await this.get(context, organizationId, connectionId)
     const described = await this.#described(input)
     const changes: Partial<SsoConnectionSettings> = {
       ...(input.name !== undefined && { name: input.name }),

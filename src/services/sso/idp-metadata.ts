@@ -7,14 +7,17 @@ import type { AuditTrail } from '../audit/index.js'
 const HOUR = 60 * 60 * 1000
 /** A connection's metadata is read again this long after a good read: IdPs publish a new certificate weeks ahead. */
 export const IDP_METADATA_REFRESH_MS = 24 * HOUR
-/** And this long after a failed one. */
+/** After a failed read: an hour, then twice as long after each failure that follows, up to a day. */
 export const IDP_METADATA_RETRY_MS = HOUR
 /** How long an instance holds a read it took, before another may take it (longer than any read lasts). */
 const READ_HOLD_MS = 10 * 60 * 1000
-/** Connections read per run of the job; the rest wait for the next run. */
+/** Connections taken at a time, and read at once. */
 const REFRESH_BATCH = 20
-/** The most of an answer read: the largest metadata a connection accepts pasted is 500,000 characters. */
-export const IDP_METADATA_MAX_BYTES = 1024 * 1024
+const REFRESH_CONCURRENCY = 4
+/** A run of the job takes batches until none is due or this long has passed (the job runs every 10 minutes). */
+const REFRESH_BUDGET_MS = 2 * 60 * 1000
+/** The most of an answer read: as much as pasted metadata may hold (schemas/sso.ts). */
+export const IDP_METADATA_MAX_BYTES = 500_000
 /** The whole of one read: resolving, connecting, reading. */
 export const IDP_METADATA_TIMEOUT_MS = 10_000
 
@@ -54,7 +57,8 @@ export class IdpMetadataSource {
 
   /** The schedule of a connection whose metadata was just read from `url`. */
   static readNow (url: string, now: number): IdpMetadataSchedule {
-    return { url, readAt: new Date(now).toISOString(), dueAt: new Date(now + IDP_METADATA_REFRESH_MS).toISOString() }
+    const dueAt = new Date(now + IDP_METADATA_REFRESH_MS).toISOString()
+    return { url, readAt: new Date(now).toISOString(), dueAt, failures: 0 }
   }
 }
 
@@ -62,6 +66,11 @@ export class IdpMetadataSource {
 function differs (before: SamlIdentityProvider, after: SamlIdentityProvider): boolean {
   return before.entityId !== after.entityId || before.ssoUrl !== after.ssoUrl ||
     before.certificates.join() !== after.certificates.join()
+}
+
+/** When a read that is the `failures`-th failure in a row is tried again. */
+export function retryDelayMs (failures: number): number {
+  return Math.min(IDP_METADATA_REFRESH_MS, IDP_METADATA_RETRY_MS * 2 ** Math.max(0, failures - 1))
 }
 
 export interface IdpMetadataRefreshDependencies {
@@ -74,33 +83,36 @@ export interface IdpMetadataRefreshDependencies {
 /**
  * Reads again the metadata of the connections configured by URL once it is due (the background
  * job `sso-metadata-refresh`): a changed IdP (a new certificate, usually) is taken up and audited
- * as `sso_connection.updated`; a failed read keeps what was read before, is audited as
- * `sso_connection.metadata_unreadable`, and is tried again within the hour.
+ * as `sso_connection.updated`; a failed read keeps what was read before and is tried again after
+ * an hour, then after twice as long each time up to a day; the first failure of a run of them is
+ * audited as `sso_connection.metadata_unreadable`.
  */
 export class IdpMetadataRefresh {
   constructor (private readonly deps: IdpMetadataRefreshDependencies) {}
 
-  /** Reads what is due now: how many were read and how many failed. */
+  /** Reads what is due, a batch at a time, until none is or the budget is spent: how many read, how many failed. */
   async refreshDue (): Promise<{ read: number, failed: number }> {
     const { ssoConnections, now } = this.deps
-    const due = await ssoConnections.metadataDue(new Date(now()).toISOString(), REFRESH_BATCH)
-    let read = 0
-    let failed = 0
-    for (const connection of due) {
-      const outcome = await this.#refresh(connection)
-      if (outcome === 'read') read++
-      if (outcome === 'failed') failed++
+    const ends = now() + REFRESH_BUDGET_MS
+    const tally = { read: 0, failed: 0 }
+    while (now() < ends) {
+      const due = await ssoConnections.metadataDue(new Date(now()).toISOString(), REFRESH_BATCH)
+      for (let start = 0; start < due.length; start += REFRESH_CONCURRENCY) {
+        const batch = due.slice(start, start + REFRESH_CONCURRENCY)
+        const outcomes = await Promise.all(batch.map(async (connection) => await this.#refresh(connection)))
+        for (const outcome of outcomes) if (outcome !== 'taken') tally[outcome]++
+      }
+      if (due.length < REFRESH_BATCH) break
     }
-    return { read, failed }
+    return tally
   }
 
   async #refresh (connection: StoredSsoConnection): Promise<'read' | 'failed' | 'taken'> {
     const { ssoConnections, source, audit, now } = this.deps
     const schedule = connection.idpMetadata
     if (schedule === null) return 'taken'
-    const holdUntil = new Date(now() + READ_HOLD_MS).toISOString()
-    const claimed = await ssoConnections.claimMetadataRead(connection.id, schedule.dueAt, holdUntil)
-    if (!claimed) return 'taken'
+    const claim = { url: schedule.url, heldUntil: new Date(now() + READ_HOLD_MS).toISOString() }
+    if (!await ssoConnections.claimMetadataRead(connection.id, schedule.dueAt, claim.heldUntil)) return 'taken'
     const details = { organization_id: connection.organizationId, connection_id: connection.id }
     let idp: SamlIdentityProvider
     try {
@@ -108,11 +120,12 @@ export class IdpMetadataRefresh {
     } catch (error) {
       if (!(error instanceof SamlMetadataError)) throw error
       const at = now()
+      const failures = schedule.failures + 1
       await audit.recordServiceChange(
-        async (trx) => await ssoConnections.metadataRead(connection.id, schedule.url, {
-          at: new Date(at).toISOString(), dueAt: new Date(at + IDP_METADATA_RETRY_MS).toISOString()
+        async (trx) => await ssoConnections.metadataRead(connection.id, claim, {
+          at: new Date(at).toISOString(), dueAt: new Date(at + retryDelayMs(failures)).toISOString(), failures
         }, trx),
-        (updated) => updated === undefined
+        (updated) => updated === undefined || failures > 1
           ? []
           : [{ event: 'sso_connection.metadata_unreadable', outcome: 'failure', details: { ...details, reason: error.message } }])
       return 'failed'
@@ -120,7 +133,8 @@ export class IdpMetadataRefresh {
     const changed = differs(connection.idp, idp)
     const { readAt, dueAt } = IdpMetadataSource.readNow(schedule.url, now())
     await audit.recordServiceChange(
-      async (trx) => await ssoConnections.metadataRead(connection.id, schedule.url, { idp, at: readAt, dueAt }, trx),
+      async (trx) =>
+        await ssoConnections.metadataRead(connection.id, claim, { idp, at: readAt, dueAt, failures: 0 }, trx),
       (updated) => updated === undefined || !changed
         ? []
         : [{

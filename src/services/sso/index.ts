@@ -18,8 +18,9 @@ export function ssoServices (
   }
 ) {
   const { ssoConnections, organizations, organizationDomains, scimResources, users } = repositories
-  // An IdP's metadata URL is entered by an organization's owner: fetched under the outbound rule of webhook endpoints.
-  const policy = outboundPolicy(config.webhooks.allowedNetworks)
+  // An IdP's metadata URL is entered by an organization's owner: fetched under the outbound rule
+  // of webhook endpoints, with networks of its own (public addresses only unless the operator says).
+  const policy = outboundPolicy(config.ssoMetadataAllowedNetworks, 'SSO_METADATA_ALLOWED_NETWORKS')
   const metadataSource = new IdpMetadataSource({
     http: new OutboundHttp({
       policy, timeoutMs: IDP_METADATA_TIMEOUT_MS, maxResponseBytes: IDP_METADATA_MAX_BYTES, userAgent: 'users-api-sso/1', resolve

@@ -18,7 +18,7 @@ const DAY = 24 * 60 * 60 * 1000
 export function webhookServices (deps: ServiceDependencies, { messaging }: { messaging: Messaging }) {
   const { config, repositories, audit, now } = deps
   const secrets = new SecretBox(config.sealing.keys, SEALED_PURPOSES.webhookSecret)
-  const policy = outboundPolicy(config.webhooks.allowedNetworks)
+  const policy = outboundPolicy(config.webhooks.allowedNetworks, 'WEBHOOK_ALLOWED_NETWORKS')
   const webhookDispatcher = new WebhookDispatcher({
     webhooks: repositories.webhooks,
     sender: new OutboundHttp({

@@ -13,18 +13,42 @@ import { APPLICATION, SSO_ENV, SsoHarness, uniqueDomain } from '../../helpers/ss
 // Every server here listens on 127.0.0.1, and the apps resolve loopback names only
 // (test/helpers/app.ts): no request leaves the machine.
 
-/** The outbound rule's setting that lets the service fetch from this machine, as a development IdP would need. */
-const LOOPBACK_ALLOWED = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
+/** The setting that lets metadata be read from this machine, as a development IdP would need. */
+const LOOPBACK_ALLOWED = { SSO_METADATA_ALLOWED_NETWORKS: '127.0.0.0/8' }
 const HOUR = 60 * 60 * 1000
 
-/** Where an IdP publishes its metadata: answers each GET with what `answer` says now, and counts them. */
-async function metadataServer (t: Test, initial: { status: number, body: string, location?: string }) {
-  const state = { answer: initial, requests: [] as http.IncomingHttpHeaders[] }
+interface Answer { status: number, body: string, location?: string }
+
+/**
+ * Where an IdP publishes its metadata: answers each GET with what `answer` says when it arrives,
+ * and counts them; `holdNext()` keeps the next one's answer until the promise it gives back is
+ * released, and tells when that request has arrived.
+ */
+async function metadataServer (t: Test, initial: Answer) {
+  let held: { arrived: () => void, release: Promise<void> } | null = null
+  const state = {
+    answer: initial,
+    requests: [] as http.IncomingHttpHeaders[],
+    holdNext () {
+      let release = (): void => {}
+      let arrived = (): void => {}
+      const arrival = new Promise<void>((resolve) => { arrived = resolve })
+      held = { arrived, release: new Promise<void>((resolve) => { release = resolve }) }
+      return { arrival, release }
+    }
+  }
   const server = http.createServer((request, response) => {
     state.requests.push(request.headers)
     const { status, body, location } = state.answer
-    response.writeHead(status, { 'content-type': 'application/samlmetadata+xml', ...(location !== undefined && { location }) })
-    response.end(body)
+    const answer = (): void => {
+      response.writeHead(status, { 'content-type': 'application/samlmetadata+xml', ...(location !== undefined && { location }) })
+      response.end(body)
+    }
+    const hold = held
+    held = null
+    if (hold === null) return answer()
+    hold.arrived()
+    void hold.release.then(answer)
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -104,10 +128,10 @@ for (const backend of backends()) {
       const { app, h, owner, path } = await setUp(t)
       const idp = new TestIdentityProvider()
       const published = await metadataServer(t, { status: 200, body: idp.metadata() })
-      const cases: Array<[string, { status: number, body: string, location?: string }, RegExp]> = [
+      const cases: Array<[string, Answer, RegExp]> = [
         ['a 404', { status: 404, body: 'not here' }, /^the metadata could not be read: answered 404$/],
         ['a redirect, not followed', { status: 302, body: '', location: 'http://169.254.169.254/latest/meta-data/' }, /answered 302 \(redirects are not followed\)/],
-        ['an answer over 1 MiB', { status: 200, body: `<x>${'a'.repeat(1024 * 1024)}</x>` }, /larger than 1048576 bytes/],
+        ['an answer over 500,000 bytes', { status: 200, body: `<x>${'a'.repeat(500_000)}</x>` }, /larger than 500000 bytes/],
         ['not XML', { status: 200, body: '{"issuer":"https://idp.test"}' }, /not well-formed XML/],
         ['XML of no IdP', { status: 200, body: '<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="x"/>' }, /describes no identity provider/]
       ]
@@ -124,14 +148,15 @@ for (const backend of backends()) {
       t.equal(Number(count.count), 0, 'no connection stored')
     })
 
-    t.test('SSRF: under the default outbound rule no address of this machine is fetched', async (t) => {
-      const { h, owner, path } = await setUp(t, {})
+    t.test('SSRF: under the default rule no address of this machine is read, whatever webhooks may reach', async (t) => {
+      // The webhooks' list is the operator's trust in super_admins, not in every organization's owner.
+      const { h, owner, path } = await setUp(t, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' })
       const published = await metadataServer(t, { status: 200, body: new TestIdentityProvider().metadata() })
       const port = new URL(published.url).port
       const cases: Array<[string, RegExp]> = [
         [published.url, /must use https/],
-        [`https://127.0.0.1:${port}/federationmetadata.xml`, /points to a loopback address/],
-        [`https://localhost:${port}/federationmetadata.xml`, /refused: localhost resolves to a loopback address/],
+        [`https://127.0.0.1:${port}/federationmetadata.xml`, /points to a loopback address, which SSO_METADATA_ALLOWED_NETWORKS does not allow/],
+        [`https://localhost:${port}/federationmetadata.xml`, /refused: localhost resolves to a loopback address \(SSO_METADATA_ALLOWED_NETWORKS/],
         ['https://user:secret@idp.example.test/metadata', /must not contain a user name or password/],
         ['ftp://idp.example.test/metadata', /must use https/]
       ]
@@ -165,6 +190,11 @@ for (const backend of backends()) {
         { event: 'sso_connection.created' },
         { event: 'sso_connection.metadata_unreadable', outcome: 'failure', actor_id: null, details: /answered 500/ }
       ])
+      // Failing again: tried again after twice as long, and not audited again.
+      await dueNow(app, connection.id)
+      t.same(await refresh.refreshDue(), { read: 0, failed: 1 })
+      t.ok(Math.abs(await dueAt(app, connection.id) - (Date.now() + 2 * HOUR)) < 60_000, 'then within two hours')
+      t.equal((await auditOf(app, connection.id)).length, 2, 'the first failure of a run audited, not the next')
 
       // The IdP now publishes another key: taken up at the next read, and the new key signs people in.
       const next = new TestIdentityProvider()
@@ -186,6 +216,28 @@ for (const backend of backends()) {
       await dueNow(app, connection.id)
       t.same(await refresh.refreshDue(), { read: 1, failed: 0 })
       t.equal((await auditOf(app, connection.id)).length, entries.length)
+    })
+
+    t.test('a read the job made before an owner gave the URL again does not overwrite what the owner read', async (t) => {
+      const { app, h, owner, path } = await setUp(t)
+      const first = new TestIdentityProvider()
+      const published = await metadataServer(t, { status: 200, body: first.metadata() })
+      const connection = (await h.call(owner, 'POST', path, { name: 'Acme IdP', idp_metadata_url: published.url })).json().data
+      await dueNow(app, connection.id)
+      // The job's read is in flight with the old key when the IdP rotates in a hurry and the owner reads the URL again.
+      const { arrival, release } = published.state.holdNext()
+      const refreshing = app.services.ssoMetadataRefresh.refreshDue()
+      await arrival
+      const next = new TestIdentityProvider()
+      published.state.answer = { status: 200, body: next.metadata() }
+      const reread = await h.call(owner, 'PATCH', `${path}/${connection.id}`, { idp_metadata_url: published.url })
+      t.same(reread.json().data.idp_certificate_fingerprints, [fingerprintOf(next)])
+      release()
+      await refreshing
+      const now = (await h.call(owner, 'GET', `${path}/${connection.id}`)).json().data
+      t.same(now.idp_certificate_fingerprints, [fingerprintOf(next)], 'the owner\'s read stands')
+      t.ok(Math.abs(await dueAt(app, connection.id) - (Date.now() + 24 * HOUR)) < 60_000, 'next due a day after the owner\'s read')
+      t.notOk((await auditOf(app, connection.id)).some((entry) => entry.actor_id === null), 'the job recorded nothing')
     })
 
     t.test('two instances due at once read the metadata once', async (t) => {
