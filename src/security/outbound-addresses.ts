@@ -73,7 +73,7 @@ export function refusedAddress (range: string): string {
 }
 
 /** A URL's host without the brackets of an IPv6 literal. */
-function bareHost (hostname: string): string {
+export function bareHost (hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname
 }
 

@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
-import { addressRefusal, refusedAddress, type OutboundPolicy } from './outbound-addresses.js'
+import { addressRefusal, bareHost, refusedAddress, type OutboundPolicy } from './outbound-addresses.js'
 
 /** How a host name becomes addresses: the system's resolver by default; tests inject one. */
 export type Resolver = (hostname: string) => Promise<Array<{ address: string, family: number }>>
@@ -47,11 +47,6 @@ export interface OutboundHttpOptions {
 
 /** The address a request connects to, checked against the policy. */
 interface Pinned { address: string, family: 4 | 6 }
-
-/** A URL's host without the brackets of an IPv6 literal. */
-function bareHost (hostname: string): string {
-  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname
-}
 
 /** The error's code (ECONNREFUSED, CERT_HAS_EXPIRED, ...) rather than a message that may name addresses. */
 function networkFailure (error: unknown): OutboundRequestError {

@@ -122,8 +122,8 @@ function jobTable (fastify: FastifyInstance): JobDefinition[] {
       name: 'sso-metadata-refresh',
       everyMs: 10 * 60 * 1000,
       atReady: false,
-      does: 'reads again the IdP metadata of the SSO connections configured by URL once a day (within the hour after a failed read), ' +
-        'taking up a new signing certificate; a failed read keeps the last good one and is audited',
+      does: 'reads again the IdP metadata of the SSO connections configured by URL once a day (after a failed read: in an hour, ' +
+        'then twice as long each time, up to a day), taking up a new signing certificate; a failed read keeps the last good one',
       shared: 'every instance may run it: each read is taken on its row, so none is made twice',
       run: async () => {
         const { read, failed } = await services.ssoMetadataRefresh.refreshDue()
