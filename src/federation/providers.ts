@@ -41,8 +41,13 @@ const CONTROL_AND_SPACE = /[\p{Cc}\s]+/gu
  */
 export function usableProfile (profile: OAuthProfile): OAuthProfile {
   if (!SUBJECT.test(profile.subject)) throw new Error('the profile\'s subject is not 1 to 255 visible ASCII characters')
-  const name = profile.name?.replace(CONTROL_AND_SPACE, ' ').trim() ?? ''
-  return { ...profile, name: name === '' ? null : name }
+  return { ...profile, name: usableName(profile.name) }
+}
+
+/** A name another system gives, control characters and runs of white space made one space; null when none is left. */
+export function usableName (name: string | null | undefined): string | null {
+  const cleaned = name?.replace(CONTROL_AND_SPACE, ' ').trim() ?? ''
+  return cleaned === '' ? null : cleaned
 }
 
 function text (value: unknown): string | null {

@@ -5,7 +5,7 @@ import {
   type ScimUser, type ScimUserInput, ScimUserInputSchema
 } from '../../../schemas/scim.js'
 import { Errors, validationFailed } from '../../errors.js'
-import { isUserEmail } from '../../federation/providers.js'
+import { isUserEmail, usableName } from '../../federation/providers.js'
 import { canonicalUuid, isUuid } from '../../store/ids.js'
 import type { GroupMember } from '../../store/scim.js'
 import type { ScimGroupsTable, ScimUsersTable } from '../../store/types.js'
@@ -43,11 +43,12 @@ function addressOf (input: ScimUserInput): string | null {
   return isUserEmail(address) ? address : null
 }
 
+/** The account's name, as a provider's is kept (control characters out, docs/security.md). */
 function nameOf (input: ScimUserInput): string | null {
   const parts = [input.name?.givenName, input.name?.familyName].filter((part) => part !== undefined && part.trim() !== '')
   const name = [input.displayName, input.name?.formatted, parts.join(' ')]
-    .find((candidate) => typeof candidate === 'string' && candidate.trim() !== '')
-  return name?.trim() ?? null
+    .map(usableName).find((candidate) => candidate !== null)
+  return name ?? null
 }
 
 export function personOf (input: ScimUserInput): ProvisionedPerson {
@@ -123,13 +124,27 @@ const checks = { user: TypeCompiler.Compile(ScimUserInputSchema), group: TypeCom
  * A resource with a PATCH's operations applied (RFC 7644 §3.5.2, by scim-patch), checked as a
  * PUT of it would be; an operation that cannot apply is invalidValue, its words in the detail.
  */
-/** A name that reaches an object's prototype when a path or a key is followed into it. */
-const PROTOTYPE_NAME = /(^|[^\w$])(__proto__|constructor|prototype)([^\w$]|$)/
+/**
+ * The names objects, arrays, strings, numbers and booleans inherit. scim-patch follows a path or
+ * a key into whatever property it names, inherited ones included (`toString.x` sets `x` on
+ * Object.prototype.toString, `{"hasOwnProperty.call": 1}` replaces what every object's
+ * hasOwnProperty calls, and the process fails at its next request): no such name may appear.
+ */
+const INHERITED_NAMES = new Set([
+  ...[Object.prototype, Array.prototype, String.prototype, Number.prototype, Boolean.prototype]
+    .flatMap((prototype) => Object.getOwnPropertyNames(prototype)),
+  '__proto__', 'prototype'
+])
 
-function reachesPrototype (value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(reachesPrototype)
+/** Whether a path or key names an inherited property at any step (quoted filter values aside). */
+function leavesResource (name: string): boolean {
+  return name.replace(/"(?:[^"\\]|\\.)*"/g, '""').split(/[^\w$]+/).some((step) => INHERITED_NAMES.has(step))
+}
+
+function keysLeaveResource (value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(keysLeaveResource)
   if (typeof value !== 'object' || value === null) return false
-  return Object.entries(value).some(([key, item]) => PROTOTYPE_NAME.test(key) || reachesPrototype(item))
+  return Object.entries(value).some(([key, item]) => leavesResource(key) || keysLeaveResource(item))
 }
 
 /**
@@ -140,8 +155,8 @@ function reachesPrototype (value: unknown): boolean {
 function operationsOf (patch: ScimPatch): ScimPatchOperation[] {
   return patch.Operations.flatMap((operation): ScimPatchOperation[] => {
     const { op, path, value } = operation
-    if (PROTOTYPE_NAME.test(path ?? '') || reachesPrototype(value)) {
-      throw validationFailed([{ path: '/Operations', message: 'names __proto__, constructor or prototype' }])
+    if (leavesResource(path ?? '') || keysLeaveResource(value)) {
+      throw validationFailed([{ path: '/Operations', message: 'names a property every object inherits (__proto__, constructor, toString, …)' }])
     }
     if (op.toLowerCase() === 'remove' && path?.toLowerCase() === 'members' && Array.isArray(value)) {
       return value.map((member: unknown) => {

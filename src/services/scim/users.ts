@@ -149,10 +149,17 @@ export class ScimUserService {
     const directory = directoryOf(context)
     const { scimResources } = this.deps
     const resource = resourceId(id, 'User')
+    // The account's own address must still be one the organization vouches for, as SAML sign-in
+    // asks: one that moved elsewhere is not brought back nor renamed by this directory.
+    const found = await scimResources.findUser(directory.id, resource)
+    const accountVouched = found !== undefined && await this.#accountVouched(directory, found.user_id)
     const outcome = await this.deps.audit.recordChange(context, async (trx) => {
       const current = await scimResources.holdUser(directory.id, resource, trx)
       if (current === undefined) throw new Errors.NOT_FOUND('User')
       const person = personOf(inputOf(current))
+      if (person.active && current.active === 0 && !accountVouched) {
+        throw validationFailed([{ path: '/active', message: 'the account\'s address is no longer at one of the organization\'s verified domains' }])
+      }
       const email = person.active ? await this.#vouchedAddress(directory, person, trx) : person.email ?? ''
       const changes = {
         user_name: person.userName,
@@ -164,7 +171,7 @@ export class ScimUserService {
       const next: ScimUsersTable = { ...current, ...changes }
       const wasActive = current.active === 1
       await scimResources.updateUser(directory.id, current.id, changes, trx).catch(rethrowServiceError)
-      if (person.name !== null) {
+      if (person.name !== null && accountVouched) {
         await this.deps.users.update(current.user_id, { name: displayName({ name: person.name }, email) }, trx)
       }
       const { memberships } = this.deps
@@ -187,6 +194,12 @@ export class ScimUserService {
   }
 
   /** The account's address of a User: an address of one of the organization's verified domains. */
+  async #accountVouched (directory: DirectoryStanding, userId: string): Promise<boolean> {
+    const account = await this.deps.users.findById(userId)
+    if (account === undefined) return false
+    return await this.deps.organizationDomains.isVerifiedFor(directory.organizationId, emailDomain(account.email))
+  }
+
   async #vouchedAddress (directory: DirectoryStanding, person: ProvisionedPerson, trx?: Db): Promise<string> {
     if (person.email === null) throw validationFailed([{ path: '/userName', message: 'neither userName nor emails holds an e-mail address' }])
     if (!await this.deps.organizationDomains.isVerifiedFor(directory.organizationId, emailDomain(person.email), trx)) {

@@ -261,12 +261,27 @@ for (const backend of backends()) {
         { op: 'replace', path: 'constructor.prototype.polluted', value: 'yes' },
         { op: 'add', path: 'name.__proto__.polluted', value: 'yes' },
         { op: 'replace', value: { 'constructor.prototype.polluted': 'yes' } },
-        { op: 'replace', value: { name: { constructor: { prototype: { polluted: 'yes' } } } } }
+        { op: 'replace', value: { name: { constructor: { prototype: { polluted: 'yes' } } } } },
+        // Inherited names lead out of the resource too: onto functions and prototypes every object shares.
+        { op: 'add', value: { 'hasOwnProperty.call': 1 } },
+        { op: 'add', path: 'toString.polluted', value: 'yes' },
+        { op: 'add', path: 'userName.charAt.polluted', value: 'yes' },
+        { op: 'add', path: 'emails.push.polluted', value: 'yes' },
+        { op: 'replace', value: { name: { valueOf: { polluted: 'yes' } } } }
       ]) {
-        const answer = await harness.scim(directory, 'PATCH', `/Users/${user.id}`, patchOp(operation))
-        t.equal(answer.statusCode, 400, JSON.stringify(operation))
+        for (const target of [`/Users/${user.id}`, `/Groups/${group.id}`]) {
+          const answer = await harness.scim(directory, 'PATCH', target, patchOp(operation))
+          t.equal(answer.statusCode, 400, `${target.split('/')[1]}: ${JSON.stringify(operation)}`)
+        }
       }
       t.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype untouched')
+      t.equal(typeof Object.prototype.hasOwnProperty.call, 'function', 'Function.prototype.call untouched')
+      const sharedFunctions = [
+        Object.prototype.toString, String.prototype.charAt, Array.prototype.push, Object.prototype.valueOf
+      ]
+      for (const shared of sharedFunctions) {
+        t.equal((shared as unknown as Record<string, unknown>).polluted, undefined, `${shared.name} untouched`)
+      }
       const emptied = await harness.scim(directory, 'PATCH', `/Groups/${group.id}`, patchOp({ op: 'replace', path: 'members', value: null }))
       t.same(emptied.json().members, [], 'members replaced by null: none')
       const stray = await harness.scim(directory, 'PATCH', `/Users/${user.id}`, patchOp({ op: 'remove', path: 'emails[type eq "home"].value' }))
@@ -274,6 +289,34 @@ for (const backend of backends()) {
       const shouted = await harness.scim(directory, 'PUT', `/Users/${user.id}`, { ...user, PASSWORD: 'Sh0uted-Secret' })
       t.equal(shouted.statusCode, 200)
       t.notOk(shouted.body.includes('Sh0uted-Secret'), 'a password in any case is dropped')
+    })
+
+    t.test('a person whose account moved to an address elsewhere is not brought back, nor renamed', async (t) => {
+      const { organization, directory, domain } = await harness.provisioned()
+      const person = await harness.accountAt(ScimHarness.address(domain))
+      const user = (await harness.scim(directory, 'POST', '/Users', { schemas: [SCIM.user], userName: person.email })).json()
+      await harness.scim(directory, 'PATCH', `/Users/${user.id}`, patchOp({ op: 'replace', path: 'active', value: false }))
+      // The person changes their account's address to one of another organization (or their own).
+      const moved = `${person.id.slice(0, 8)}@elsewhere.example`
+      await app.database.db.updateTable('users').set({ email: moved }).where('id', '=', person.id).execute()
+      const back = await harness.scim(directory, 'PATCH', `/Users/${user.id}`, patchOp({ op: 'replace', path: 'active', value: true }))
+      t.equal(back.statusCode, 400, back.body)
+      t.match(back.json(), { scimType: 'invalidValue', detail: /no longer at one of the organization's verified domains/ })
+      t.equal(await harness.roleOf(organization.id, person.id), undefined, 'no membership')
+      const renamed = await harness.scim(directory, 'PATCH', `/Users/${user.id}`, patchOp({ op: 'replace', path: 'displayName', value: 'Renamed By A' }))
+      t.equal(renamed.statusCode, 200, 'the User itself may change')
+      t.not((await app.repositories.users.findById(person.id))?.name, 'Renamed By A', 'the account keeps its name')
+    })
+
+    t.test('a name with control characters is kept as a provider\'s is: spaces in their place', async (t) => {
+      const { directory, domain } = await harness.provisioned()
+      const userName = ScimHarness.address(domain)
+      const created = await harness.scim(directory, 'POST', '/Users', {
+        schemas: [SCIM.user], userName, displayName: 'Ada\u001b[31m\r\nInjected\u0007'
+      })
+      t.equal(created.statusCode, 201, created.body)
+      const account = await app.repositories.users.findByEmail(userName)
+      t.equal(account?.name, 'Ada [31m Injected')
     })
 
     t.test('refusals, each in SCIM\'s error body', async (t) => {
