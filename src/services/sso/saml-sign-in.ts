@@ -123,8 +123,12 @@ export class SamlSignInService {
    */
   async #idpInitiated (connectionId: string): Promise<string> {
     const connection = await this.deps.ssoConnections.find(connectionId)
-    if (connection?.enabled !== true || connection.idpInitiatedLoginUrl === null) throw new Errors.INVALID_OAUTH_STATE()
-    const login = new URL(connection.idpInitiatedLoginUrl)
+    // Checked again as it is used: OAUTH_REDIRECT_URLS may have shrunk since the URL was saved.
+    const admitted = connection?.enabled === true && connection.idpInitiatedLoginUrl !== null
+      ? this.deps.federation.admittedReturn(connection.idpInitiatedLoginUrl)
+      : null
+    if (connection === undefined || admitted === null) throw new Errors.INVALID_OAUTH_STATE()
+    const login = new URL(admitted)
     login.searchParams.set('connection_id', connection.id)
     return login.href
   }
