@@ -1,14 +1,14 @@
 import { certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError } from '../../federation/saml-metadata.js'
 import { endpointUrlProblem, type OutboundPolicy } from '../../security/outbound-addresses.js'
-import { type OutboundHttp, OutboundRequestError } from '../../security/outbound-http.js'
+import { OutboundHttp, OutboundRequestError, type Resolver } from '../../security/outbound-http.js'
 import type { IdpMetadataSchedule, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
 
 const HOUR = 60 * 60 * 1000
 /** A connection's metadata is read again this long after a good read: IdPs publish a new certificate weeks ahead. */
-export const IDP_METADATA_REFRESH_MS = 24 * HOUR
+const IDP_METADATA_REFRESH_MS = 24 * HOUR
 /** After a failed read: an hour, then twice as long after each failure that follows, up to a day. */
-export const IDP_METADATA_RETRY_MS = HOUR
+const IDP_METADATA_RETRY_MS = HOUR
 /** How long an instance holds a read it took, before another may take it (longer than any read lasts). */
 const READ_HOLD_MS = 10 * 60 * 1000
 /** Connections taken at a time, and read at once. */
@@ -17,9 +17,9 @@ const REFRESH_CONCURRENCY = 4
 /** A run of the job takes batches until none is due or this long has passed (the job runs every 10 minutes). */
 const REFRESH_BUDGET_MS = 2 * 60 * 1000
 /** The most of an answer read: as much as pasted metadata may hold (schemas/sso.ts). */
-export const IDP_METADATA_MAX_BYTES = 500_000
+const IDP_METADATA_MAX_BYTES = 500_000
 /** The whole of one read: resolving, connecting, reading. */
-export const IDP_METADATA_TIMEOUT_MS = 10_000
+const IDP_METADATA_TIMEOUT_MS = 10_000
 
 /**
  * An IdP's metadata read from its URL (docs/api.md, "Enterprise sign-in"): the URL is one the
@@ -28,20 +28,25 @@ export const IDP_METADATA_TIMEOUT_MS = 10_000
  * followed, and the document what a pasted one must be.
  */
 export class IdpMetadataSource {
-  constructor (private readonly deps: { http: OutboundHttp, policy: OutboundPolicy, loopbackHttp: boolean }) {}
+  readonly #http: OutboundHttp
 
-  /** Why `url` may not be read, for a 400; null when it may. */
-  urlProblem (url: string): string | null {
-    return endpointUrlProblem(url, this.deps.policy)
+  constructor (private readonly deps: { policy: OutboundPolicy, loopbackHttp: boolean, resolve?: Resolver }) {
+    this.#http = new OutboundHttp({
+      policy: deps.policy,
+      timeoutMs: IDP_METADATA_TIMEOUT_MS,
+      maxResponseBytes: IDP_METADATA_MAX_BYTES,
+      userAgent: 'users-api-sso/1',
+      ...(deps.resolve !== undefined && { resolve: deps.resolve })
+    })
   }
 
   /** The IdP the metadata at `url` describes; a SamlMetadataError says why there is none. */
   async read (url: string): Promise<SamlIdentityProvider> {
-    const problem = this.urlProblem(url)
+    const problem = endpointUrlProblem(url, this.deps.policy)
     if (problem !== null) throw new SamlMetadataError(`the metadata URL ${problem}`)
     let answer
     try {
-      answer = await this.deps.http.request({
+      answer = await this.#http.request({
         method: 'GET', url, headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml' }
       })
     } catch (error) {
@@ -69,7 +74,7 @@ function differs (before: SamlIdentityProvider, after: SamlIdentityProvider): bo
 }
 
 /** When a read that is the `failures`-th failure in a row is tried again. */
-export function retryDelayMs (failures: number): number {
+function retryDelayMs (failures: number): number {
   return Math.min(IDP_METADATA_REFRESH_MS, IDP_METADATA_RETRY_MS * 2 ** Math.max(0, failures - 1))
 }
 

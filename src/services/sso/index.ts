@@ -2,11 +2,10 @@ export { mappedRole } from './assertion-profile.js'
 import type { ServiceDependencies } from '../dependencies.js'
 import type { SessionService } from '../sessions/index.js'
 import type { FederatedSignInService, SignInService } from '../sign-in/index.js'
-import { OutboundHttp } from '../../security/outbound-http.js'
 import { isLoopbackUrl } from '../../federation/saml-metadata.js'
 import { outboundPolicy } from '../../security/outbound-addresses.js'
 import { SsoConnectionService } from './connections.js'
-import { IDP_METADATA_MAX_BYTES, IDP_METADATA_TIMEOUT_MS, IdpMetadataRefresh, IdpMetadataSource } from './idp-metadata.js'
+import { IdpMetadataRefresh, IdpMetadataSource } from './idp-metadata.js'
 import { SsoDiscoveryService } from './discovery.js'
 import { SamlSignInService } from './saml-sign-in.js'
 
@@ -20,13 +19,10 @@ export function ssoServices (
   const { ssoConnections, organizations, organizationDomains, scimResources, users } = repositories
   // An IdP's metadata URL is entered by an organization's owner: fetched under the outbound rule
   // of webhook endpoints, with networks of its own (public addresses only unless the operator says).
-  const policy = outboundPolicy(config.ssoMetadataAllowedNetworks, 'SSO_METADATA_ALLOWED_NETWORKS')
   const metadataSource = new IdpMetadataSource({
-    http: new OutboundHttp({
-      policy, timeoutMs: IDP_METADATA_TIMEOUT_MS, maxResponseBytes: IDP_METADATA_MAX_BYTES, userAgent: 'users-api-sso/1', resolve
-    }),
-    policy,
-    loopbackHttp: isLoopbackUrl(config.publicUrl)
+    policy: outboundPolicy(config.ssoMetadataAllowedNetworks, 'SSO_METADATA_ALLOWED_NETWORKS'),
+    loopbackHttp: isLoopbackUrl(config.publicUrl),
+    resolve
   })
   const connections = new SsoConnectionService({
     ssoConnections, audit, federation, metadataSource, publicUrl: config.publicUrl, now
