@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { DataEnvelope, IdSchema, TimestampSchema } from './common.js'
 import { component } from './components.js'
 import { OrganizationRoleSchema } from './organizations.js'
@@ -7,11 +7,14 @@ import { EmailSchema } from './user.js'
 const NameSchema = Type.String({
   minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]+$', examples: ['Acme Entra ID'], description: 'Without control characters'
 })
-const AttributeNameSchema = Type.String({ minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$', description: 'A SAML attribute\'s Name' })
+const AttributeNameSchema = Type.String({
+  minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$', description: 'A SAML attribute\'s Name, or an OpenID provider\'s ID-token claim'
+})
 
 /**
- * Which of the assertion's attributes hold the address, the name and the groups; an absent one
- * is looked for under the names the common IdPs send (docs/integration.md, "Enterprise sign-in").
+ * Which of the assertion's attributes (or ID token's claims) hold the address, the name and the
+ * groups; an absent one is looked for under the names the common IdPs send (docs/integration.md,
+ * "Enterprise sign-in").
  */
 export const SsoAttributeMappingSchema = Type.Object({
   email: Type.Optional(AttributeNameSchema),
@@ -45,6 +48,32 @@ const IdentityProviderFields = {
   idp_certificates: Type.Optional(Type.Array(CertificateSchema, { minItems: 1, maxItems: 5, description: 'Its signing certificates (at most 5)' }))
 }
 
+const TokenEndpointAuthMethodSchema = Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')], {
+  description: 'How the service authenticates at the provider\'s token endpoint, as the client is registered there'
+})
+
+/** A scope token (RFC 6749, section 3.3). */
+const ScopeSchema = Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$' })
+
+const OpenIdProviderFields = {
+  oidc_issuer: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    format: 'uri',
+    examples: ['https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/v2.0'],
+    description: 'An OpenID Connect connection: the organization\'s own OpenID provider (https), exactly as its discovery document names it; ' +
+      'with oidc_client_id and oidc_client_secret, instead of the SAML fields'
+  })),
+  oidc_client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 512, pattern: '^[\\x20-\\x7e]+$', description: 'The service\'s client at that provider' })),
+  oidc_client_secret: Type.Optional(Type.String({
+    minLength: 1, maxLength: 2048, pattern: '^[\\x20-\\x7e]+$', description: 'Its secret: kept sealed, never shown again'
+  })),
+  oidc_token_endpoint_auth_method: Type.Optional(TokenEndpointAuthMethodSchema),
+  oidc_scopes: Type.Optional(Type.Array(ScopeSchema, {
+    minItems: 1, maxItems: 20, uniqueItems: true, description: 'Scopes asked for, openid among them (default: openid email profile)'
+  }))
+}
+
 /** A self-signed certificate for the examples of the OpenAPI document only: no IdP holds its key. */
 const EXAMPLE_CERTIFICATE = [
   'MIIDDzCCAfegAwIBAgIULpS9oyt5UOdCH3v1UlsHDerRlE4wDQYJKoZIhvcNAQELBQAwFjEUMBIGA1UEAwwLRXhhbXBsZSBJZFAw',
@@ -63,13 +92,14 @@ const EXAMPLE_CERTIFICATE = [
 const IdpInitiatedLoginUrlSchema = Type.Union([
   Type.String({ minLength: 1, maxLength: 2048, format: 'uri', examples: ['https://app.example.com/sso/start'] }), Type.Null()
 ], {
-  description: 'IdP-initiated sign-in: the application\'s page that starts a sign-in through this connection (an allowed redirect URL, OAUTH_REDIRECT_URLS); ' +
+  description: 'SAML IdP-initiated sign-in: the application\'s page that starts a sign-in through this connection (an allowed redirect URL, OAUTH_REDIRECT_URLS); ' +
     'the ACS sends an IdP-initiated response\'s browser there with `connection_id`, and signs nobody in with it. null (the default): refused'
 })
 
 export const SsoConnectionCreateSchema = Type.Object({
   name: NameSchema,
   ...IdentityProviderFields,
+  ...OpenIdProviderFields,
   attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
   role_mapping: Type.Optional(SsoRoleMappingSchema),
   default_role: Type.Optional(OrganizationRoleSchema),
@@ -90,6 +120,7 @@ export type SsoConnectionCreate = Static<typeof SsoConnectionCreateSchema>
 export const SsoConnectionUpdateSchema = Type.Object({
   name: Type.Optional(NameSchema),
   ...IdentityProviderFields,
+  ...OpenIdProviderFields,
   attribute_mapping: Type.Optional(SsoAttributeMappingSchema),
   role_mapping: Type.Optional(SsoRoleMappingSchema),
   default_role: Type.Optional(OrganizationRoleSchema),
@@ -98,20 +129,30 @@ export const SsoConnectionUpdateSchema = Type.Object({
 }, { additionalProperties: false, examples: [{ name: 'Acme Entra ID', enabled: true }] })
 export type SsoConnectionUpdate = Static<typeof SsoConnectionUpdateSchema>
 
+const ConnectionKindSchema = Type.Union([Type.Literal('saml'), Type.Literal('oidc')], {
+  description: 'saml: a SAML 2.0 IdP (the idp_ and sp_ fields); oidc: an OpenID provider (the oidc_ fields)'
+})
+const OrNull = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description })
+
 export const SsoConnectionSchema = Type.Object({
   id: IdSchema,
   organization_id: IdSchema,
   name: Type.String(),
-  kind: Type.Literal('saml'),
+  kind: ConnectionKindSchema,
   enabled: Type.Boolean(),
-  idp_entity_id: Type.String(),
-  idp_sso_url: Type.String(),
-  idp_certificate_fingerprints: Type.Array(Type.String(), { description: 'SHA-256 of each signing certificate' }),
-  idp_metadata_url: Type.Union([Type.String(), Type.Null()], { description: 'Where the IdP\'s metadata is read daily; null when it was given otherwise' }),
-  idp_metadata_read_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When that metadata was last read and found usable' }),
-  sp_entity_id: Type.String({ description: 'The service\'s entity ID for this connection (give it to the IdP)' }),
-  acs_url: Type.String({ description: 'The Assertion Consumer Service (HTTP-POST) to give the IdP' }),
-  sp_metadata_url: Type.String({ description: 'The service provider\'s metadata, for IdPs that read it' }),
+  idp_entity_id: OrNull(Type.String(), 'SAML: the IdP\'s entity ID'),
+  idp_sso_url: OrNull(Type.String(), 'SAML: its SingleSignOnService'),
+  idp_certificate_fingerprints: Type.Array(Type.String(), { description: 'SAML: SHA-256 of each signing certificate (none for oidc)' }),
+  idp_metadata_url: OrNull(Type.String(), 'Where the IdP\'s metadata is read daily; null when it was given otherwise'),
+  idp_metadata_read_at: OrNull(TimestampSchema, 'When that metadata was last read and found usable'),
+  sp_entity_id: OrNull(Type.String(), 'SAML: the service\'s entity ID for this connection (give it to the IdP)'),
+  acs_url: OrNull(Type.String(), 'SAML: the Assertion Consumer Service (HTTP-POST) to give the IdP'),
+  sp_metadata_url: OrNull(Type.String(), 'SAML: the service provider\'s metadata, for IdPs that read it'),
+  oidc_issuer: OrNull(Type.String(), 'OpenID: the provider\'s issuer'),
+  oidc_client_id: OrNull(Type.String(), 'OpenID: the service\'s client at it (its secret is never shown)'),
+  oidc_token_endpoint_auth_method: OrNull(TokenEndpointAuthMethodSchema, 'OpenID: how the client authenticates'),
+  oidc_scopes: OrNull(Type.Array(Type.String()), 'OpenID: the scopes asked for'),
+  oidc_redirect_uri: OrNull(Type.String(), 'OpenID: the redirect URI to register for the client at the provider'),
   sign_in_url: Type.String({ description: 'Where a browser application sends the person (with redirect_to and a PKCE challenge)' }),
   attribute_mapping: SsoAttributeMappingSchema,
   role_mapping: SsoRoleMappingSchema,
@@ -137,7 +178,7 @@ export type SsoDiscoveryBody = Static<typeof SsoDiscoveryBodySchema>
 export const SsoDiscoverySchema = Type.Object({
   organization: Type.Object({ id: IdSchema, name: Type.String(), slug: Type.String() }),
   connections: Type.Array(Type.Object({
-    id: IdSchema, name: Type.String(), kind: Type.Literal('saml'), sign_in_url: Type.String()
+    id: IdSchema, name: Type.String(), kind: ConnectionKindSchema, sign_in_url: Type.String()
   }), { description: 'The organization\'s enabled connections' })
 }, { title: 'SsoDiscovery' })
 export type SsoDiscovery = Static<typeof SsoDiscoverySchema>

@@ -4,7 +4,7 @@ import { commandOptions, runServiceCommand } from './service-command.js'
 const USAGE = `Usage: npm run --silent secrets:reseal
 
 Seals every secret kept sealed in DATABASE_URL (TOTP secrets, webhook signing secrets, the
-authorization server's ID-token keys) again under SEALING_KEY (JWT_SECRET when unset), opening
+authorization server's ID-token keys, OpenID SSO connections' client secrets) again under SEALING_KEY (JWT_SECRET when unset), opening
 each with any key of the ring (SEALING_PREVIOUS_KEYS, JWT_SECRET, former signing secrets). Once
 it reports nothing left to reseal, the former keys can leave SEALING_PREVIOUS_KEYS
 (docs/operations.md, "Sealed secrets"). Safe to run while the service runs, and again.

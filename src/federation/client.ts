@@ -27,19 +27,32 @@ export function providerError (detail: string): Error {
   return new Errors.OAUTH_PROVIDER_ERROR(detail)
 }
 
-async function call (url: string, init: RequestInit, timeoutMs: number): Promise<unknown> {
-  let response: Response
-  try {
-    response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
-  } catch (error) {
-    throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable')
-  }
-  if (!response.ok) throw providerError(`HTTP ${response.status}`)
-  const text = await boundedText(response)
-  try {
-    return JSON.parse(text)
-  } catch {
-    throw providerError('answered something other than JSON')
+/** A request to a provider, as a transport sends it. */
+export interface ProviderRequest {
+  method: 'GET' | 'POST'
+  url: string
+  headers: Record<string, string>
+  body?: string
+}
+
+/**
+ * How a provider is reached: its answer's status and text, or the provider's error (timed out,
+ * unreachable, more than MAX_PROVIDER_ANSWER_BYTES). Providers the operator configured are
+ * reached with fetch (`fetchTransport`); issuers an organization's owner entered, under the
+ * outbound rule (src/services/sso/oidc-sign-in.ts).
+ */
+export type ProviderTransport = (request: ProviderRequest) => Promise<{ status: number, text: string }>
+
+/** The global fetch, within `timeoutMs`. */
+export function fetchTransport (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderTransport {
+  return async ({ method, url, headers, body }) => {
+    let response: Response
+    try {
+      response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) })
+    } catch (error) {
+      throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable')
+    }
+    return { status: response.status, text: await boundedText(response) }
   }
 }
 
@@ -62,17 +75,30 @@ async function boundedText (response: Response): Promise<string> {
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
+async function call (transport: ProviderTransport, request: ProviderRequest): Promise<unknown> {
+  const { status, text } = await transport({ ...request, headers: { 'user-agent': USER_AGENT, ...request.headers } })
+  if (status < 200 || status > 299) throw providerError(`HTTP ${status}`)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw providerError('answered something other than JSON')
+  }
+}
+
 /** An authenticated GET, for the profile endpoints. */
-export function providerGet (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderGet {
-  return async (url, accessToken) => await call(url, {
-    headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json', 'user-agent': USER_AGENT }
-  }, timeoutMs)
+export function providerGet (transport: ProviderTransport): ProviderGet {
+  return async (url, accessToken) => await call(transport, {
+    method: 'GET', url, headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }
+  })
 }
 
 /** A public JSON document (an issuer's discovery document). */
-export async function fetchJson (url: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<unknown> {
-  return await call(url, { headers: { accept: 'application/json', 'user-agent': USER_AGENT } }, timeoutMs)
+export async function fetchJson (url: string, transport: ProviderTransport): Promise<unknown> {
+  return await call(transport, { method: 'GET', url, headers: { accept: 'application/json' } })
 }
+
+/** A value as application/x-www-form-urlencoded writes it. */
+const formEncoded = (value: string) => new URLSearchParams([['', value]]).toString().slice(1)
 
 export interface TokenRequest {
   tokenUrl: string
@@ -80,6 +106,11 @@ export interface TokenRequest {
   clientSecret: string
   redirectUri: string
   headers: Record<string, string>
+  /**
+   * How the client authenticates: its secret in the form (`client_secret_post`, the built-in
+   * providers'), or in HTTP Basic (`client_secret_basic`, OpenID Connect's default).
+   */
+  authentication?: 'client_secret_post' | 'client_secret_basic'
 }
 
 /**
@@ -90,21 +121,28 @@ export async function exchangeCode (
   request: TokenRequest,
   code: string,
   codeVerifier: string,
-  timeoutMs = PROVIDER_TIMEOUT_MS
+  transport: ProviderTransport
 ): Promise<{ accessToken: string, idToken: string | null }> {
+  const basic = request.authentication === 'client_secret_basic'
   const body = new URLSearchParams({
-    client_id: request.clientId,
-    client_secret: request.clientSecret,
+    ...(!basic && { client_id: request.clientId, client_secret: request.clientSecret }),
     code,
     grant_type: 'authorization_code',
     redirect_uri: request.redirectUri,
     code_verifier: codeVerifier
   })
-  const answer = await call(request.tokenUrl, {
+  // RFC 6749, section 2.3.1: each part form-encoded before the pair is.
+  const credentials = `${formEncoded(request.clientId)}:${formEncoded(request.clientSecret)}`
+  const answer = await call(transport, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': USER_AGENT, ...request.headers },
-    body
-  }, timeoutMs) as Record<string, unknown>
+    url: request.tokenUrl,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(basic && { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` }),
+      ...request.headers
+    },
+    body: body.toString()
+  }) as Record<string, unknown>
   // GitHub reports a bad code with 200 and an `error` field.
   if (typeof answer.error === 'string') throw providerError(answer.error)
   if (typeof answer.access_token !== 'string' || answer.access_token === '') throw providerError('no access token in the token response')
@@ -112,9 +150,9 @@ export async function exchangeCode (
 }
 
 /** The normalized profile; any failure reading it is the provider's. */
-export async function fetchProfile (readProfile: OAuthProvider['readProfile'], userinfoUrl: string, accessToken: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<OAuthProfile> {
+export async function fetchProfile (readProfile: OAuthProvider['readProfile'], userinfoUrl: string, accessToken: string, transport: ProviderTransport): Promise<OAuthProfile> {
   try {
-    return usableProfile(await readProfile(userinfoUrl, providerGet(timeoutMs), accessToken))
+    return usableProfile(await readProfile(userinfoUrl, providerGet(transport), accessToken))
   } catch (error) {
     if (error instanceof Errors.OAUTH_PROVIDER_ERROR) throw error
     throw providerError(error instanceof Error ? error.message : 'unreadable profile')

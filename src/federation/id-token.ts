@@ -18,14 +18,14 @@ export interface IdTokenExpectations {
 /**
  * An ID token validated as OpenID Connect asks of a client (docs/security.md,
  * "Provider sign-in"): a signature by one of the issuer's keys, `iss`, `aud` holding the
- * client, `azp` naming it when present, `exp`, `iat`, and the `nonce` sent with this
- * flow's authorization request. Answers the profile its claims carry.
+ * client, `azp` naming it when present, `exp`, `iat`, a `sub`, and the `nonce` sent with this
+ * flow's authorization request. Answers its claims.
  */
-export async function validateIdToken (
+export async function idTokenClaims (
   token: string,
   keys: JWTVerifyGetKey,
   expected: IdTokenExpectations
-): Promise<OAuthProfile> {
+): Promise<Record<string, unknown> & { sub: string }> {
   let claims: Record<string, unknown>
   try {
     ({ payload: claims } = await jwtVerify(token, keys, {
@@ -47,6 +47,17 @@ export async function validateIdToken (
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
   if ((audiences.length > 1 || claims.azp !== undefined) && claims.azp !== expected.clientId) throw providerError('the ID token\'s azp claim is not valid')
   if (claims.nonce !== expected.nonce) throw providerError('the ID token\'s nonce claim is not valid')
-  if (typeof claims.sub !== 'string' || claims.sub === '') throw providerError('the ID token\'s sub claim is not valid')
+  const subject = claims.sub
+  if (typeof subject !== 'string' || subject === '') throw providerError('the ID token\'s sub claim is not valid')
+  return { ...claims, sub: subject }
+}
+
+/** A validated ID token's profile (idTokenClaims). */
+export async function validateIdToken (
+  token: string,
+  keys: JWTVerifyGetKey,
+  expected: IdTokenExpectations
+): Promise<OAuthProfile> {
+  const claims = await idTokenClaims(token, keys, expected)
   return oidcProfile(claims, claims.sub)
 }

@@ -1,6 +1,6 @@
-import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
+import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose'
 import { isHttpUrl } from '../config/index.js'
-import { fetchJson, providerError, PROVIDER_TIMEOUT_MS } from './client.js'
+import { fetchJson, providerError, PROVIDER_TIMEOUT_MS, type ProviderTransport } from './client.js'
 
 /** What the service uses of an issuer's discovery document (docs/api.md, "Providers by issuer"). */
 export interface IssuerMetadata {
@@ -18,32 +18,48 @@ export interface IssuerMetadata {
 /** A discovery document is read again after this long; until then it is served from memory. */
 export const METADATA_MAX_AGE_MS = 60 * 60 * 1000
 
-/** A discovery document's address member, when it is an http(s) URL. */
-function httpUrl (value: unknown): string | null {
-  return typeof value === 'string' && isHttpUrl(value) ? value : null
+/** A discovery document's address member, when it is an http(s) URL (https only, when `httpsOnly`). */
+function httpUrl (value: unknown, httpsOnly: boolean): string | null {
+  return typeof value === 'string' && isHttpUrl(value) && (!httpsOnly || value.startsWith('https:')) ? value : null
 }
 
 /**
  * The document's fields, checked: its `issuer` must be the configured one exactly, or another
  * issuer could be put in its place (docs/security.md, "Provider sign-in").
  */
-function readMetadata (issuer: string, document: unknown): IssuerMetadata & { jwksUri: string } {
+function readMetadata (issuer: string, document: unknown, httpsOnly: boolean): IssuerMetadata & { jwksUri: string } {
   const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>
   if (fields.issuer !== issuer) throw providerError('the discovery document names another issuer')
-  const authorizationEndpoint = httpUrl(fields.authorization_endpoint)
-  const tokenEndpoint = httpUrl(fields.token_endpoint)
-  const jwksUri = httpUrl(fields.jwks_uri)
+  const authorizationEndpoint = httpUrl(fields.authorization_endpoint, httpsOnly)
+  const tokenEndpoint = httpUrl(fields.token_endpoint, httpsOnly)
+  const jwksUri = httpUrl(fields.jwks_uri, httpsOnly)
   if (authorizationEndpoint === null || tokenEndpoint === null || jwksUri === null) {
-    throw providerError('the discovery document lacks an authorization, token or JWKS URL')
+    throw providerError(`the discovery document lacks an authorization, token or JWKS URL${httpsOnly ? ' (https)' : ''}`)
   }
   return {
     issuer,
     authorizationEndpoint,
     tokenEndpoint,
     jwksUri,
-    userinfoEndpoint: httpUrl(fields.userinfo_endpoint),
+    userinfoEndpoint: httpUrl(fields.userinfo_endpoint, httpsOnly),
     issParameterSupported: fields.authorization_response_iss_parameter_supported === true
   }
+}
+
+/** jose's fetch of a JWKS, through a provider transport (its timeout and answer limit). */
+function jwksFetch (transport: ProviderTransport): (url: string, options: { headers: Headers }) => Promise<Response> {
+  return async (url, options) => {
+    const { status, text } = await transport({ method: 'GET', url, headers: Object.fromEntries(options.headers) })
+    return new Response(text, { status })
+  }
+}
+
+export interface OidcIssuerOptions {
+  transport: ProviderTransport
+  timeoutMs?: number
+  maxAgeMs?: number
+  /** Every endpoint the document names must be https (an issuer an organization's owner entered). */
+  httpsOnly?: boolean
 }
 
 /**
@@ -58,15 +74,15 @@ export class OidcIssuer {
   #reading: Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> | null = null
   #jwksUri: string | null = null
 
-  constructor (
-    readonly issuer: string,
-    private readonly timeoutMs = PROVIDER_TIMEOUT_MS,
-    private readonly maxAgeMs = METADATA_MAX_AGE_MS
-  ) {}
+  readonly #options: Required<OidcIssuerOptions>
+
+  constructor (readonly issuer: string, options: OidcIssuerOptions) {
+    this.#options = { timeoutMs: PROVIDER_TIMEOUT_MS, maxAgeMs: METADATA_MAX_AGE_MS, httpsOnly: false, ...options }
+  }
 
   async discover (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
     const current = this.#current
-    if (current !== null && Date.now() - current.readAt < this.maxAgeMs) return current
+    if (current !== null && Date.now() - current.readAt < this.#options.maxAgeMs) return current
     // Concurrent requests share one read.
     this.#reading ??= this.#read().finally(() => { this.#reading = null })
     try {
@@ -79,11 +95,12 @@ export class OidcIssuer {
 
   async #read (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
     const url = `${this.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
-    const { jwksUri, ...metadata } = readMetadata(this.issuer, await fetchJson(url, this.timeoutMs))
+    const { transport, timeoutMs, httpsOnly } = this.#options
+    const { jwksUri, ...metadata } = readMetadata(this.issuer, await fetchJson(url, transport), httpsOnly)
     const previous = this.#current
     const keys = previous !== null && this.#jwksUri === jwksUri
       ? previous.keys
-      : createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: this.timeoutMs })
+      : createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: timeoutMs, [customFetch]: jwksFetch(transport) })
     this.#jwksUri = jwksUri
     this.#current = { metadata, keys, readAt: Date.now() }
     return this.#current

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type CacheProvider, SAML, ValidateInResponseTo } from '@node-saml/node-saml'
 import xpath from 'xpath'
 import { type SamlIdentityProvider, wellFormed } from './saml-metadata.js'
+import { IdpRefusal } from './refusal.js'
 
 /** The service as a SAML service provider for one connection: its entity ID and its ACS. */
 export interface SamlServiceProvider {
@@ -20,8 +21,8 @@ export interface SamlAssertion {
   attributes: Record<string, string[]>
 }
 
-/** A response the service refuses: the message says which check failed (for the audit log, not the browser). */
-export class SamlRefusal extends Error {}
+/** A SAML response the service refuses. */
+export class SamlRefusal extends IdpRefusal {}
 
 /** The clock skew accepted between the identity provider and the service (docs/security.md, "SAML"). */
 export const SAML_CLOCK_SKEW_MS = 60_000

@@ -7,7 +7,8 @@ export const SEALED_PURPOSES = {
   totpSecret: 'totp-secret',
   webhookSecret: 'webhook-signing-secret',
   refreshRetry: 'refresh-retry',
-  idTokenKey: 'authorization-server-key'
+  idTokenKey: 'authorization-server-key',
+  ssoClientSecret: 'sso-client-secret'
 } as const
 
 /** Key material a box key is derived from: a secret string, or key bytes. */

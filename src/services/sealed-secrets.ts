@@ -5,7 +5,8 @@ import { SEALED_COLUMNS, type SealedSecretsRepository, type SealedTable } from '
 const PURPOSE_OF: Record<SealedTable, string> = {
   users: SEALED_PURPOSES.totpSecret,
   webhook_endpoints: SEALED_PURPOSES.webhookSecret,
-  authorization_server_keys: SEALED_PURPOSES.idTokenKey
+  authorization_server_keys: SEALED_PURPOSES.idTokenKey,
+  sso_connections: SEALED_PURPOSES.ssoClientSecret
 }
 
 /** What a reseal did, per table: values sealed again, and values no key of the ring opens. */

@@ -5,7 +5,8 @@ import type { Db } from './types.js'
 export const SEALED_COLUMNS = {
   users: { key: 'id', columns: ['totp_secret', 'totp_pending_secret'] },
   webhook_endpoints: { key: 'id', columns: ['secret', 'previous_secret'] },
-  authorization_server_keys: { key: 'kid', columns: ['private_key'] }
+  authorization_server_keys: { key: 'kid', columns: ['private_key'] },
+  sso_connections: { key: 'id', columns: ['oidc_client_secret'] }
 } as const
 
 export type SealedTable = keyof typeof SEALED_COLUMNS

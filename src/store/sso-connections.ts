@@ -5,43 +5,93 @@ import { uuidv7 } from './ids.js'
 import { holdOrganizationRow } from './organizations.js'
 import { atomically, type Db, type SsoConnectionsTable } from './types.js'
 
-/** A connection as the services use it: its IdP, and how the IdP's assertions map to a member. */
-export interface StoredSsoConnection {
+/** What every connection has: its organization, and how the IdP's word maps to a member. */
+interface StoredConnectionCommon {
   id: string
   organizationId: string
   name: string
   enabled: boolean
-  idp: SamlIdentityProvider
   attributeMapping: SsoAttributeMapping
   roleMapping: Record<string, OrganizationRole>
   defaultRole: OrganizationRole
   idpInitiatedLoginUrl: string | null
-  /** Where the IdP's metadata is read again daily, when it last was and is next due; null: configured otherwise. */
-  idpMetadata: IdpMetadataSchedule | null
   createdAt: string
   updatedAt: string
 }
 
+/** A connection to a SAML IdP. */
+export interface StoredSamlConnection extends StoredConnectionCommon {
+  kind: 'saml'
+  idp: SamlIdentityProvider
+  /** Where the IdP's metadata is read again daily, when it last was and is next due; null: configured otherwise. */
+  idpMetadata: IdpMetadataSchedule | null
+}
+
+/** The service as a client of an organization's OpenID provider. */
+export interface OidcClientSettings {
+  issuer: string
+  clientId: string
+  /** Sealed (src/security/secret-box.ts, purpose ssoClientSecret). */
+  sealedClientSecret: string
+  tokenEndpointAuthMethod: 'client_secret_basic' | 'client_secret_post'
+  scopes: string[]
+}
+
+/** A connection to an organization's OpenID provider. */
+export interface StoredOidcConnection extends StoredConnectionCommon {
+  kind: 'oidc'
+  oidc: OidcClientSettings
+}
+
+/** A connection as the services use it: its IdP, and how the IdP's word maps to a member. */
+export type StoredSsoConnection = StoredSamlConnection | StoredOidcConnection
+
 export interface IdpMetadataSchedule { url: string, readAt: string, dueAt: string, failures: number }
 
-export type SsoConnectionSettings = Pick<
-  StoredSsoConnection,
-  'name' | 'enabled' | 'idp' | 'attributeMapping' | 'roleMapping' | 'defaultRole' | 'idpInitiatedLoginUrl' | 'idpMetadata'
+type CommonSettings = Pick<
+  StoredConnectionCommon, 'name' | 'enabled' | 'attributeMapping' | 'roleMapping' | 'defaultRole' | 'idpInitiatedLoginUrl'
 >
 
+/** A new connection: its IdP, SAML or OpenID. */
+export type SsoConnectionSettings = CommonSettings & (
+  Pick<StoredSamlConnection, 'idp' | 'idpMetadata'> | Pick<StoredOidcConnection, 'oidc'>
+)
+
+/** What an update changes; a connection keeps its kind. */
+export type SsoConnectionChanges = Partial<CommonSettings & Pick<StoredSamlConnection, 'idp' | 'idpMetadata'> & Pick<StoredOidcConnection, 'oidc'>>
+
 function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
-  return {
+  const common = {
     id: row.id,
     organizationId: row.organization_id,
     name: row.name,
     enabled: row.enabled === 1,
-    idp: {
-      entityId: row.idp_entity_id, ssoUrl: row.idp_sso_url, certificates: JSON.parse(row.idp_certificates) as string[]
-    },
     attributeMapping: JSON.parse(row.attribute_mapping) as SsoAttributeMapping,
     roleMapping: JSON.parse(row.role_mapping) as Record<string, OrganizationRole>,
     defaultRole: row.default_role,
     idpInitiatedLoginUrl: row.idp_initiated_login_url,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  }
+  if (row.kind === 'oidc') {
+    return {
+      ...common,
+      kind: 'oidc',
+      oidc: {
+        issuer: row.oidc_issuer ?? '',
+        clientId: row.oidc_client_id ?? '',
+        sealedClientSecret: row.oidc_client_secret ?? '',
+        tokenEndpointAuthMethod: row.oidc_token_endpoint_auth_method ?? 'client_secret_basic',
+        scopes: JSON.parse(row.oidc_scopes ?? '[]') as string[]
+      }
+    }
+  }
+  return {
+    ...common,
+    kind: 'saml',
+    idp: {
+      entityId: row.idp_entity_id, ssoUrl: row.idp_sso_url, certificates: JSON.parse(row.idp_certificates) as string[]
+    },
     idpMetadata: row.idp_metadata_url === null || row.idp_metadata_read_at === null || row.idp_metadata_due_at === null
       ? null
       : {
@@ -49,13 +99,11 @@ function fromRow (row: SsoConnectionsTable): StoredSsoConnection {
           readAt: row.idp_metadata_read_at,
           dueAt: row.idp_metadata_due_at,
           failures: row.idp_metadata_failures
-        },
-    createdAt: row.created_at,
-    updatedAt: row.updated_at
+        }
   }
 }
 
-function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnectionsTable> {
+function toColumns (settings: SsoConnectionChanges): Partial<SsoConnectionsTable> {
   return {
     ...(settings.name !== undefined && { name: settings.name }),
     ...(settings.enabled !== undefined && { enabled: settings.enabled ? 1 : 0 }),
@@ -63,6 +111,13 @@ function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnec
       idp_entity_id: settings.idp.entityId,
       idp_sso_url: settings.idp.ssoUrl,
       idp_certificates: JSON.stringify(settings.idp.certificates)
+    }),
+    ...(settings.oidc !== undefined && {
+      oidc_issuer: settings.oidc.issuer,
+      oidc_client_id: settings.oidc.clientId,
+      oidc_client_secret: settings.oidc.sealedClientSecret,
+      oidc_token_endpoint_auth_method: settings.oidc.tokenEndpointAuthMethod,
+      oidc_scopes: JSON.stringify(settings.oidc.scopes)
     }),
     ...(settings.attributeMapping !== undefined && { attribute_mapping: JSON.stringify(settings.attributeMapping) }),
     ...(settings.roleMapping !== undefined && { role_mapping: JSON.stringify(settings.roleMapping) }),
@@ -75,6 +130,14 @@ function toColumns (settings: Partial<SsoConnectionSettings>): Partial<SsoConnec
       idp_metadata_failures: settings.idpMetadata?.failures ?? 0
     })
   }
+}
+
+/** The columns of a new connection: an OpenID one leaves the SAML IdP's empty. */
+function newColumns (settings: SsoConnectionSettings): Partial<SsoConnectionsTable> {
+  if ('oidc' in settings) {
+    return { ...toColumns(settings), kind: 'oidc', idp_entity_id: '', idp_sso_url: '', idp_certificates: '[]' }
+  }
+  return { ...toColumns(settings), kind: 'saml' }
 }
 
 /** Organizations' connections to their own identity providers (docs/api.md, "Enterprise sign-in"). */
@@ -94,7 +157,7 @@ export class SsoConnectionsRepository {
         .where('organization_id', '=', organizationId).executeTakeFirst()
       if (Number(held?.count ?? 0) >= max) return { max }
       const row = {
-        id: uuidv7(), organization_id: organizationId, ...toColumns(settings), created_at: now, updated_at: now
+        id: uuidv7(), organization_id: organizationId, ...newColumns(settings), created_at: now, updated_at: now
       } as SsoConnectionsTable
       await trx.insertInto('sso_connections').values(row).execute()
       return fromRow(row)
@@ -115,7 +178,7 @@ export class SsoConnectionsRepository {
   }
 
   async update (
-    organizationId: string, connectionId: string, changes: Partial<SsoConnectionSettings>, now: string, db: Db = this.db
+    organizationId: string, connectionId: string, changes: SsoConnectionChanges, now: string, db: Db = this.db
   ): Promise<StoredSsoConnection | undefined> {
     return await atomically(db, async (trx) => {
       await trx.updateTable('sso_connections').set({ ...toColumns(changes), updated_at: now })
@@ -129,11 +192,11 @@ export class SsoConnectionsRepository {
    * Connections read by metadata URL whose next read is due at `now`, the longest due first
    * (sso_connections_idp_metadata_due_at, partial on the URL).
    */
-  async metadataDue (now: string, limit: number, db: Db = this.db): Promise<StoredSsoConnection[]> {
+  async metadataDue (now: string, limit: number, db: Db = this.db): Promise<StoredSamlConnection[]> {
     const rows = await db.selectFrom('sso_connections').selectAll()
       .where('idp_metadata_url', 'is not', null).where('idp_metadata_due_at', '<=', now)
       .orderBy('idp_metadata_due_at').limit(limit).execute()
-    return rows.map(fromRow)
+    return rows.map(fromRow).filter((connection) => connection.kind === 'saml')
   }
 
   /**

@@ -324,6 +324,15 @@ export interface SsoConnectionsTable {
   idp_metadata_due_at: string | null
   /** Failed reads since the last good one. */
   idp_metadata_failures: number
+  /** 'saml', or 'oidc': the oidc_ columns say which OpenID provider (the idp_ ones are then empty). */
+  kind: 'saml' | 'oidc'
+  oidc_issuer: string | null
+  oidc_client_id: string | null
+  /** Sealed. */
+  oidc_client_secret: string | null
+  oidc_token_endpoint_auth_method: 'client_secret_basic' | 'client_secret_post' | null
+  /** JSON array of scope tokens. */
+  oidc_scopes: string | null
   created_at: string
   updated_at: string
 }

@@ -46,14 +46,19 @@ export class SsoHarness extends OrganizationHarness {
     return { ...team, domain, idp, connection, spMetadata }
   }
 
-  /** The browser application starts a sign-in: the redirect to the IdP, and the AuthnRequest in it. */
-  async start (connectionId: string): Promise<Started> {
+  /** A browser application starts a sign-in at `path`: the PKCE verifier it keeps, and where the browser is sent. */
+  async startAt (path: string): Promise<{ verifier: string, location: string }> {
     const verifier = randomBytes(32).toString('base64url')
     const challenge = createHash('sha256').update(verifier).digest('base64url')
     const query = new URLSearchParams({ redirect_to: APPLICATION, code_challenge: challenge, code_challenge_method: 'S256' })
-    const response = await this.app.inject({ method: 'GET', url: `/api/v1/sso/saml/${connectionId}/sign-in?${query}` })
+    const response = await this.app.inject({ method: 'GET', url: `${path}?${query}` })
     if (response.statusCode !== 302) throw new Error(`sign-in not started: ${response.body}`)
-    const location = String(response.headers.location)
+    return { verifier, location: String(response.headers.location) }
+  }
+
+  /** The browser application starts a SAML sign-in: the redirect to the IdP, and the AuthnRequest in it. */
+  async start (connectionId: string): Promise<Started> {
+    const { verifier, location } = await this.startAt(`/api/v1/sso/saml/${connectionId}/sign-in`)
     const request = authnRequestOf(location)
     return { relayState: request.relayState, requestId: request.id, verifier, location }
   }
@@ -68,7 +73,7 @@ export class SsoHarness extends OrganizationHarness {
     })
   }
 
-  /** Where the ACS sent the browser back to: the application, with `code` or `error`. */
+  /** Where the ACS (or an OpenID callback) sent the browser back to: the application, with `code` or `error`. */
   static back (response: LightMyRequestResponse): URL {
     if (response.statusCode !== 302) throw new Error(`the ACS answered ${response.statusCode}: ${response.body}`)
     return new URL(String(response.headers.location))

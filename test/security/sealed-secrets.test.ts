@@ -98,6 +98,31 @@ t.test('a new SEALING_KEY: the former one in SEALING_PREVIOUS_KEYS opens what it
   const enabled = await first.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: generateSync({ secret: totpSecret }) } }))
   t.equal(enabled.statusCode, 200, 'TOTP enrolled under the former key')
   const hook = await endpoint(first, receiver)
+  // An OpenID SSO connection's client secret (its sign-in is tested in test/routes/sso/oidc-sign-in.test.ts).
+  const organization = await first.inject(withToken(person.token, { method: 'POST', url: '/api/v1/organizations', payload: { name: 'Sealed', slug: 'sealed' } }))
+  const connectionId = '01900000-0000-7000-8000-00000000c0de'
+  await first.database.db.insertInto('sso_connections').values({
+    id: connectionId,
+    organization_id: organization.json().data.id,
+    name: 'OpenID',
+    enabled: 1,
+    kind: 'oidc',
+    idp_entity_id: '',
+    idp_sso_url: '',
+    idp_certificates: '[]',
+    oidc_issuer: 'https://idp.example',
+    oidc_client_id: 'client',
+    oidc_client_secret: new SecretBox(former, SEALED_PURPOSES.ssoClientSecret).seal('client-secret'),
+    oidc_token_endpoint_auth_method: 'client_secret_basic',
+    oidc_scopes: '["openid"]',
+    attribute_mapping: '{}',
+    role_mapping: '{}',
+    default_role: 'member',
+    idp_initiated_login_url: null,
+    idp_metadata_failures: 0,
+    created_at: new Date().toISOString(),
+    updated_at: new Date().toISOString()
+  }).execute()
   await first.close()
 
   const rotated = { ...common, SEALING_KEY: next, SEALING_PREVIOUS_KEYS: former }
@@ -112,17 +137,20 @@ t.test('a new SEALING_KEY: the former one in SEALING_PREVIOUS_KEYS opens what it
 
   const run = await reseal(rotated)
   t.equal(run.code, 0, 'the reseal succeeds')
-  t.equal(run.stdout, 'users: 1 resealed\nwebhook_endpoints: 1 resealed\nauthorization_server_keys: 3 resealed\n')
-  t.equal((await reseal(rotated)).stdout, 'users: 0 resealed\nwebhook_endpoints: 0 resealed\nauthorization_server_keys: 0 resealed\n', 'nothing left the second time')
+  t.equal(run.stdout, 'users: 1 resealed\nwebhook_endpoints: 1 resealed\nauthorization_server_keys: 3 resealed\nsso_connections: 1 resealed\n')
+  t.equal((await reseal(rotated)).stdout,
+    'users: 0 resealed\nwebhook_endpoints: 0 resealed\nauthorization_server_keys: 0 resealed\nsso_connections: 0 resealed\n', 'nothing left the second time')
 
   const without = await build(t, { databaseUrl: url, env: { ...common, SEALING_KEY: next } })
   const stored = await without.database.db.selectFrom('users').select('totp_secret').where('id', '=', person.id).executeTakeFirstOrThrow()
   t.equal(new SecretBox(next, SEALED_PURPOSES.totpSecret).open(stored.totp_secret ?? ''), totpSecret, 'sealed under the new key alone')
   t.equal(new SecretBox(former, SEALED_PURPOSES.totpSecret).open(stored.totp_secret ?? ''), null, 'the former key opens it no more')
+  const connection = await without.database.db.selectFrom('sso_connections').select('oidc_client_secret').where('id', '=', connectionId).executeTakeFirstOrThrow()
+  t.equal(new SecretBox(next, SEALED_PURPOSES.ssoClientSecret).open(connection.oidc_client_secret ?? ''), 'client-secret', 'the client secret too')
   t.equal((await testEventVerified(without, receiver, hook)).type, 'webhook.test', 'the former key has left: deliveries are still signed')
   await without.close()
 
   const lost = await reseal({ ...common, SEALING_KEY: 'c'.repeat(40) })
   t.equal(lost.code, 1, 'a value no key opens fails the command')
-  t.match(lost.stderr, /2 sealed values are opened by no key of the ring: add the key they were sealed under to SEALING_PREVIOUS_KEYS/)
+  t.match(lost.stderr, /3 sealed values are opened by no key of the ring: add the key they were sealed under to SEALING_PREVIOUS_KEYS/)
 })

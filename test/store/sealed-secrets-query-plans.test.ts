@@ -41,6 +41,6 @@ for (const backend of backends()) {
     t.same(Object.values(again).map((counts) => counts.resealed), Object.keys(SEALED_COLUMNS).map(() => 0), 'nothing left the second time')
     const one = await database.db.selectFrom('users').select('totp_secret').where('email', '=', 'user-3@example.com').executeTakeFirstOrThrow()
     t.equal(new SecretBox(current, SEALED_PURPOSES.totpSecret).open(one.totp_secret ?? ''), 'SECRET3', 'under the new key')
-    t.same(Object.keys(report ?? {}) as SealedTable[], ['users', 'webhook_endpoints', 'authorization_server_keys'])
+    t.same(Object.keys(report ?? {}) as SealedTable[], ['users', 'webhook_endpoints', 'authorization_server_keys', 'sso_connections'])
   })
 }

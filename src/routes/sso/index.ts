@@ -1,7 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { OAuthAuthorizeQuerySchema } from '../../../schemas/auth.js'
+import { OAuthAuthorizeQuerySchema, OAuthCallbackQuerySchema } from '../../../schemas/auth.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SamlAcsBodySchema, SsoConnectionIdParamsSchema } from '../../../schemas/sso.js'
 
@@ -16,11 +16,12 @@ const redirect = (description: string, location: string) => Type.Null({
 })
 
 /**
- * The SAML service provider of each organization's connection (docs/api.md, "Enterprise
- * sign-in"): its metadata, the start of a sign-in, and the ACS the IdP posts its response to.
+ * Each organization's connection (docs/api.md, "Enterprise sign-in"): as a SAML service
+ * provider, its metadata, the start of a sign-in, and the ACS the IdP posts its response to; as
+ * an OpenID client, the start of a sign-in and the callback the provider redirects to.
  */
 const sso: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { ssoConnections, samlSignIn } = fastify.services
+  const { ssoConnections, samlSignIn, oidcSignIn } = fastify.services
   // The ACS takes the IdP's form post (the HTTP-POST binding); only these routes parse forms.
   await fastify.register(formbody)
 
@@ -74,6 +75,38 @@ const sso: FastifyPluginAsyncTypebox = async (fastify) => {
     const back = await samlSignIn.finish(request.serviceContext, request.params.connectionId, request.body)
     return await reply.redirect(back, 302)
   })
+
+  fastify.get('/oidc/:connectionId/sign-in', {
+    config: { access: 'public', signInRate: true },
+    schema: {
+      tags: ['sso'],
+      operationId: 'sso.oidc.signIn',
+      summary: 'Send the browser to the organization\'s OpenID provider (authorization code with PKCE); redirect_to and a PKCE challenge required',
+      params: SsoConnectionIdParamsSchema,
+      querystring: OAuthAuthorizeQuerySchema,
+      response: {
+        302: redirect('To the OpenID provider', 'Its authorization endpoint with state, nonce and a PKCE challenge'),
+        ...errorResponses({}, 404, 409, 502)
+      }
+    }
+  }, async (request, reply) =>
+    await reply.redirect(await oidcSignIn.start(request.params.connectionId, request.query), 302))
+
+  fastify.get('/oidc/callback', {
+    config: { access: 'public', signInRate: true },
+    schema: {
+      tags: ['sso'],
+      operationId: 'sso.oidc.callback',
+      summary: 'The redirect URI every OpenID connection\'s provider answers at (its state names the flow): ' +
+        'back to the browser application with a one-time code, or an error code',
+      querystring: OAuthCallbackQuerySchema,
+      response: {
+        302: redirect('Back to the browser application', 'redirect_to?code=<one-time code, 60 s> or redirect_to?error=<error code>'),
+        ...errorResponses({})
+      }
+    }
+  }, async (request, reply) =>
+    await reply.redirect(await oidcSignIn.finish(request.serviceContext, request.query), 302))
 }
 
 export default sso

@@ -5,7 +5,10 @@ import { Errors, rethrowServiceError, validationFailed } from '../../errors.js'
 import type { IdentitiesRepository } from '../../store/identities.js'
 import type { PendingAuthorization, PendingExchange, SingleUseStore } from '../../store/single-use.js'
 import type { UsersRepository } from '../../store/users.js'
-import { exchangeCode, fetchProfile, pkceChallenge, pkcePair, providerError, PROVIDER_TIMEOUT_MS } from '../../federation/client.js'
+import {
+  exchangeCode, fetchProfile, fetchTransport, pkceChallenge, pkcePair, providerError, PROVIDER_TIMEOUT_MS,
+  type ProviderTransport
+} from '../../federation/client.js'
 import { validateIdToken } from '../../federation/id-token.js'
 import { OidcIssuer } from '../../federation/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../../federation/providers.js'
@@ -60,15 +63,15 @@ function sameText (a: string, b: string): boolean {
  */
 export class FederatedSignInService {
   readonly #issuers = new Map<string, OidcIssuer>()
+  readonly #transport: ProviderTransport
 
   constructor (private readonly options: FederatedSignInOptions) {
+    const timeoutMs = options.timeoutMs ?? PROVIDER_TIMEOUT_MS
+    this.#transport = fetchTransport(timeoutMs)
     for (const [key, config] of Object.entries(options.providers)) {
-      if (config.issuer !== null) this.#issuers.set(key, new OidcIssuer(config.issuer, this.#timeoutMs))
+      if (config.issuer === null) continue
+      this.#issuers.set(key, new OidcIssuer(config.issuer, { transport: this.#transport, timeoutMs }))
     }
-  }
-
-  get #timeoutMs (): number {
-    return this.options.timeoutMs ?? PROVIDER_TIMEOUT_MS
   }
 
   /** The enabled provider for a key, matched case-insensitively; else UNSUPPORTED_PROVIDER. */
@@ -213,18 +216,18 @@ export class FederatedSignInService {
     if (query.error === 'access_denied') throw new Errors.OAUTH_ACCESS_DENIED()
     if (query.error !== undefined) throw providerError(`authorization refused (${query.error.slice(0, 100)})`)
     if (query.code === undefined || query.code === '') throw providerError('no authorization code')
-    const timeoutMs = this.#timeoutMs
+    const transport = this.#transport
     const tokens = await exchangeCode({
       tokenUrl,
       clientId: config.clientId,
       clientSecret: config.clientSecret,
       redirectUri: config.redirectUri,
       headers: builtIn?.tokenRequestHeaders ?? {}
-    }, query.code, pending.codeVerifier, timeoutMs)
+    }, query.code, pending.codeVerifier, transport)
     if (discovered === null) {
       if (builtIn === null || userinfoUrl === null) throw new Error(`provider ${provider} has no profile reader`)
       return await this.accountFor(
-        context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, timeoutMs)
+        context, provider, await fetchProfile(builtIn.readProfile, userinfoUrl, tokens.accessToken, transport)
       )
     }
     if (tokens.idToken === null) throw providerError('no ID token in the token response')
@@ -232,7 +235,7 @@ export class FederatedSignInService {
     // Some providers leave the e-mail out of the ID token; userinfo has it, and must describe the
     // same subject (docs/api.md, "Providers by issuer").
     if (profile.email === null && userinfoUrl !== null) {
-      const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, timeoutMs)
+      const more = await fetchProfile(readOidcProfile, userinfoUrl, tokens.accessToken, transport)
       if (more.subject !== profile.subject) throw providerError('userinfo describes another subject')
       profile = more
     }

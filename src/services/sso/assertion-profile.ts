@@ -64,3 +64,29 @@ export function mappedRole (
   })
   return roles.reduce((highest, role) => rankOf(role) > rankOf(highest) ? role : highest, roles[0] ?? defaultRole)
 }
+
+/** A claim's strings: itself when a non-empty string, its non-empty strings when an array. */
+function claimValues (value: unknown): string[] {
+  if (typeof value === 'string') return value === '' ? [] : [value]
+  return Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string' && entry !== '') : []
+}
+
+/**
+ * The person an OpenID provider's validated ID token names, through the connection's mapping
+ * (else the standard claims `email` and `name`, given_name and family_name, and `groups`, as
+ * Entra ID, Okta and Keycloak name them); null when it gives no usable address.
+ */
+export function claimedPerson (
+  claims: Record<string, unknown> & { sub: string }, mapping: SsoAttributeMapping
+): AssertedPerson | null {
+  const named = (key: keyof SsoAttributeMapping, fallback: string) => claimValues(claims[mapping[key] ?? fallback])
+  const email = named('email', 'email')[0]?.toLowerCase()
+  if (email === undefined || !isUserEmail(email)) return null
+  const parts = ['given_name', 'family_name'].flatMap((claim) => claimValues(claims[claim]).slice(0, 1))
+  return {
+    subject: claims.sub,
+    email,
+    name: named('name', 'name')[0] ?? (parts.length > 0 ? parts.join(' ') : null),
+    groups: named('groups', 'groups')
+  }
+}

@@ -1,7 +1,7 @@
 import { certificateFingerprint, readIdpMetadata, type SamlIdentityProvider, SamlMetadataError } from '../../federation/saml-metadata.js'
 import { endpointUrlProblem, type OutboundPolicy } from '../../security/outbound-addresses.js'
 import { OutboundHttp, OutboundRequestError, type Resolver } from '../../security/outbound-http.js'
-import type { IdpMetadataSchedule, SsoConnectionsRepository, StoredSsoConnection } from '../../store/sso-connections.js'
+import type { IdpMetadataSchedule, SsoConnectionsRepository, StoredSamlConnection } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
 
 const HOUR = 60 * 60 * 1000
@@ -112,7 +112,7 @@ export class IdpMetadataRefresh {
     return tally
   }
 
-  async #refresh (connection: StoredSsoConnection): Promise<'read' | 'failed' | 'taken'> {
+  async #refresh (connection: StoredSamlConnection): Promise<'read' | 'failed' | 'taken'> {
     const { ssoConnections, source, audit, now } = this.deps
     const schedule = connection.idpMetadata
     if (schedule === null) return 'taken'

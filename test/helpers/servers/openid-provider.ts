@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import Provider, { type Configuration } from 'oidc-provider'
 
 /** The standard claims an account at the provider has, those the service reads. */
-export interface ProviderAccount { email?: string, email_verified?: boolean, name?: string }
+export interface ProviderAccount { email?: string, email_verified?: boolean, name?: string, groups?: string[] }
 
 const LOGIN_FORM = (uid: string) => `<!doctype html>
 <html><head><title>Sign in at the provider</title></head><body>
@@ -17,8 +17,8 @@ const LOGIN_FORM = (uid: string) => `<!doctype html>
 
 /**
  * A real OpenID provider on 127.0.0.1 for the tests: `oidc-provider`, a certified
- * implementation, with one confidential client (the service: `client_secret_post`, PKCE
- * required), its own RS256 key, discovery, JWKS, and a login page of its own. Anyone may sign
+ * implementation, with one confidential client (the service: `client_secret_post` unless
+ * told otherwise, PKCE required), its own RS256 key, discovery, JWKS, and a login page of its own. Anyone may sign
  * in as any account in `accounts`, by its login; consent is given with the login.
  */
 export class OpenIdTestProvider {
@@ -27,7 +27,13 @@ export class OpenIdTestProvider {
   #server: Server | null = null
   #provider: Provider | null = null
 
-  constructor (private readonly client: { id: string, secret: string, redirectUri: string }) {}
+  constructor (private readonly client: {
+    id: string
+    secret: string
+    redirectUri: string
+    /** As the client is registered: `client_secret_post` unless given (oidc-provider's own default is basic). */
+    tokenEndpointAuthMethod?: 'client_secret_post' | 'client_secret_basic'
+  }) {}
 
   async start (): Promise<this> {
     const server = createServer((request, response) => { void this.#handle(request, response) })
@@ -42,11 +48,11 @@ export class OpenIdTestProvider {
         redirect_uris: [this.client.redirectUri],
         grant_types: ['authorization_code'],
         response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_post'
+        token_endpoint_auth_method: this.client.tokenEndpointAuthMethod ?? 'client_secret_post'
       }],
       jwks: { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'test-key', alg: 'RS256', use: 'sig' }] as never },
       cookies: { keys: ['test-cookie-key-that-is-long-enough'] },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
       // The profile in the ID token itself, as Keycloak, Google and Entra ID send it.
       conformIdTokenClaims: false,
       pkce: { required: () => true },
