@@ -16,10 +16,11 @@ export type KeyMaterial = string | Buffer
 
 /**
  * Authenticated encryption (AES-256-GCM) of small secrets at rest (TOTP secrets, webhook
- * signing secrets, the pairs kept for refresh retries, the authorization server's private keys),
- * under keys derived with HKDF from the sealing key ring and a purpose label (docs/operations.md,
- * "Sealed secrets"). The first key of the ring seals; every key opens, so that a former key
- * still opens what it sealed until `npm run secrets:reseal` sealed it again under the first.
+ * signing secrets, the pairs kept for refresh retries, the authorization server's private keys,
+ * SSO connections' client secrets), under keys derived with HKDF from the sealing key ring and
+ * a purpose label (docs/operations.md, "Sealed secrets"). The first key of the ring seals; every
+ * key opens, so that a former key still opens what it sealed until `npm run secrets:reseal`
+ * sealed it again under the first.
  * The stored form is `v1.<iv>.<tag>.<ciphertext>` (base64url).
  */
 export class SecretBox {

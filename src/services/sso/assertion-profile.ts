@@ -2,7 +2,9 @@ import type { OrganizationRole } from '../../../schemas/organizations.js'
 import type { SsoAttributeMapping } from '../../../schemas/sso.js'
 import type { SamlAssertion } from '../../federation/saml.js'
 import { isUserEmail } from '../../federation/providers.js'
+import { IdpRefusal } from '../../federation/refusal.js'
 import { rankOf } from '../../security/organization-permissions.js'
+import { emailDomain } from '../../store/organization-domains.js'
 
 /**
  * The attribute names the common IdPs send (docs/integration.md, "Enterprise sign-in"), looked
@@ -89,4 +91,29 @@ export function claimedPerson (
     name: named('name', 'name')[0] ?? (parts.length > 0 ? parts.join(' ') : null),
     groups: named('groups', 'groups')
   }
+}
+
+/**
+ * Google's issuer, shared by every Google account: a Google Workspace account names its
+ * organization's domain in `hd`, a consumer account (which may hold an address of any domain) none.
+ */
+const GOOGLE_ISSUER = 'https://accounts.google.com'
+
+/**
+ * The person an OpenID provider's claims name (claimedPerson), unless the provider itself says it
+ * does not vouch for the address: refused (IdpRefusal) with the reason.
+ */
+export function openIdPerson (
+  issuer: string, claims: Record<string, unknown> & { sub: string }, mapping: SsoAttributeMapping
+): AssertedPerson {
+  const person = claimedPerson(claims, mapping)
+  if (person === null) throw new IdpRefusal('the ID token names no usable e-mail address')
+  // Absent, the provider vouches as a SAML IdP does; false (or "false"), it says it does not.
+  if (claims.email_verified === false || claims.email_verified === 'false') {
+    throw new IdpRefusal('the provider says the address is not verified')
+  }
+  if (issuer === GOOGLE_ISSUER && claims.hd !== emailDomain(person.email)) {
+    throw new IdpRefusal('a Google account outside the address\'s Google Workspace domain (hd)')
+  }
+  return person
 }

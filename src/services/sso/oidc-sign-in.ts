@@ -5,21 +5,14 @@ import { exchangeCode, pkcePair, providerError, providerGet } from '../../federa
 import { idTokenClaims } from '../../federation/id-token.js'
 import { IdpRefusal } from '../../federation/refusal.js'
 import type { SecretBox } from '../../security/secret-box.js'
-import { emailDomain } from '../../store/organization-domains.js'
 import type { PendingAuthorization, SingleUseStore } from '../../store/single-use.js'
 import type { StoredOidcConnection } from '../../store/sso-connections.js'
 import type { RequestContext } from '../context.js'
 import { type FederatedSignInService, STATE_TTL_MS } from '../sign-in/index.js'
-import { type AssertedPerson, claimedPerson } from './assertion-profile.js'
+import { type AssertedPerson, claimedPerson, openIdPerson } from './assertion-profile.js'
 import { openIdClientOf } from './connections.js'
 import type { OrganizationIssuers } from './oidc-issuers.js'
 import { connectionProvider, type OrganizationSignIn, providerConnection } from './organization-sign-in.js'
-
-/**
- * Google's issuer, shared by every Google account: a Google Workspace account names its
- * organization's domain in `hd`, a consumer account (which may hold an address of any domain) none.
- */
-const GOOGLE_ISSUER = 'https://accounts.google.com'
 
 export interface OidcSignInDependencies {
   states: SingleUseStore<PendingAuthorization>
@@ -127,22 +120,6 @@ export class OidcSignInService {
       if (userinfo?.sub !== claims.sub) throw new IdpRefusal('userinfo describes another subject')
       claims = { ...userinfo, ...claims }
     }
-    return { connection, person: vouchedPerson(issuer, claims, connection) }
+    return { connection, person: openIdPerson(issuer, claims, connection.attributeMapping) }
   }
-}
-
-/** The person the claims name, unless the provider itself says it does not vouch for the address. */
-function vouchedPerson (
-  issuer: string, claims: Record<string, unknown> & { sub: string }, connection: StoredOidcConnection
-): AssertedPerson {
-  const person = claimedPerson(claims, connection.attributeMapping)
-  if (person === null) throw new IdpRefusal('the ID token names no usable e-mail address')
-  // Absent, the provider vouches as a SAML IdP does; false (or "false"), it says it does not.
-  if (claims.email_verified === false || claims.email_verified === 'false') {
-    throw new IdpRefusal('the provider says the address is not verified')
-  }
-  if (issuer === GOOGLE_ISSUER && claims.hd !== emailDomain(person.email)) {
-    throw new IdpRefusal('a Google account outside the address\'s Google Workspace domain (hd)')
-  }
-  return person
 }

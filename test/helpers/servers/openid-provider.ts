@@ -33,6 +33,8 @@ export class OpenIdTestProvider {
     redirectUri: string
     /** As the client is registered: `client_secret_post` unless given (oidc-provider's own default is basic). */
     tokenEndpointAuthMethod?: 'client_secret_post' | 'client_secret_basic'
+    /** false: the profile at userinfo only, the ID token with `sub` alone (Entra ID without optional claims). */
+    claimsInIdToken?: boolean
   }) {}
 
   async start (): Promise<this> {
@@ -53,8 +55,8 @@ export class OpenIdTestProvider {
       jwks: { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'test-key', alg: 'RS256', use: 'sig' }] as never },
       cookies: { keys: ['test-cookie-key-that-is-long-enough'] },
       claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
-      // The profile in the ID token itself, as Keycloak, Google and Entra ID send it.
-      conformIdTokenClaims: false,
+      // The profile in the ID token itself, as Keycloak, Google and Okta send it, unless told otherwise.
+      conformIdTokenClaims: this.client.claimsInIdToken === false,
       pkce: { required: () => true },
       ttl: { Interaction: 600, Session: 600, Grant: 600, AccessToken: 600, IdToken: 600 },
       features: { devInteractions: { enabled: false } },

@@ -149,6 +149,23 @@ for (const backend of backends()) {
       t.equal(forged.json().error.code, 'INVALID_OAUTH_STATE', 'a state the service never issued')
     })
 
+    t.test('an ID token without the address: userinfo, read through the outbound rule, gives it', async (t) => {
+      const sparse = await new OpenIdTestProvider({
+        id: 'users-api-sparse', secret: 'sparse-secret', redirectUri: CALLBACK, tokenEndpointAuthMethod: 'client_secret_basic', claimsInIdToken: false
+      }).start()
+      t.teardown(async () => { await sparse.stop() })
+      const { domain, connection } = await connected({ oidc_issuer: sparse.issuer, oidc_client_id: 'users-api-sparse', oidc_client_secret: 'sparse-secret' })
+      sparse.accounts.set('uma', { email: `uma@${domain}`, email_verified: true, name: 'Uma Userinfo', groups: ['Acme Admins'] })
+      const started = await h.startAt(`/api/v1/sso/oidc/${connection.id}/sign-in`)
+      const callback = await sparse.signIn(started.location, 'uma')
+      const back = SsoHarness.back(await app.inject({ method: 'GET', url: `${callback.pathname}${callback.search}` }))
+      t.ok(back.searchParams.get('code'), back.href)
+      const exchanged = await h.exchange(back.searchParams.get('code') ?? '', started.verifier)
+      const token = exchanged.json().data.access_token
+      const me = (await app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${token}` } })).json().data
+      t.match(me, { email: `uma@${domain}`, name: 'Uma Userinfo' }, 'the address and name from userinfo')
+    })
+
     t.test('the client authenticates as registered; a wrong secret is the provider\'s refusal, and a rotated one works', async (t) => {
       const { owner, organization, domain, connection } = await connected({ oidc_client_secret: 'not-the-secret' })
       provider.accounts.set('walter', { email: `walter@${domain}`, email_verified: true })
