@@ -48,7 +48,8 @@ export function fetchTransport (timeoutMs = PROVIDER_TIMEOUT_MS): ProviderTransp
   return async ({ method, url, headers, body }) => {
     let response: Response
     try {
-      response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) })
+      // A redirect is an answer like any other (a 3xx: the provider's error), as jose's own JWKS fetch has it.
+      response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
     } catch (error) {
       throw providerError(error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable')
     }

@@ -18,30 +18,32 @@ export interface IssuerMetadata {
 /** A discovery document is read again after this long; until then it is served from memory. */
 export const METADATA_MAX_AGE_MS = 60 * 60 * 1000
 
-/** A discovery document's address member, when it is an http(s) URL (https only, when `httpsOnly`). */
-function httpUrl (value: unknown, httpsOnly: boolean): string | null {
-  return typeof value === 'string' && isHttpUrl(value) && (!httpsOnly || value.startsWith('https:')) ? value : null
+/** A discovery document's address member, when it is an http(s) URL the issuer's rule admits. */
+function httpUrl (value: unknown, admitted: (url: string) => boolean): string | null {
+  return typeof value === 'string' && isHttpUrl(value) && admitted(value) ? value : null
 }
 
 /**
  * The document's fields, checked: its `issuer` must be the configured one exactly, or another
  * issuer could be put in its place (docs/security.md, "Provider sign-in").
  */
-function readMetadata (issuer: string, document: unknown, httpsOnly: boolean): IssuerMetadata & { jwksUri: string } {
+function readMetadata (
+  issuer: string, document: unknown, admitted: (url: string) => boolean
+): IssuerMetadata & { jwksUri: string } {
   const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>
   if (fields.issuer !== issuer) throw providerError('the discovery document names another issuer')
-  const authorizationEndpoint = httpUrl(fields.authorization_endpoint, httpsOnly)
-  const tokenEndpoint = httpUrl(fields.token_endpoint, httpsOnly)
-  const jwksUri = httpUrl(fields.jwks_uri, httpsOnly)
+  const authorizationEndpoint = httpUrl(fields.authorization_endpoint, admitted)
+  const tokenEndpoint = httpUrl(fields.token_endpoint, admitted)
+  const jwksUri = httpUrl(fields.jwks_uri, admitted)
   if (authorizationEndpoint === null || tokenEndpoint === null || jwksUri === null) {
-    throw providerError(`the discovery document lacks an authorization, token or JWKS URL${httpsOnly ? ' (https)' : ''}`)
+    throw providerError('the discovery document lacks an authorization, token or JWKS URL the service may reach')
   }
   return {
     issuer,
     authorizationEndpoint,
     tokenEndpoint,
     jwksUri,
-    userinfoEndpoint: httpUrl(fields.userinfo_endpoint, httpsOnly),
+    userinfoEndpoint: httpUrl(fields.userinfo_endpoint, admitted),
     issParameterSupported: fields.authorization_response_iss_parameter_supported === true
   }
 }
@@ -58,8 +60,11 @@ export interface OidcIssuerOptions {
   transport: ProviderTransport
   timeoutMs?: number
   maxAgeMs?: number
-  /** Every endpoint the document names must be https (an issuer an organization's owner entered). */
-  httpsOnly?: boolean
+  /**
+   * Which endpoints the document may name (an issuer an organization's owner entered: the
+   * outbound rule's); any http(s) URL by default.
+   */
+  endpointAdmitted?: (url: string) => boolean
 }
 
 /**
@@ -77,7 +82,9 @@ export class OidcIssuer {
   readonly #options: Required<OidcIssuerOptions>
 
   constructor (readonly issuer: string, options: OidcIssuerOptions) {
-    this.#options = { timeoutMs: PROVIDER_TIMEOUT_MS, maxAgeMs: METADATA_MAX_AGE_MS, httpsOnly: false, ...options }
+    this.#options = {
+      timeoutMs: PROVIDER_TIMEOUT_MS, maxAgeMs: METADATA_MAX_AGE_MS, endpointAdmitted: () => true, ...options
+    }
   }
 
   async discover (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
@@ -95,8 +102,8 @@ export class OidcIssuer {
 
   async #read (): Promise<{ metadata: IssuerMetadata, keys: JWTVerifyGetKey }> {
     const url = `${this.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
-    const { transport, timeoutMs, httpsOnly } = this.#options
-    const { jwksUri, ...metadata } = readMetadata(this.issuer, await fetchJson(url, transport), httpsOnly)
+    const { transport, timeoutMs, endpointAdmitted } = this.#options
+    const { jwksUri, ...metadata } = readMetadata(this.issuer, await fetchJson(url, transport), endpointAdmitted)
     const previous = this.#current
     const keys = previous !== null && this.#jwksUri === jwksUri
       ? previous.keys

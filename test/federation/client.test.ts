@@ -43,3 +43,17 @@ t.test('client_secret_basic and client_secret_post', async (t) => {
   t.equal(received[1]?.authorization, undefined, 'no HTTP Basic')
   t.match(Object.fromEntries(received[1]?.body ?? []), { client_id: 'client id:1', client_secret: 's3cret/+é', code: 'the-code' })
 })
+
+t.test('a redirect is the provider\'s answer, never followed', async (t) => {
+  let followed = 0
+  const server = http.createServer((request, response) => {
+    if (request.url === '/elsewhere') followed++
+    response.writeHead(302, { location: '/elsewhere' }).end()
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(async () => await new Promise((resolve) => server.close(resolve)))
+  const answer = await fetchTransport()({ method: 'GET', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, headers: {} })
+  t.equal(answer.status, 302)
+  t.equal(followed, 0, 'nothing asked of the place it points to')
+})

@@ -219,6 +219,11 @@ export class SsoConnectionService {
   async #openIdClient (
     input: SsoConnectionCreate | SsoConnectionUpdate, current: OidcClientSettings | null
   ): Promise<OidcClientSettings> {
+    // The secret goes to the issuer's token endpoint: a new issuer gets it only given anew, never the stored one.
+    const newIssuer = current !== null && input.oidc_issuer !== undefined && input.oidc_issuer !== current.issuer
+    if (newIssuer && input.oidc_client_secret === undefined) {
+      throw validationFailed([{ path: '/oidc_client_secret', message: 'is required with a new oidc_issuer: the stored secret is not sent to another issuer' }])
+    }
     const issuer = input.oidc_issuer ?? current?.issuer
     const clientId = input.oidc_client_id ?? current?.clientId
     const sealedClientSecret = input.oidc_client_secret !== undefined
@@ -295,11 +300,12 @@ export class SsoConnectionService {
       throw validationFailed([{ path: '/oidc_issuer', message: 'this connection is to a SAML IdP: it takes the idp_ fields' }])
     }
     const described = saml ? await this.#described(input) : undefined
+    const oidc = current?.kind === 'oidc' && openId ? await this.#openIdClient(input, current.oidc) : undefined
     const changes: SsoConnectionChanges = {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.enabled !== undefined && { enabled: input.enabled }),
       ...(described !== undefined && { idp: described.idp, idpMetadata: described.metadata }),
-      ...(current?.kind === 'oidc' && openId && { oidc: await this.#openIdClient(input, current.oidc) }),
+      ...(oidc !== undefined && { oidc }),
       ...(input.attribute_mapping !== undefined && { attributeMapping: input.attribute_mapping }),
       ...(input.role_mapping !== undefined && { roleMapping: input.role_mapping }),
       ...(input.default_role !== undefined && { defaultRole: input.default_role }),
@@ -312,7 +318,18 @@ export class SsoConnectionService {
       async (trx) => await this.deps.ssoConnections.update(organizationId, connectionId, changes, now, trx),
       (result) => result === undefined
         ? []
-        : [{ event: 'sso_connection.updated', outcome: 'success', details: { organization_id: organizationId, connection_id: connectionId, fields: Object.keys(input) } }])
+        : [{
+            event: 'sso_connection.updated',
+            outcome: 'success',
+            details: {
+              organization_id: organizationId,
+              connection_id: connectionId,
+              fields: Object.keys(input),
+              ...(current?.kind === 'oidc' && oidc !== undefined && oidc.issuer !== current.oidc.issuer && {
+                oidc_issuer: oidc.issuer, previous_oidc_issuer: current.oidc.issuer
+              })
+            }
+          }])
     if (updated === undefined) throw new Errors.NOT_FOUND('SSO connection')
     return this.view(updated)
   }

@@ -3,6 +3,9 @@ import { OidcIssuer } from '../../federation/issuer.js'
 import { endpointUrlProblem, type OutboundPolicy } from '../../security/outbound-addresses.js'
 import { OutboundHttp, OutboundRequestError, type Resolver } from '../../security/outbound-http.js'
 
+/** The tenant ID of Entra ID's personal Microsoft accounts (consumers). */
+const MICROSOFT_PERSONAL_ACCOUNTS = '9188040d-6c67-4c5b-b112-36a304b66dad'
+
 /** Issuers whose discovery and keys are kept in memory; beyond, the longest unused is dropped. */
 const KEPT_ISSUERS = 1000
 
@@ -41,11 +44,19 @@ export class OrganizationIssuers {
     }))
   }
 
-  /** null when `url` may be an issuer (https, no credentials, query or fragment), else a sentence for a 400 message. */
+  /**
+   * null when `url` may be an issuer (https, no credentials, query or fragment, not a tenant of
+   * everyone's accounts), else a sentence for a 400 message.
+   */
   issuerProblem (url: string): string | null {
     const problem = endpointUrlProblem(url, this.deps.policy)
     if (problem !== null) return problem
-    return url.includes('?') ? 'must not contain a query (?)' : null
+    if (url.includes('?')) return 'must not contain a query (?)'
+    // Entra ID's tenant of personal Microsoft accounts: anyone makes one, with any address.
+    if (url.toLowerCase().includes(MICROSOFT_PERSONAL_ACCOUNTS)) {
+      return 'is the tenant of personal Microsoft accounts, which anyone makes with any address: connect the organization\'s own tenant'
+    }
+    return null
   }
 
   /** The issuer at `url`, its discovery shared by every connection naming it. */
@@ -55,7 +66,11 @@ export class OrganizationIssuers {
       // Most recently used last: the first key is the one to drop.
       this.#issuers.delete(url)
     } else {
-      issuer = new OidcIssuer(url, { transport: this.transport, httpsOnly: !this.deps.policy.loopbackAllowed })
+      const { policy } = this.deps
+      // Each endpoint under the issuer's own rule: https, or http to a loopback host the networks allow.
+      issuer = new OidcIssuer(url, {
+        transport: this.transport, endpointAdmitted: (endpoint) => endpointUrlProblem(endpoint, policy) === null
+      })
       const oldest = this.#issuers.size >= KEPT_ISSUERS ? this.#issuers.keys().next().value : undefined
       if (oldest !== undefined) this.#issuers.delete(oldest)
     }

@@ -118,7 +118,9 @@ export class OidcSignInService {
       const userinfo = await providerGet(issuers.transport)(metadata.userinfoEndpoint, tokens.accessToken) as
         Record<string, unknown> | null
       if (userinfo?.sub !== claims.sub) throw new IdpRefusal('userinfo describes another subject')
-      claims = { ...userinfo, ...claims }
+      // The address and whether it is verified come together, from userinfo; the token's other claims win.
+      const { email: _email, email_verified: _verified, ...signed } = claims
+      claims = { ...userinfo, ...signed }
     }
     return { connection, person: openIdPerson(issuer, claims, connection.attributeMapping) }
   }

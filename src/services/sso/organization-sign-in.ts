@@ -83,20 +83,23 @@ export class OrganizationSignIn {
       back.searchParams.set('code', code)
     } catch (error) {
       if (error instanceof IdpRefusal) {
-        await this.deps.audit.recordIn(context, 'auth.login_failed', {
-          outcome: 'failure',
-          actorId: null,
-          targetId: null,
-          details: { provider: connectionProvider(connectionId), reason: 'sso_response_rejected', detail: error.message.slice(0, 300) }
-        })
+        await this.#refused(context, connectionId, 'sso_response_rejected', error.message)
         back.searchParams.set('error', 'SSO_RESPONSE_REJECTED')
       } else if (isServiceError(error)) {
+        // The provider failed (a refused token request, a timeout): the owners mend it, the audit log says how.
+        if (error instanceof Errors.OAUTH_PROVIDER_ERROR) await this.#refused(context, connectionId, 'sso_provider_error', error.message)
         back.searchParams.set('error', error.code)
       } else {
         throw error
       }
     }
     return back.href
+  }
+
+  async #refused (context: RequestContext, connectionId: string, reason: string, detail: string): Promise<void> {
+    await this.deps.audit.recordIn(context, 'auth.login_failed', {
+      outcome: 'failure', actorId: null, targetId: null, details: { provider: connectionProvider(connectionId), reason, detail: detail.slice(0, 300) }
+    })
   }
 
   /** The account the IdP vouches for, and the role its groups map to. */

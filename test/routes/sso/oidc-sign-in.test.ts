@@ -170,6 +170,7 @@ for (const backend of backends()) {
       const { owner, organization, domain, connection } = await connected({ oidc_client_secret: 'not-the-secret' })
       provider.accounts.set('walter', { email: `walter@${domain}`, email_verified: true })
       t.equal((await signIn(connection.id, 'walter')).back.searchParams.get('error'), 'OAUTH_PROVIDER_ERROR', 'the token request is refused')
+      t.match(await latestRefusal(), { provider: `sso:${connection.id}`, reason: 'sso_provider_error', detail: /HTTP 401/ }, 'audited for the owners to mend')
       const path = `/organizations/${organization.id}/sso-connections/${connection.id}`
       const rotated = await h.call(owner, 'PATCH', path, { oidc_client_secret: 'sso-client-secret' })
       t.notMatch(rotated.body, 'sso-client-secret', 'the secret is never shown')
@@ -192,7 +193,10 @@ for (const backend of backends()) {
         ['scopes without openid', { oidc_issuer: provider.issuer, ...client, oidc_scopes: ['email'] }, '/oidc_scopes', /must include openid/],
         ['an issuer its discovery document does not name', { oidc_issuer: `${provider.issuer}/`, ...client }, '/oidc_issuer', /names another issuer/],
         ['an issuer with a query', { oidc_issuer: `${provider.issuer}?tenant=x`, ...client }, '/oidc_issuer', /must not contain a query/],
-        ['an IdP-initiated login URL', { oidc_issuer: provider.issuer, ...client, idp_initiated_login_url: APPLICATION }, '/idp_initiated_login_url', /SAML connections only/]
+        ['an IdP-initiated login URL', { oidc_issuer: provider.issuer, ...client, idp_initiated_login_url: APPLICATION }, '/idp_initiated_login_url', /SAML connections only/],
+        ['the tenant of personal Microsoft accounts', { oidc_issuer: 'https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0', ...client },
+          '/oidc_issuer', /personal Microsoft accounts/],
+        ['a discovery document naming an http endpoint off this machine', { oidc_issuer: (await plainHttpIssuer(t)), ...client }, '/oidc_issuer', /lacks an authorization, token or JWKS URL/]
       ]
       for (const [name, fields, path, message] of cases) {
         const answer = await create(fields)
@@ -202,6 +206,18 @@ for (const backend of backends()) {
       const path = `${base}/${connection.id}`
       const saml = await h.call(owner, 'PATCH', path, { idp_entity_id: 'https://idp.example' })
       t.match(saml.json().error.details, [{ path: '/idp_metadata_xml', message: /takes the oidc_ fields/ }], 'SAML fields on an OpenID connection')
+
+      // The stored secret never goes to an issuer it was not given for: repointing needs the secret anew.
+      const other = await new OpenIdTestProvider({ id: 'users-api-sso', secret: 'other-secret', redirectUri: CALLBACK, tokenEndpointAuthMethod: 'client_secret_basic' }).start()
+      t.teardown(async () => { await other.stop() })
+      const repointed = await h.call(owner, 'PATCH', path, { oidc_issuer: other.issuer })
+      t.equal(repointed.statusCode, 400)
+      t.match(repointed.json().error.details, [{ path: '/oidc_client_secret', message: /required with a new oidc_issuer/ }])
+      const moved = await h.call(owner, 'PATCH', path, { oidc_issuer: other.issuer, oidc_client_secret: 'other-secret' })
+      t.equal(moved.json().data.oidc_issuer, other.issuer)
+      const updated = await app.database.db.selectFrom('audit_logs').select('details').where('event', '=', 'sso_connection.updated')
+        .orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow()
+      t.match(JSON.parse(updated.details), { oidc_issuer: other.issuer, previous_oidc_issuer: provider.issuer }, 'audited with both issuers')
 
       // Without SSO_METADATA_ALLOWED_NETWORKS, this machine is out of reach: nothing connects to it.
       const { app: strict, smtp: strictSmtp } = await appWithMail(t, backend.url, { env: SSO_ENV })
@@ -216,6 +232,20 @@ for (const backend of backends()) {
       t.equal(listener.connections(), 0, 'no connection opened')
     })
   })
+}
+
+/** An issuer on 127.0.0.1 whose discovery document sends the token request in plain http to a public address. */
+async function plainHttpIssuer (t: Test): Promise<string> {
+  const server = http.createServer((request, response) => {
+    const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+      issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: 'http://203.0.113.10/token', jwks_uri: `${issuer}/jwks`
+    }))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(async () => await new Promise((resolve) => server.close(resolve)))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
 /** A server on 127.0.0.1 that counts the connections it is opened. */
