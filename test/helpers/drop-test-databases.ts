@@ -6,7 +6,7 @@ import { migrationsFingerprint, TEMPLATE_PREFIX } from './database.js'
  * test process left behind (each test drops its own at teardown, but a process stopped midway
  * cannot), and templates made by other migrations. Test databases are named `test_<pid>_…` by
  * test/helpers/database.ts; those of a process still running belong to another suite running at
- * the same time on this machine, and are left to it.
+ * the same time on this machine, and are left to it, with every template while it runs.
  */
 function running (pid: number): boolean {
   try {
@@ -24,13 +24,20 @@ if (url !== undefined && url !== '') {
   try {
     const current = `${TEMPLATE_PREFIX}${migrationsFingerprint()}`
     const { rows } = await client.query<{ name: string }>("select datname as name from pg_database where datname like 'test\\_%'")
+    // A test database of a process still running (`test_<pid>_…`; templates name no process).
+    const live = (name: string) => {
+      const pid = Number(/^test_(\d+)_/.exec(name)?.[1])
+      return Number.isInteger(pid) && running(pid)
+    }
+    // Another suite running now (this suite's databases are not made yet, or gone) may be
+    // copying its template, of other migrations: every template is left to it then.
+    const anotherSuite = rows.some(({ name }) => live(name))
     for (const { name } of rows) {
       if (name.startsWith(TEMPLATE_PREFIX)) {
-        if (name === current) continue
+        if (name === current || anotherSuite) continue
         await client.query(`alter database "${name}" with is_template false`)
       } else {
-        const pid = Number(/^test_(\d+)_/.exec(name)?.[1])
-        if (!Number.isInteger(pid) || running(pid)) continue
+        if (!/^test_\d+_/.test(name) || live(name)) continue
       }
       await client.query(`drop database if exists "${name}" with (force)`)
     }
