@@ -7,7 +7,7 @@ export const AUDIT_EVENTS = [
   'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
   'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
-  'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.password_reset', 'mfa.code_sent', 'mfa.backup_codes_replaced',
+  'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.email_sign_in_requested', 'auth.password_reset', 'mfa.code_sent', 'mfa.backup_codes_replaced',
   'passkey.added', 'passkey.removed', 'passkey.renamed', 'identity.linked', 'identity.unlinked', 'account.claimed', 'auth.reauthenticated',
   'job.failed', 'organization.created', 'organization.updated', 'organization.deleted', 'organization.accessed_as_super_admin',
   'membership.added', 'membership.role_changed', 'membership.removed', 'membership.left', 'invitation.created',

@@ -93,6 +93,7 @@ export const EnvSchema = Type.Object({
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   EMAIL_VERIFICATION: oneOf(['off', 'optional', 'required'], 'optional'),
+  EMAIL_SIGN_IN: oneOf(['off', 'existing', 'on'], 'on'),
   SMS_WEBHOOK_URL: Type.Optional(Type.String({ pattern: '^https?://\\S+$', description: 'an http(s) URL' })),
   MAIL_RETRY_MS: positiveInteger('5000'),
   PASSWORD_BREACH_CHECK: oneOf(['off', 'warn', 'block'], 'off'),

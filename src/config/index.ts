@@ -86,6 +86,8 @@ export interface Config {
     /** Front-end base URL for the links in messages; null: messages carry the bare token. */
     appUrl: string | null
     emailVerification: 'off' | 'optional' | 'required'
+    /** Sign-in by a code or link sent by e-mail: off, existing accounts only, or making accounts too (docs/api.md). */
+    emailSignIn: 'off' | 'existing' | 'on'
     smsWebhookUrl: string | null
     /** The first retry of a message that could not be delivered waits this long; each next one twice as long. */
     retryMs: number
@@ -241,6 +243,7 @@ export function loadConfig (source: Record<string, string | undefined> = process
       from: env.MAIL_FROM,
       appUrl: env.APP_URL === undefined ? null : env.APP_URL.replace(/\/+$/, ''),
       emailVerification: env.EMAIL_VERIFICATION,
+      emailSignIn: env.EMAIL_SIGN_IN,
       smsWebhookUrl: env.SMS_WEBHOOK_URL ?? null,
       retryMs: Number(env.MAIL_RETRY_MS)
     },

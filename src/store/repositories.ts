@@ -11,6 +11,7 @@ import { ImpersonationsRepository } from './impersonations.js'
 import { MfaRepository } from './mfa.js'
 import { OAuthClientsRepository } from './oauth-clients.js'
 import { OneTimeTokensRepository } from './one-time-tokens.js'
+import { EmailSignInsRepository } from './email-sign-ins.js'
 import { OrganizationDomainsRepository } from './organization-domains.js'
 import { OrganizationsRepository } from './organizations.js'
 import { ScimDirectoriesRepository, ScimResourcesRepository } from './scim.js'
@@ -45,6 +46,7 @@ export function createRepositories (
     users,
     outbox,
     oneTimeTokens: new OneTimeTokensRepository(db, outbox),
+    emailSignIns: new EmailSignInsRepository(db, outbox),
     sessions: new SessionsRepository(db, pages),
     revocations: new RevocationsRepository(db),
     impersonations: new ImpersonationsRepository(db),

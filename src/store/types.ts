@@ -41,6 +41,26 @@ export interface UsersTable {
 
 export type OneTimeTokenPurpose = 'email_verification' | 'password_reset'
 
+export interface EmailSignInsTable {
+  id: string
+  /** Normalized. */
+  email: string
+  /** null: no account had the address when the code was sent. */
+  user_id: string | null
+  /** Keyed hashes (src/services/sign-in/email-sign-in.ts). */
+  code_hash: string
+  /** The link's, or, once confirmed, the token the application exchanges. */
+  link_hash: string
+  stage: 'sent' | 'confirmed'
+  /** Where a confirmed link sends the browser (an allowed redirect URL); null: the service's own page. */
+  redirect_to: string | null
+  /** Wrong codes given for it. */
+  attempts: number
+  created_at: string
+  expires_at: string
+  used_at: string | null
+}
+
 export interface OneTimeTokensTable {
   token_hash: string
   user_id: string
@@ -500,6 +520,7 @@ export interface DatabaseSchema {
   posts: PostsTable
   comments: CommentsTable
   one_time_tokens: OneTimeTokensTable
+  email_sign_ins: EmailSignInsTable
   outbox: OutboxTable
   mfa_message_codes: MfaMessageCodesTable
   collection_counts: CollectionCountsTable

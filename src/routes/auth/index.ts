@@ -6,6 +6,7 @@ import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { OrganizationSelectionSchema } from '../../../schemas/organizations.js'
 import { MeResponseSchema } from '../../../schemas/user.js'
+import emailSignIn from './email-sign-in.js'
 import grants from './grants.js'
 import identities from './identities.js'
 import mfa from './mfa.js'
@@ -26,6 +27,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(reauthentication, { prefix: '/reauthenticate' })
   await fastify.register(recovery)
   await fastify.register(ssoDiscovery)
+  await fastify.register(emailSignIn)
 
   fastify.post('/login', {
     config: { access: 'public' },

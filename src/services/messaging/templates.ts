@@ -90,6 +90,27 @@ export class MessageTemplates {
     return { channel: 'email', recipient: to, subject: what, text: `${paragraphs.join('\n\n')}\n`, html: page(paragraphs.map(escapeHtml)) }
   }
 
+  /**
+   * A sign-in by e-mail: its code, and its link to the service's page that asks to confirm
+   * (docs/api.md, "Signing in by e-mail"); either signs in, once.
+   */
+  emailSignIn (to: string, code: string, link: string | null, validMinutes: number): OutgoingMessage {
+    const { productName } = this.options
+    const intro = link === null
+      ? `Your ${productName} sign-in code is ${code}. It is good for ${validMinutes} minutes, once.`
+      : `Your ${productName} sign-in code is ${code}. Or sign in with the link below. Either is good for ${validMinutes} minutes, once.`
+    const warning = 'If you did not ask to sign in, ignore this message: nobody can sign in without it.'
+    return {
+      channel: 'email',
+      recipient: to,
+      subject: `Your ${productName} sign-in code: ${code}`,
+      text: [intro, ...(link === null ? [] : ['', link]), '', warning, ''].join('\n'),
+      html: page([
+        escapeHtml(intro), ...(link === null ? [] : [`<a href="${escapeHtml(link)}">Sign in to ${escapeHtml(productName)}</a>`]), escapeHtml(warning)
+      ])
+    }
+  }
+
   signInCode (channel: 'email' | 'sms', to: string, code: string, validMinutes: number): OutgoingMessage {
     return this.#code(channel, to, code, validMinutes, 'sign-in code', '')
   }

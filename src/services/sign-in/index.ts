@@ -5,6 +5,7 @@ import type { ServiceDependencies } from '../dependencies.js'
 import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
 import { AccountClaims } from './account-claims.js'
+import { EmailSignInService } from './email-sign-in.js'
 import { FederatedSignInService } from './federated-sign-in.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
@@ -84,6 +85,22 @@ export function signInServices (
     reauthentication,
     audit
   })
+  const ssoRequired = async (email: string) => await repositories.organizationDomains.ssoRequiredFor(emailDomain(email))
+  const emailSignIn = new EmailSignInService({
+    emailSignIns: repositories.emailSignIns,
+    users,
+    claims,
+    templates,
+    audit,
+    federation,
+    mode: config.messages.emailSignIn,
+    appUrl: config.messages.appUrl,
+    publicUrl: config.publicUrl,
+    secret: config.jwtSecret,
+    ssoRequired,
+    deliver,
+    now
+  })
   return {
     signInGuard,
     mfa,
@@ -91,6 +108,7 @@ export function signInServices (
     reauthentication,
     passkeys,
     federation,
+    emailSignIn,
     signIn: new SignInService({
       users,
       revocations: repositories.revocations,
@@ -101,6 +119,7 @@ export function signInServices (
       mfa,
       federation,
       passkeys,
+      emailSignIn,
       audit,
       messageCodes,
       outbox: repositories.outbox,
@@ -109,7 +128,7 @@ export function signInServices (
       requireVerifiedEmail: config.messages.emailVerification === 'required',
       mfaRequiredRoles: config.mfa.requiredRoles,
       now,
-      ssoRequired: async (email) => await repositories.organizationDomains.ssoRequiredFor(emailDomain(email))
+      ssoRequired
     }),
     mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit })
   }

@@ -1,8 +1,9 @@
 import type { SignInDevice, LoginBody, OAuthCallbackQuery, OAuthExchangeBody, TokenPair } from '../../../schemas/auth.js'
+import type { EmailSignInVerifyBody } from '../../../schemas/email-sign-in.js'
 import type { PasskeyAuthenticationBody } from '../../../schemas/passkeys.js'
 import type { Role } from '../../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../../schemas/mfa.js'
-import { Errors, isServiceError, tokenFailure } from '../../errors.js'
+import { Errors, isServiceError, tokenFailure, validationFailed } from '../../errors.js'
 import type { PasswordHasher } from '../../security/passwords.js'
 import { mfaRequired, mustEnrolMfa } from '../../security/permissions.js'
 import { suspendedError, suspensionInForce } from '../../security/suspension.js'
@@ -13,6 +14,7 @@ import { normalizeEmail, type UserPrincipal, type UsersRepository } from '../../
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import { MESSAGE_CODE_TTL_MS, type MessageCodes, type MessageTemplates } from '../messaging/index.js'
+import type { EmailSignInService } from './email-sign-in.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { FederatedSignInService, FederatedSignIn } from './federated-sign-in.js'
 import type { PasskeyService } from './passkeys.js'
@@ -37,6 +39,7 @@ export interface SignInDependencies {
   mfa: MfaService
   federation: FederatedSignInService
   passkeys: PasskeyService
+  emailSignIn: EmailSignInService
   audit: AuditTrail
   messageCodes: MessageCodes
   outbox: OutboxRepository
@@ -216,6 +219,35 @@ export class SignInService {
     const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
     if (userVerified) return { ...await end(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false as const }
     return await this.#complete(context, principal, undefined, 'passkey', ['hwk'], end)
+  }
+
+  /**
+   * A code sent by e-mail, with its address, or the token a confirmed link handed the
+   * application (docs/api.md, "Signing in by e-mail"): it proves the address (claiming the
+   * account, or making one), and stands for the password: the MFA rules apply as after one.
+   */
+  async withEmail (context: RequestContext, body: EmailSignInVerifyBody): Promise<SignInResult> {
+    return await this.#email(context, body, this.#session)
+  }
+
+  /** The authorization server's sign-in page with a code sent by e-mail: `withEmail`'s rules, ending in the proof. */
+  async proveWithEmail (context: RequestContext, body: EmailSignInVerifyBody): Promise<SignInProof | MfaChallenge> {
+    return await this.#email(context, body, this.#proof)
+  }
+
+  async #email<Ended> (
+    context: RequestContext, { email, code, token }: EmailSignInVerifyBody, end: SignInEnding<Ended>
+  ) {
+    const { emailSignIn } = this.deps
+    const byCode = token === undefined && email !== undefined && code !== undefined
+    const byToken = token !== undefined && email === undefined && code === undefined
+    if (!byCode && !byToken) {
+      throw validationFailed([{ path: '/code', message: 'give `email` and `code`, or `token`' }])
+    }
+    const proved = token !== undefined ? await emailSignIn.acceptLinkToken(token) : await emailSignIn.acceptCode(email ?? '', code ?? '')
+    const userId = await emailSignIn.accountFor(context, proved)
+    const principal = await this.#admit(context, userId, { method: 'email' }, Errors.INVALID_ONE_TIME_TOKEN)
+    return await this.#complete(context, principal, undefined, 'email', ['otp'], end)
   }
 
   /** Answers an MFA challenge with a TOTP or backup code; the challenge is good once. */

@@ -7,7 +7,8 @@ import { actingAs, buildServices, contextFrom, owner } from '../../helpers/servi
 /**
  * A domain that requires SSO refuses a password, in the one password proof the API and the
  * authorization server's sign-in page share: whatever form the address is typed in (the page
- * passes its field unvalidated; the API's schema would refuse a space).
+ * passes its field unvalidated; the API's schema would refuse a space). Signing in by e-mail is
+ * refused too, when asking and when answering with a code sent before.
  */
 
 for (const backend of backends()) {
@@ -25,7 +26,14 @@ for (const backend of backends()) {
     })
     const page = contextFrom('192.0.2.9')
     t.match(await services.signIn.proveWithPassword(page, { email: admin.email, password: TEST_PASSWORD }), { userId: admin.id }, 'signs in before')
+    // A code sent before SSO was required: read from the message the outbox holds.
+    await services.emailSignIn.request(page, { email: admin.email })
+    const message = await fixture.database.db.selectFrom('outbox').select('text_body').where('recipient', '=', admin.email)
+      .where('subject', 'like', '%sign-in code%').executeTakeFirstOrThrow()
+    const code = /sign-in code is (\d{6})/.exec(message.text_body)?.[1] ?? ''
     await services.domains.update(actingAs(admin), organization.id, claim.id, { sso_required: true })
+    await t.rejects(services.emailSignIn.request(page, { email: admin.email }), { code: 'SSO_REQUIRED' }, 'no code sent')
+    await t.rejects(services.signIn.withEmail(page, { email: admin.email, code }), { code: 'SSO_REQUIRED' }, 'a code sent before is refused')
     for (const typed of [admin.email, ` ${admin.email.toUpperCase()} `, `${admin.email}\t`]) {
       await t.rejects(services.signIn.proveWithPassword(page, { email: typed, password: TEST_PASSWORD }), { code: 'SSO_REQUIRED' }, JSON.stringify(typed))
       await t.rejects(services.signIn.withPassword(page, { email: typed, password: TEST_PASSWORD }), { code: 'SSO_REQUIRED' }, JSON.stringify(typed))
