@@ -9,7 +9,7 @@ import { isUserEmail } from '../federation/providers.js'
 import type { RequestContext } from '../services/context.js'
 import type { Services } from '../services/index.js'
 import type { SignInProof } from '../services/sign-in/sign-in.js'
-import { consentForm, mfaForm, page, PAGE_CSP, signInForm, SIGN_IN_PAGE_CSP } from './pages.js'
+import { consentForm, emailCodeForm, mfaForm, page, PAGE_CSP, signInForm, SIGN_IN_PAGE_CSP } from './pages.js'
 import { AUTHORIZATION_SERVER_PATH, INTERACTION_PATH, SCRIPT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from './paths.js'
 import type { AuthorizationServer, PagesLogin } from './provider.js'
 
@@ -17,6 +17,7 @@ import type { AuthorizationServer, PagesLogin } from './provider.js'
 export type FormBody = Record<string, string | string[] | undefined>
 type InteractionRequest = FastifyRequest<{ Params: { uid: string }, Body: FormBody }>
 type FederatedRequest = FastifyRequest<{ Params: { uid: string }, Querystring: { code?: string, error?: string } }>
+type EmailLinkRequest = FastifyRequest<{ Params: { uid: string }, Querystring: { token?: string } }>
 /** The interaction a request belongs to, and the name of the application asking. */
 interface Found { interaction: Awaited<ReturnType<AuthorizationServer['provider']['interactionDetails']>>, clientName: string }
 
@@ -91,7 +92,7 @@ export class InteractionPages {
 
   constructor (
     private readonly server: AuthorizationServer,
-    private readonly services: Pick<Services, 'signIn' | 'authorizationGrants' | 'ssoDiscovery'>,
+    private readonly services: Pick<Services, 'signIn' | 'authorizationGrants' | 'ssoDiscovery' | 'emailSignIn'>,
     /** The providers a person may sign in with instead (OAUTH_* settings). */
     private readonly providers: string[]
   ) {}
@@ -146,6 +147,58 @@ export class InteractionPages {
     }
     if (connection === undefined) return await this.#show(request, reply, NO_SINGLE_SIGN_ON, email)
     return reply.redirect(this.#browserStart(connection.sign_in_url, found.interaction.uid), 303)
+  }
+
+  /**
+   * A sign-in code by e-mail for the address given (the API's, docs/api.md, "Signing in by
+   * e-mail"): the message's link, once confirmed, comes back to this interaction (`emailLink`).
+   */
+  async emailCode (request: InteractionRequest, reply: FastifyReply) {
+    const found = await this.#checkedLogin(request, reply)
+    if (found === null) return this.#expired(reply)
+    const email = field(request.body, 'email').trim()
+    if (!isUserEmail(email)) return await this.#show(request, reply, 'Enter your e-mail address to get a sign-in code.', email)
+    const { uid } = found.interaction
+    try {
+      await this.services.emailSignIn.request(request.serviceContext, { email, redirect_to: `${this.server.issuer}${INTERACTION_PATH}/${uid}/email` })
+    } catch (error) {
+      if (!isServiceError(error)) throw error
+      return await this.#show(request, reply, pageMessage(error), email)
+    }
+    return this.#emailCodePage(reply, found, email, null)
+  }
+
+  /** The code of the message sent by `emailCode`. */
+  async emailSignIn (request: InteractionRequest, reply: FastifyReply) {
+    const found = await this.#checkedLogin(request, reply)
+    if (found === null) return this.#expired(reply)
+    const email = field(request.body, 'email')
+    try {
+      const proof = await this.services.signIn.proveWithEmail(request.serviceContext, { email, code: field(request.body, 'code') })
+      return await this.#signedIn(request, reply, found, proof)
+    } catch (error) {
+      if (!isServiceError(error)) throw error
+      return this.#emailCodePage(reply, found, email, pageMessage(error))
+    }
+  }
+
+  /** Back from the message's link, confirmed on the API's page, with the token it hands over. */
+  async emailLink (request: EmailLinkRequest, reply: FastifyReply) {
+    const interactionRequest = request as unknown as InteractionRequest
+    const found = await this.#details(interactionRequest, reply).catch(() => null)
+    if (found === null || found.interaction.prompt.name !== 'login') {
+      // The message still signs in once: by its code where the sign-in began, or its link opened there.
+      return this.#send(reply, 400, 'Continue where you began', '<p class="error" role="alert">This sign-in began in another browser or device, or has expired. Enter the code from the message where you began, or open the link there.</p>')
+    }
+    const token = request.query.token ?? ''
+    return await this.#signIn(interactionRequest, reply, found, async (context) =>
+      await this.services.signIn.proveWithEmail(context, { token }))
+  }
+
+  #emailCodePage (reply: FastifyReply, found: Found, email: string, error: string | null) {
+    const { uid } = found.interaction
+    const form = { action: `${INTERACTION_PATH}/${uid}`, csrf: this.server.formToken(uid), clientName: found.clientName, error }
+    return this.#send(reply, error === null ? 200 : 400, 'Check your e-mail', emailCodeForm(form, email))
   }
 
   async passkey (request: InteractionRequest, reply: FastifyReply) {
@@ -279,7 +332,8 @@ export class InteractionPages {
       const links = this.providers.map((name) => ({
         name: displayName(name), href: this.#browserStart(`/api/v1/auth/oauth/${encodeURIComponent(name)}/authorize`, interaction.uid)
       }))
-      return this.#send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links), true)
+      const byEmail = this.services.emailSignIn.enabled
+      return this.#send(reply, error === null ? 200 : 400, 'Sign in', signInForm(form, email, PASSKEY_OPTIONS, links, byEmail), true)
     }
     const scopes = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope !== '')
     const accountId = interaction.session?.accountId

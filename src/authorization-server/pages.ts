@@ -108,7 +108,8 @@ export function signInForm (
   { action, csrf, clientName, error }: FormPage,
   email: string,
   passkeyOptions: string,
-  providers: ProviderLink[]
+  providers: ProviderLink[],
+  emailSignIn: boolean
 ): string {
   const links = providers.length === 0
     ? ''
@@ -121,13 +122,28 @@ ${hidden('csrf', csrf)}
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button>
 <button type="submit" formaction="${escapeHtml(action)}/sso" formnovalidate>Continue with single sign-on</button>
-</form>
+${emailSignIn ? `<button type="submit" formaction="${escapeHtml(action)}/email-code" formnovalidate>E-mail me a sign-in code</button>\n` : ''}</form>
 <form id="passkey-form" method="post" action="${escapeHtml(action)}/passkey" data-options="${escapeHtml(passkeyOptions)}">
 ${hidden('csrf', csrf)}${hidden('response', '')}
 <button type="button" id="passkey-button" hidden>Sign in with a passkey</button>
 <p id="passkey-error" class="error" role="alert" hidden>The passkey did not sign you in. Try again, or use your password.</p>
 </form>
 ${links}<form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
+}
+
+/**
+ * The page after a sign-in code was sent by e-mail: the code, for the address it was sent to; the
+ * message's link, opened in this browser, comes back here too.
+ */
+export function emailCodeForm ({ action, csrf, clientName, error }: FormPage, email: string): string {
+  return `<p>If <strong>${escapeHtml(email)}</strong> may sign in, a message with a code and a link is on its way. Enter the code, or open the link in this browser, to continue to <strong>${escapeHtml(clientName)}</strong>.</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}/email">
+${hidden('csrf', csrf)}${hidden('email', email)}
+<label>Code <input name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus></label>
+<button type="submit">Continue</button>
+</form>
+<form method="post" action="${escapeHtml(action)}/abort">${hidden('csrf', csrf)}<button type="submit">Cancel</button></form>`
 }
 
 /** The second factors a challenge offers (`MfaChallenge['methods']`), as the MFA page names them. */

@@ -57,6 +57,8 @@ export class AccountErasureRepository {
     }
     await db.deleteFrom('outbox').where('recipient', '=', user.email).execute()
     await db.deleteFrom('organization_invitations').where('email', '=', user.email).execute()
+    // Sign-ins by e-mail to the address (those of the account go with it; one that made it names no account).
+    await db.deleteFrom('email_sign_ins').where('email', '=', user.email).execute()
     // The authorization server's sessions, consents and tokens name the account by id, without a foreign key.
     await this.artifacts.endAccount(user.id, db)
     return true

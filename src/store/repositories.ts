@@ -46,7 +46,7 @@ export function createRepositories (
     users,
     outbox,
     oneTimeTokens: new OneTimeTokensRepository(db, outbox),
-    emailSignIns: new EmailSignInsRepository(db, outbox),
+    emailSignIns: new EmailSignInsRepository(db, outbox, dialect),
     sessions: new SessionsRepository(db, pages),
     revocations: new RevocationsRepository(db),
     impersonations: new ImpersonationsRepository(db),

@@ -49,9 +49,10 @@ export interface EmailSignInsTable {
   user_id: string | null
   /** Keyed hashes (src/services/sign-in/email-sign-in.ts). */
   code_hash: string
-  /** The link's, or, once confirmed, the token the application exchanges. */
   link_hash: string
-  stage: 'sent' | 'confirmed'
+  /** The token a confirmed link handed the application; null until then. */
+  token_hash: string | null
+  confirmed_at: string | null
   /** Where a confirmed link sends the browser (an allowed redirect URL); null: the service's own page. */
   redirect_to: string | null
   /** Wrong codes given for it. */

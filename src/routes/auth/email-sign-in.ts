@@ -1,5 +1,6 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import {
   EmailSignInConfirmBodySchema, EmailSignInConfirmQuerySchema, EmailSignInRequestBodySchema, EmailSignInVerifyBodySchema
@@ -8,7 +9,7 @@ import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { AcceptedResponseSchema } from '../../../schemas/recovery.js'
-import { escapeHtml } from '../../authorization-server/pages.js'
+import { escapeHtml, PAGE_CSP } from '../../authorization-server/pages.js'
 import { Errors } from '../../errors.js'
 
 /** What every request is answered, whatever the address. */
@@ -30,6 +31,15 @@ const SPENT_PAGE = confirmationPage('This link no longer works',
   '<p>It was used already, or it expired (a link is good for 10 minutes, once). Ask for a new one where you signed in.</p>')
 
 const HtmlPage = (description: string) => Type.String({ description })
+
+/**
+ * A page sent under the pages' CSP (no script at all: the API's own allows Swagger UI's) and
+ * without a referrer, so that the link's token never leaves in one.
+ */
+async function sendPage (reply: FastifyReply, html: string) {
+  return await reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
+    .type('text/html; charset=utf-8').send(html)
+}
 
 /**
  * Signing in by e-mail (docs/api.md, "Signing in by e-mail"): a code and a link by message; the
@@ -85,9 +95,9 @@ const emailSignIn: FastifyPluginAsyncTypebox = async (fastify) => {
       email = await service.linkAddress(request.query.token)
     } catch (error) {
       if (!(error instanceof Errors.INVALID_ONE_TIME_TOKEN)) throw error
-      return await reply.type('text/html; charset=utf-8').send(SPENT_PAGE)
+      return await sendPage(reply, SPENT_PAGE)
     }
-    return await reply.type('text/html; charset=utf-8').send(confirmationPage('Sign in', `<p>Sign in as <strong>${escapeHtml(email)}</strong>?</p>
+    return await sendPage(reply, confirmationPage('Sign in', `<p>Sign in as <strong>${escapeHtml(email)}</strong>?</p>
 <form method="post" action="${CONFIRM_PATH}"><input type="hidden" name="token" value="${escapeHtml(request.query.token)}">
 <button type="submit">Sign in</button></form>
 <p>If you did not ask to sign in, close this page: nothing happens.</p>`))
@@ -115,7 +125,7 @@ const emailSignIn: FastifyPluginAsyncTypebox = async (fastify) => {
       })
     } catch (error) {
       if (!(error instanceof Errors.INVALID_ONE_TIME_TOKEN)) throw error
-      return await reply.type('text/html; charset=utf-8').send(SPENT_PAGE)
+      return await sendPage(reply, SPENT_PAGE)
     }
     return await reply.redirect(back, 303)
   })

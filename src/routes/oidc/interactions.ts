@@ -22,6 +22,10 @@ export function interactionRoutes (server: AuthorizationServer): FastifyPluginAs
     fastify.get<{ Params: { uid: string }, Querystring: { code?: string, error?: string } }>(
       '/interaction/:uid/federated', page, async (request, reply) => await pages.federated(request, reply))
     fastify.post<Form>('/interaction/:uid/sso', form, async (request, reply) => await pages.singleSignOn(request, reply))
+    fastify.post<Form>('/interaction/:uid/email-code', form, async (request, reply) => await pages.emailCode(request, reply))
+    fastify.post<Form>('/interaction/:uid/email', form, async (request, reply) => await pages.emailSignIn(request, reply))
+    fastify.get<{ Params: { uid: string }, Querystring: { token?: string } }>(
+      '/interaction/:uid/email', { ...page, config: { ...page.config, signInRate: true } }, async (request, reply) => await pages.emailLink(request, reply))
     fastify.post<Form>('/interaction/:uid/passkey', form, async (request, reply) => await pages.passkey(request, reply))
     fastify.post<Form>('/interaction/:uid/mfa', form, async (request, reply) => await pages.secondFactor(request, reply))
     fastify.post<Form>('/interaction/:uid/mfa/code', form, async (request, reply) => await pages.sendCode(request, reply))

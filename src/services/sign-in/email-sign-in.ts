@@ -11,14 +11,16 @@ import type { RequestContext } from '../context.js'
 import type { MessageTemplates } from '../messaging/index.js'
 import type { AccountClaims } from './account-claims.js'
 import { displayName, type FederatedSignInService } from './federated-sign-in.js'
+import type { SignInGuard } from './sign-in-guard.js'
 
 const MINUTE = 60 * 1000
 /** A code and its link are good this long (docs/api.md, "Signing in by e-mail"). */
 export const EMAIL_SIGN_IN_TTL_MS = 10 * MINUTE
 /** Wrong codes a message takes before its code and link are spent. */
 export const EMAIL_SIGN_IN_ATTEMPTS = 5
-/** Messages one address is sent in an hour. */
+/** Messages one address is sent in an hour, and in a day. */
 export const EMAIL_SIGN_INS_PER_HOUR = 5
+export const EMAIL_SIGN_INS_PER_DAY = 20
 /** The token a confirmed link hands the application is exchanged within this. */
 const CONFIRMED_TTL_MS = MINUTE
 
@@ -26,6 +28,8 @@ export interface EmailSignInDependencies {
   emailSignIns: EmailSignInsRepository
   users: UsersRepository
   claims: AccountClaims
+  /** Wrong codes for an account count toward its sign-in lockout, as wrong passwords do. */
+  guard: SignInGuard
   templates: MessageTemplates
   audit: AuditTrail
   /** Which URLs a confirmed link may send the browser to (OAUTH_REDIRECT_URLS). */
@@ -107,7 +111,10 @@ export class EmailSignInService {
       redirect_to: destination,
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + EMAIL_SIGN_IN_TTL_MS).toISOString()
-    }, message, { max: EMAIL_SIGN_INS_PER_HOUR, since: new Date(now - 60 * MINUTE).toISOString() }, trx),
+    }, message, [
+      { max: EMAIL_SIGN_INS_PER_HOUR, since: new Date(now - 60 * MINUTE).toISOString() },
+      { max: EMAIL_SIGN_INS_PER_DAY, since: new Date(now - 24 * 60 * MINUTE).toISOString() }
+    ], trx),
     (stored): AuditChange[] => [{
       event: 'auth.email_sign_in_requested',
       outcome: stored && sent ? 'success' : 'failure',
@@ -119,21 +126,29 @@ export class EmailSignInService {
 
   /**
    * Spends the code of one of the address's messages: what it proves. A wrong code counts
-   * against every message the address holds, each spent at its EMAIL_SIGN_IN_ATTEMPTS-th.
+   * against every message the address holds, each spent at its EMAIL_SIGN_IN_ATTEMPTS-th, and,
+   * for an account, toward its sign-in lockout (423 while locked), audited as a failed sign-in.
    */
-  async acceptCode (email: string, code: string): Promise<ProvedEmail> {
+  async acceptCode (context: RequestContext, email: string, code: string): Promise<ProvedEmail> {
     this.#assertEnabled()
-    const { emailSignIns } = this.deps
+    const { emailSignIns, users, guard } = this.deps
     const address = normalizeEmail(email)
     const now = new Date(this.#now()).toISOString()
     const live = await emailSignIns.live(address, now)
     const candidate = Buffer.from(this.#codeHash(address, code), 'hex')
-    // Every message is compared, so the time taken says nothing of which one matched.
     let match: (typeof live)[number] | undefined
-    for (const request of live) {
-      if (timingSafeEqual(Buffer.from(request.codeHash, 'hex'), candidate)) match = request
+    const check = async () => {
+      // Every message is compared, so the time taken says nothing of which one matched.
+      for (const request of live) {
+        if (timingSafeEqual(Buffer.from(request.codeHash, 'hex'), candidate)) match = request
+      }
+      return match !== undefined
     }
-    if (match === undefined) {
+    const account = await users.findByEmail(address)
+    const right = account === undefined
+      ? await check()
+      : await guard.checkSecret(context, account.id, 'auth.login_failed', { email: address, method: 'email', reason: 'wrong_email_code' }, check)
+    if (!right || match === undefined) {
       await emailSignIns.failedAttempt(live.map((request) => request.id), EMAIL_SIGN_IN_ATTEMPTS, now)
       throw new Errors.INVALID_ONE_TIME_TOKEN()
     }
@@ -152,8 +167,8 @@ export class EmailSignInService {
   /**
    * The person confirmed the link on the service's page (a form of that page: a post from
    * another site, which would sign the browser into the account whose link it holds, is
-   * refused): the link is spent (with its code), and the browser goes to the application with a
-   * one-time token it exchanges within a minute.
+   * refused): the browser goes to the application with a one-time token it exchanges within a
+   * minute. The message signs in once, by that token or its code, whichever comes first.
    */
   async confirmLink (
     token: string, from: { origin: string | undefined, fetchSite: string | undefined }
@@ -163,11 +178,9 @@ export class EmailSignInService {
       (from.fetchSite !== undefined && from.fetchSite !== 'same-origin')) {
       throw new Errors.FORBIDDEN('the confirmation page of the service')
     }
-    const now = this.#now()
     const exchange = newOneTimeToken()
-    const confirmed = await this.deps.emailSignIns.confirmLink(
-      hashToken(token), exchange.hash, new Date(now).toISOString(), new Date(now + CONFIRMED_TTL_MS).toISOString()
-    )
+    const now = new Date(this.#now()).toISOString()
+    const confirmed = await this.deps.emailSignIns.confirmLink(hashToken(token), exchange.hash, now)
     if (confirmed?.redirectTo == null) throw new Errors.INVALID_ONE_TIME_TOKEN()
     const back = new URL(confirmed.redirectTo)
     back.searchParams.set('token', exchange.token)
@@ -177,16 +190,19 @@ export class EmailSignInService {
   /** Spends the token a confirmed link handed the application: what it proves. */
   async acceptLinkToken (token: string): Promise<ProvedEmail> {
     this.#assertEnabled()
-    const proved = await this.deps.emailSignIns.spendConfirmed(hashToken(token), new Date(this.#now()).toISOString())
+    const now = this.#now()
+    const proved = await this.deps.emailSignIns.spendConfirmed(
+      hashToken(token), new Date(now).toISOString(), new Date(now - CONFIRMED_TTL_MS).toISOString()
+    )
     if (proved === undefined) throw new Errors.INVALID_ONE_TIME_TOKEN()
     return proved
   }
 
   /**
-   * The account a proved address signs in: the one it had when the message was sent, if it still
-   * has the address; else the one that has it now, or a new one where EMAIL_SIGN_IN=on. Proving
-   * the address claims the account (AccountClaims): what was attached before, the password
-   * included (this proof came with none), is removed.
+   * The account a proved address signs in: the one that has it now, or a new one where
+   * EMAIL_SIGN_IN=on. Proving the address claims the account (AccountClaims): what was attached
+   * before, the password included (this proof came with none), is removed. An account claimed
+   * under another address that changed to this one without proving it is refused (409).
    */
   async accountFor (context: RequestContext, { email, userId }: ProvedEmail): Promise<string> {
     const { users, claims, audit, ssoRequired } = this.deps
@@ -201,6 +217,11 @@ export class EmailSignInService {
         { event: 'user.created', outcome: 'success', actorId: user.id, targetId: user.id, details: { method: 'email_sign_in' } }
       ])
       return created.id
+    }
+    // An account that holds the address unproved after changing to it (it was claimed under
+    // another) is not the mailbox's to enter: the provider sign-in refuses it alike.
+    if ((await users.findPrincipal(holder.id))?.claimed === true && !holder.email_verified) {
+      throw new Errors.EMAIL_ALREADY_REGISTERED()
     }
     const proved = await audit.recordChange(context,
       async (trx) => await claims.prove(holder.id, email, { removePassword: true }, trx),

@@ -90,6 +90,7 @@ export function signInServices (
     emailSignIns: repositories.emailSignIns,
     users,
     claims,
+    guard: signInGuard,
     templates,
     audit,
     federation,

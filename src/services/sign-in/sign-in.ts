@@ -244,7 +244,7 @@ export class SignInService {
     if (!byCode && !byToken) {
       throw validationFailed([{ path: '/code', message: 'give `email` and `code`, or `token`' }])
     }
-    const proved = token !== undefined ? await emailSignIn.acceptLinkToken(token) : await emailSignIn.acceptCode(email ?? '', code ?? '')
+    const proved = token !== undefined ? await emailSignIn.acceptLinkToken(token) : await emailSignIn.acceptCode(context, email ?? '', code ?? '')
     const userId = await emailSignIn.accountFor(context, proved)
     const principal = await this.#admit(context, userId, { method: 'email' }, Errors.INVALID_ONE_TIME_TOKEN)
     return await this.#complete(context, principal, undefined, 'email', ['otp'], end)

@@ -7,8 +7,8 @@ export const name = '0032_email_sign_ins'
 export async function up (db: Kysely<any>, dialect: Dialect): Promise<void> {
   const timestamp = timestampType(dialect)
   // A sign-in by e-mail (docs/api.md, "Signing in by e-mail"): one message carries a code and a
-  // link, both kept as keyed hashes only. The link, once confirmed on the service's page, is
-  // replaced by a one-time token the application exchanges (stage 'confirmed').
+  // link, kept as hashes only. The link, once confirmed on the service's page, hands the
+  // application a one-time token (token_hash); the message signs in once, by its code or that token.
   await db.schema.createTable('email_sign_ins')
     .addColumn('id', 'text', (column) => column.primaryKey())
     .addColumn('email', 'text', (column) => column.notNull())
@@ -16,7 +16,8 @@ export async function up (db: Kysely<any>, dialect: Dialect): Promise<void> {
     .addColumn('user_id', 'text', (column) => column.references('users.id').onDelete('cascade'))
     .addColumn('code_hash', 'text', (column) => column.notNull())
     .addColumn('link_hash', 'text', (column) => column.notNull().unique())
-    .addColumn('stage', 'text', (column) => column.notNull())
+    .addColumn('token_hash', 'text', (column) => column.unique())
+    .addColumn('confirmed_at', timestamp)
     .addColumn('redirect_to', 'text')
     .addColumn('attempts', 'integer', (column) => column.notNull().defaultTo(0))
     .addColumn('created_at', timestamp, (column) => column.notNull())
