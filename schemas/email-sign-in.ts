@@ -22,6 +22,11 @@ export const EmailSignInVerifyBodySchema = Type.Object({
 }, { additionalProperties: false, examples: [{ email: 'ada@example.com', code: '123456' }] })
 export type EmailSignInVerifyBody = Static<typeof EmailSignInVerifyBodySchema>
 
-/** The confirmation page's form. */
-export const EmailSignInConfirmBodySchema = Type.Object({ token: OneTimeTokenSchema }, { additionalProperties: true })
-export const EmailSignInConfirmQuerySchema = Type.Object({ token: OneTimeTokenSchema }, { additionalProperties: true })
+/** The link's token, as the message carried it. */
+const LinkTokenSchema = Type.String({
+  minLength: 1, maxLength: 256, examples: ['r9oQ0eSBQj9yUeRZ3bQ0kS0Vf2yJd3m2s2mYH1Yp4xA'], description: 'The `token` of the message\'s link'
+})
+
+/** The confirmation page's form, and the link that opens it. */
+export const EmailSignInConfirmBodySchema = Type.Object({ token: LinkTokenSchema }, { additionalProperties: true })
+export const EmailSignInConfirmQuerySchema = Type.Object({ token: LinkTokenSchema }, { additionalProperties: true })

@@ -143,6 +143,8 @@ interface Operation {
   queryParameters: Parameter[]
   body: JsonSchema | null
   statuses: Set<number>
+  /** Its success is a page for people (the e-mail link's), not JSON. */
+  page: boolean
 }
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
@@ -179,7 +181,8 @@ function operationsOf (document: Json): Operation[] {
         pathParameters: of('path'),
         queryParameters: of('query'),
         body: inlined(operation.requestBody?.content?.['application/json']?.schema ?? null, document),
-        statuses: new Set(Object.keys(operation.responses as Json).map(Number))
+        statuses: new Set(Object.keys(operation.responses as Json).map(Number)),
+        page: operation.responses?.['200']?.content?.['text/html'] !== undefined
       })
     }
   }
@@ -722,6 +725,15 @@ function assertResponse (
   }
   if (status === 204) {
     assert.equal(body, '', `${label}: a 204 with a body`)
+    return
+  }
+  // A page for people: HTML, in which nothing the request sent comes back unescaped.
+  if (operation.page && status === 200) {
+    assert.match(String(response.headers['content-type']), /^text\/html/, `${label}: not HTML`)
+    assert.doesNotMatch(body, /<script|<[a-z]+[^>]*\son\w+=/i, `${label}: a script or an event handler in the page`)
+    for (const [, value] of new URLSearchParams(new URL(sent.url, 'http://local').search)) {
+      if (/[<>"']/.test(value)) assert.ok(!body.includes(value), `${label}: ${JSON.stringify(value)} sent back unescaped`)
+    }
     return
   }
   // A SCIM route answers in SCIM's media type; a request the router refused before any route

@@ -9,7 +9,7 @@ import { described } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { SignInResultResponseSchema } from '../../../schemas/mfa.js'
 import { AcceptedResponseSchema } from '../../../schemas/recovery.js'
-import { escapeHtml, PAGE_CSP } from '../../authorization-server/pages.js'
+import { escapeHtml } from '../../authorization-server/pages.js'
 import { Errors } from '../../errors.js'
 
 /** What every request is answered, whatever the address. */
@@ -33,12 +33,12 @@ const SPENT_PAGE = confirmationPage('This link no longer works',
 const HtmlPage = (description: string) => Type.String({ description })
 
 /**
- * A page sent under the pages' CSP (no script at all: the API's own allows Swagger UI's) and
- * without a referrer, so that the link's token never leaves in one.
+ * A page, under the API's security headers (its CSP as the contract has it: the page holds no
+ * script, and every value in it is escaped), sent without a referrer, so that the link's token
+ * never leaves in one.
  */
 async function sendPage (reply: FastifyReply, html: string) {
-  return await reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer')
-    .type('text/html; charset=utf-8').send(html)
+  return await reply.header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(html)
 }
 
 /**
@@ -110,6 +110,7 @@ const emailSignIn: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'auth.emailSignIn.confirm',
       summary: 'The page\'s confirmation: the link is spent, and the browser goes to the application with a one-time token',
       consumes: ['application/x-www-form-urlencoded'],
+      produces: ['text/html'],
       body: EmailSignInConfirmBodySchema,
       response: {
         303: Type.Null({ description: 'To the application', headers: { Location: Type.String({ description: 'redirect_to?token=<one-time token, 60 s>' }) } }),

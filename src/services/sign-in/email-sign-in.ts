@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, randomInt, timingSafeEqual } from 'node:crypto'
-import type { EmailSignInRequestBody } from '../../../schemas/email-sign-in.js'
+import type { EmailSignInRequestBody, EmailSignInVerifyBody } from '../../../schemas/email-sign-in.js'
 import type { Config } from '../../config/index.js'
 import { Errors, rethrowServiceError, validationFailed } from '../../errors.js'
 import { hashToken, newOneTimeToken } from '../../security/tokens.js'
@@ -129,7 +129,7 @@ export class EmailSignInService {
    * against every message the address holds, each spent at its EMAIL_SIGN_IN_ATTEMPTS-th, and,
    * for an account, toward its sign-in lockout (423 while locked), audited as a failed sign-in.
    */
-  async acceptCode (context: RequestContext, email: string, code: string): Promise<ProvedEmail> {
+  async #acceptCode (context: RequestContext, email: string, code: string): Promise<ProvedEmail> {
     this.#assertEnabled()
     const { emailSignIns, users, guard } = this.deps
     const address = normalizeEmail(email)
@@ -154,6 +154,15 @@ export class EmailSignInService {
     }
     if (!await emailSignIns.spend(match.id, now)) throw new Errors.INVALID_ONE_TIME_TOKEN()
     return { email: match.email, userId: match.userId }
+  }
+
+  /** The account a code (with its address) or a confirmed link's token signs in. */
+  async signedIn (context: RequestContext, { email, code, token }: EmailSignInVerifyBody): Promise<string> {
+    const byCode = token === undefined && email !== undefined && code !== undefined
+    const byToken = token !== undefined && email === undefined && code === undefined
+    if (!byCode && !byToken) throw validationFailed([{ path: '/code', message: 'give `email` and `code`, or `token`' }])
+    const proved = token !== undefined ? await this.#acceptLinkToken(token) : await this.#acceptCode(context, email ?? '', code ?? '')
+    return await this.#accountFor(context, proved)
   }
 
   /** The address a link signs in, while it is unspent: for the page that asks to confirm. */
@@ -188,7 +197,7 @@ export class EmailSignInService {
   }
 
   /** Spends the token a confirmed link handed the application: what it proves. */
-  async acceptLinkToken (token: string): Promise<ProvedEmail> {
+  async #acceptLinkToken (token: string): Promise<ProvedEmail> {
     this.#assertEnabled()
     const now = this.#now()
     const proved = await this.deps.emailSignIns.spendConfirmed(
@@ -204,7 +213,7 @@ export class EmailSignInService {
    * before, the password included (this proof came with none), is removed. An account claimed
    * under another address that changed to this one without proving it is refused (409).
    */
-  async accountFor (context: RequestContext, { email, userId }: ProvedEmail): Promise<string> {
+  async #accountFor (context: RequestContext, { email, userId }: ProvedEmail): Promise<string> {
     const { users, claims, audit, ssoRequired } = this.deps
     // The domain may have come to require its IdP since the message was sent.
     if (await ssoRequired(email)) throw new Errors.SSO_REQUIRED()

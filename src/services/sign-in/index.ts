@@ -5,7 +5,8 @@ import type { ServiceDependencies } from '../dependencies.js'
 import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
 import { AccountClaims } from './account-claims.js'
-import { EmailSignInService } from './email-sign-in.js'
+import { Admission } from './admission.js'
+import { type EmailSignInDependencies, EmailSignInService } from './email-sign-in.js'
 import { FederatedSignInService } from './federated-sign-in.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
@@ -28,6 +29,24 @@ export { displayName, STATE_TTL_MS } from './federated-sign-in.js'
 function federationRedirectUrls (config: Config): string[] | null {
   const issuer = authorizationServerIssuer(config)
   return issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`]
+}
+
+/** Sign-in by a code or link sent by e-mail, from the parts of sign-in it uses. */
+function emailSignInService (
+  { config, repositories, audit, now }: ServiceDependencies,
+  parts: Pick<EmailSignInDependencies, 'claims' | 'guard' | 'templates' | 'federation' | 'ssoRequired' | 'deliver'>
+): EmailSignInService {
+  return new EmailSignInService({
+    ...parts,
+    emailSignIns: repositories.emailSignIns,
+    users: repositories.users,
+    audit,
+    mode: config.messages.emailSignIn,
+    appUrl: config.messages.appUrl,
+    publicUrl: config.publicUrl,
+    secret: config.jwtSecret,
+    now
+  })
 }
 
 /**
@@ -86,21 +105,11 @@ export function signInServices (
     audit
   })
   const ssoRequired = async (email: string) => await repositories.organizationDomains.ssoRequiredFor(emailDomain(email))
-  const emailSignIn = new EmailSignInService({
-    emailSignIns: repositories.emailSignIns,
-    users,
-    claims,
-    guard: signInGuard,
-    templates,
-    audit,
-    federation,
-    mode: config.messages.emailSignIn,
-    appUrl: config.messages.appUrl,
-    publicUrl: config.publicUrl,
-    secret: config.jwtSecret,
-    ssoRequired,
-    deliver,
-    now
+  const emailSignIn = emailSignInService(deps, {
+    claims, guard: signInGuard, templates, federation, ssoRequired, deliver
+  })
+  const admission = new Admission({
+    users, guard: signInGuard, audit, requireVerifiedEmail: config.messages.emailVerification === 'required', now
   })
   return {
     signInGuard,
@@ -121,14 +130,13 @@ export function signInServices (
       federation,
       passkeys,
       emailSignIn,
+      admission,
       audit,
       messageCodes,
       outbox: repositories.outbox,
       templates,
       deliver,
-      requireVerifiedEmail: config.messages.emailVerification === 'required',
       mfaRequiredRoles: config.mfa.requiredRoles,
-      now,
       ssoRequired
     }),
     mfaSettings: new MfaSettingsService({ mfa, guard: signInGuard, users, reauthentication, notices, audit })

@@ -3,10 +3,9 @@ import type { EmailSignInVerifyBody } from '../../../schemas/email-sign-in.js'
 import type { PasskeyAuthenticationBody } from '../../../schemas/passkeys.js'
 import type { Role } from '../../../schemas/rbac.js'
 import type { MfaChallenge, MfaCodeRequestBody, MfaVerifyBody, SignInResult } from '../../../schemas/mfa.js'
-import { Errors, isServiceError, tokenFailure, validationFailed } from '../../errors.js'
+import { Errors, isServiceError, tokenFailure } from '../../errors.js'
 import type { PasswordHasher } from '../../security/passwords.js'
 import { mfaRequired, mustEnrolMfa } from '../../security/permissions.js'
-import { suspendedError, suspensionInForce } from '../../security/suspension.js'
 import type { TokenService } from '../../security/tokens.js'
 import type { OutboxRepository } from '../../store/outbox.js'
 import type { RevocationsRepository } from '../../store/revocations.js'
@@ -14,6 +13,7 @@ import { normalizeEmail, type UserPrincipal, type UsersRepository } from '../../
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import { MESSAGE_CODE_TTL_MS, type MessageCodes, type MessageTemplates } from '../messaging/index.js'
+import type { Admission } from './admission.js'
 import type { EmailSignInService } from './email-sign-in.js'
 import type { MfaMethod, MfaService } from './mfa.js'
 import type { FederatedSignInService, FederatedSignIn } from './federated-sign-in.js'
@@ -40,17 +40,15 @@ export interface SignInDependencies {
   federation: FederatedSignInService
   passkeys: PasskeyService
   emailSignIn: EmailSignInService
+  /** Whether an account that proved who it is may sign in. */
+  admission: Admission
   audit: AuditTrail
   messageCodes: MessageCodes
   outbox: OutboxRepository
   templates: MessageTemplates
   deliver: () => void
-  /** EMAIL_VERIFICATION=required: an unverified account does not sign in. */
-  requireVerifiedEmail: boolean
   /** MFA_REQUIRED_ROLES: an account holding one whose only second factor is a passkey signs in with it. */
   mfaRequiredRoles: readonly Role[]
-  /** The clock suspensions end by (Date.now by default). */
-  now?: () => number
   /** Whether an address's domain signs in through its organization's IdP only (docs/api.md, "Enterprise sign-in"). */
   ssoRequired: (email: string) => Promise<boolean>
 }
@@ -102,7 +100,7 @@ export class SignInService {
     if (!valid) throw new Errors.INVALID_CREDENTIALS()
     const principal = await users.findPrincipal(account.id)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
-    await this.#assertMaySignIn(context, principal, { email })
+    await this.deps.admission.assertMaySignIn(context, principal, { email })
     return { principal, amr: ['pwd'] }
   }
 
@@ -164,30 +162,13 @@ export class SignInService {
     end: SignInEnding<Ended>
   ) {
     const { userId, provider } = await this.deps.federation.takeExchangeCode(code, codeVerifier)
-    const principal = await this.#admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
+    const principal = await this.deps.admission.admit(context, userId, { provider }, Errors.INVALID_OAUTH_STATE)
     return await this.#complete(context, principal, {}, `oauth:${provider}`, ['fed'], end)
-  }
-
-  /**
-   * The account a sign-in other than by password reached, once it may sign in: it exists
-   * (else `Missing`), is not locked, and has its address verified where that is required.
-   */
-  async #admit (
-    context: RequestContext,
-    userId: string,
-    details: Record<string, unknown>,
-    Missing: new () => Error
-  ): Promise<UserPrincipal> {
-    const principal = await this.deps.users.findPrincipal(userId)
-    if (principal === undefined) throw new Missing()
-    await this.deps.guard.refuseIfLocked(context, principal.id, details)
-    await this.#assertMaySignIn(context, principal, details)
-    return principal
   }
 
   /** The account a provider sign-in reached, once it may sign in; audited. */
   async #providerAccount (context: RequestContext, signIn: FederatedSignIn): Promise<UserPrincipal> {
-    const principal = await this.#admit(
+    const principal = await this.deps.admission.admit(
       context, signIn.userId, { provider: signIn.provider }, Errors.INVALID_CREDENTIALS
     )
     await this.deps.audit.recordIn(context, 'auth.oauth_login', {
@@ -216,7 +197,7 @@ export class SignInService {
 
   async #passkey<Ended> (context: RequestContext, body: PasskeyAuthenticationBody, end: SignInEnding<Ended>) {
     const { userId, userVerified } = await this.deps.passkeys.verifyAssertion(context, body)
-    const principal = await this.#admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
+    const principal = await this.deps.admission.admit(context, userId, { method: 'passkey' }, Errors.INVALID_CREDENTIALS)
     if (userVerified) return { ...await end(context, principal, undefined, 'passkey', ['hwk', 'user', 'mfa']), mfa_required: false as const }
     return await this.#complete(context, principal, undefined, 'passkey', ['hwk'], end)
   }
@@ -238,15 +219,8 @@ export class SignInService {
   async #email<Ended> (
     context: RequestContext, { email, code, token }: EmailSignInVerifyBody, end: SignInEnding<Ended>
   ) {
-    const { emailSignIn } = this.deps
-    const byCode = token === undefined && email !== undefined && code !== undefined
-    const byToken = token !== undefined && email === undefined && code === undefined
-    if (!byCode && !byToken) {
-      throw validationFailed([{ path: '/code', message: 'give `email` and `code`, or `token`' }])
-    }
-    const proved = token !== undefined ? await emailSignIn.acceptLinkToken(token) : await emailSignIn.acceptCode(context, email ?? '', code ?? '')
-    const userId = await emailSignIn.accountFor(context, proved)
-    const principal = await this.#admit(context, userId, { method: 'email' }, Errors.INVALID_ONE_TIME_TOKEN)
+    const userId = await this.deps.emailSignIn.signedIn(context, { email, code, token })
+    const principal = await this.deps.admission.admit(context, userId, { method: 'email' }, Errors.INVALID_ONE_TIME_TOKEN)
     return await this.#complete(context, principal, undefined, 'email', ['otp'], end)
   }
 
@@ -274,7 +248,7 @@ export class SignInService {
     })
     if (!right) throw new Errors.INVALID_MFA_CODE()
     // The address may have changed (and become unverified) since the challenge was issued.
-    await this.#assertMaySignIn(context, principal, { method })
+    await this.deps.admission.assertMaySignIn(context, principal, { method })
     const claimed = await audit.recorded(context, [{ event: 'auth.mfa_verified', outcome: 'success', actorId: userId, targetId: userId, details: { method } }])(
       async (trx) =>
         await revocations.claim(claims.jti, new Date(claims.exp * 1000).toISOString(), new Date().toISOString(), trx),
@@ -371,26 +345,6 @@ export class SignInService {
     const principal = await this.deps.users.findPrincipal(claims.sub)
     if (principal === undefined || (claims.cv ?? 0) !== principal.credentialsVersion) throw new Errors.INVALID_TOKEN()
     return { claims, principal }
-  }
-
-  /**
-   * Once the caller has proved who they are (never before, so that a refusal tells a guesser
-   * nothing), every way in refuses a suspended account, and an unverified one where
-   * verification is required.
-   */
-  async #assertMaySignIn (
-    context: RequestContext,
-    principal: UserPrincipal,
-    details: Record<string, unknown>
-  ): Promise<void> {
-    const suspension = suspensionInForce(principal, (this.deps.now ?? Date.now)())
-    if (suspension !== undefined) {
-      await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'suspended' } })
-      throw suspendedError(suspension)
-    }
-    if (!this.deps.requireVerifiedEmail || principal.emailVerified) return
-    await this.deps.audit.recordIn(context, 'auth.login_failed', { outcome: 'failure', actorId: principal.id, targetId: principal.id, details: { ...details, reason: 'email_not_verified' } })
-    throw new Errors.EMAIL_NOT_VERIFIED()
   }
 
   /**
