@@ -7,7 +7,7 @@ import type { SessionService } from '../sessions/index.js'
 import { AccountClaims } from './account-claims.js'
 import { Admission } from './admission.js'
 import { type EmailSignInDependencies, EmailSignInService } from './email-sign-in.js'
-import { FederatedSignInService } from './federated-sign-in.js'
+import { type FederatedSignInOptions, FederatedSignInService } from './federated-sign-in.js'
 import { MfaSettingsService } from './mfa-settings.js'
 import { MfaService } from './mfa.js'
 import { PasskeyService } from './passkeys.js'
@@ -29,6 +29,23 @@ export { displayName, STATE_TTL_MS } from './federated-sign-in.js'
 function federationRedirectUrls (config: Config): string[] | null {
   const issuer = authorizationServerIssuer(config)
   return issuer === null ? config.oauthRedirectUrls : [...config.oauthRedirectUrls ?? [], `${issuer}${INTERACTION_PATH}`]
+}
+
+/** Sign-in through providers, from the parts of sign-in it uses. */
+function federatedSignIn (
+  { config, repositories, audit, singleUse }: ServiceDependencies,
+  parts: Pick<FederatedSignInOptions, 'claims' | 'notices' | 'reauthentication'>
+): FederatedSignInService {
+  return new FederatedSignInService({
+    ...parts,
+    providers: config.oauth,
+    redirectUrls: federationRedirectUrls(config),
+    states: singleUse.oauthStates,
+    exchanges: singleUse.oauthExchanges,
+    users: repositories.users,
+    identities: repositories.identities,
+    audit
+  })
 }
 
 /** Sign-in by a code or link sent by e-mail, from the parts of sign-in it uses. */
@@ -92,18 +109,7 @@ export function signInServices (
     audit,
     reauthentication
   })
-  const federation = new FederatedSignInService({
-    providers: config.oauth,
-    redirectUrls: federationRedirectUrls(config),
-    states: deps.singleUse.oauthStates,
-    exchanges: deps.singleUse.oauthExchanges,
-    users,
-    identities: repositories.identities,
-    claims,
-    notices,
-    reauthentication,
-    audit
-  })
+  const federation = federatedSignIn(deps, { claims, notices, reauthentication })
   const ssoRequired = async (email: string) => await repositories.organizationDomains.ssoRequiredFor(emailDomain(email))
   const emailSignIn = emailSignInService(deps, {
     claims, guard: signInGuard, templates, federation, ssoRequired, deliver
