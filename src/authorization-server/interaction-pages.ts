@@ -117,8 +117,8 @@ export class InteractionPages {
   /** Back from a provider's sign-in with its one-time code (or the error it ended with). */
   async federated (request: FederatedRequest, reply: FastifyReply) {
     const interactionRequest = request as unknown as InteractionRequest
-    const found = await this.#loginInteraction(interactionRequest, reply)
-    if (found === null) return this.#expired(reply)
+    const found = await this.#details(interactionRequest, reply).catch(() => null)
+    if (found === null || found.interaction.prompt.name !== 'login') return this.#expired(reply)
     const { code, error } = request.query
     if (typeof code !== 'string' || code === '') {
       const message = error === undefined ? FEDERATED_UNFINISHED : federatedFailure(error)
@@ -185,8 +185,8 @@ export class InteractionPages {
   /** Back from the message's link, confirmed on the API's page, with the token it hands over. */
   async emailLink (request: EmailLinkRequest, reply: FastifyReply) {
     const interactionRequest = request as unknown as InteractionRequest
-    const found = await this.#loginInteraction(interactionRequest, reply)
-    if (found === null) {
+    const found = await this.#details(interactionRequest, reply).catch(() => null)
+    if (found === null || found.interaction.prompt.name !== 'login') {
       // The message still signs in once: by its code where the sign-in began, or its link opened there.
       return this.#send(reply, 400, 'Continue where you began', '<p class="error" role="alert">This sign-in began in another browser or device, or has expired. Enter the code from the message where you began, or open the link there.</p>')
     }
@@ -382,12 +382,6 @@ export class InteractionPages {
       action: `${INTERACTION_PATH}/${uid}`, csrf: this.server.formToken(uid), clientName: found.clientName, error: outcome.error ?? null
     }
     return this.#send(reply, outcome.error === undefined ? 200 : 400, 'Two-step verification', mfaForm(form, challenge, outcome.sent ?? null))
-  }
-
-  /** Back from elsewhere (a provider, the e-mail link): this browser's interaction, still at its sign-in, or null. */
-  async #loginInteraction (request: InteractionRequest, reply: FastifyReply): Promise<Found | null> {
-    const found = await this.#details(request, reply).catch(() => null)
-    return found === null || found.interaction.prompt.name !== 'login' ? null : found
   }
 
   /** Every POST: the interaction must be this browser's, and the form the one the service rendered. */

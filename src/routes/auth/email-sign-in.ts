@@ -30,16 +30,6 @@ ${body}
 const SPENT_PAGE = confirmationPage('This link no longer works',
   '<p>It was used already, or it expired (a link is good for 10 minutes, once). Ask for a new one where you signed in.</p>')
 
-/** What `work` answers, or null for a link that is spent, expired or unknown (the page saying so). */
-async function unlessSpent<T> (work: Promise<T>): Promise<T | null> {
-  try {
-    return await work
-  } catch (error) {
-    if (error instanceof Errors.INVALID_ONE_TIME_TOKEN) return null
-    throw error
-  }
-}
-
 const HtmlPage = (description: string) => Type.String({ description })
 
 /**
@@ -100,8 +90,13 @@ const emailSignIn: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: HtmlPage('The page asking to confirm, or saying the link is spent or expired'), ...errorResponses({}, 404) }
     }
   }, async (request, reply) => {
-    const email = await unlessSpent(service.linkAddress(request.query.token))
-    if (email === null) return await sendPage(reply, SPENT_PAGE)
+    let email
+    try {
+      email = await service.linkAddress(request.query.token)
+    } catch (error) {
+      if (!(error instanceof Errors.INVALID_ONE_TIME_TOKEN)) throw error
+      return await sendPage(reply, SPENT_PAGE)
+    }
     return await sendPage(reply, confirmationPage('Sign in', `<p>Sign in as <strong>${escapeHtml(email)}</strong>?</p>
 <form method="post" action="${CONFIRM_PATH}"><input type="hidden" name="token" value="${escapeHtml(request.query.token)}">
 <button type="submit">Sign in</button></form>
@@ -124,10 +119,15 @@ const emailSignIn: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => {
-    const back = await unlessSpent(service.confirmLink(request.body.token, {
-      origin: request.headers.origin, fetchSite: request.headers['sec-fetch-site'] as string | undefined
-    }))
-    if (back === null) return await sendPage(reply, SPENT_PAGE)
+    let back
+    try {
+      back = await service.confirmLink(request.body.token, {
+        origin: request.headers.origin, fetchSite: request.headers['sec-fetch-site'] as string | undefined
+      })
+    } catch (error) {
+      if (!(error instanceof Errors.INVALID_ONE_TIME_TOKEN)) throw error
+      return await sendPage(reply, SPENT_PAGE)
+    }
     return await reply.redirect(back, 303)
   })
 }
