@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import autocannon from 'autocannon'
 import { compareAlgorithms, type Report } from './algorithms.js'
+import { benchApiKeys } from './api-keys.js'
 import { benchAuthorizationServer } from './authorization-server.js'
 import { CONNECTIONS, json, load, loadAverage, machine, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 import { benchSessions } from './sessions.js'
@@ -20,7 +21,8 @@ import { benchSizing } from './sizing.js'
  * BENCH_SOAK_SECONDS (default 60) the soak. BENCH_ONLY=authorization-server runs only the
  * authorization server's token endpoint (authorization-server.ts), BENCH_ONLY=sessions only the
  * refreshes and the read beside 100,000 revocations, on SQLite and on PostgreSQL + Redis
- * (sessions.ts), BENCH_ONLY=sizing only the capacity per core in Keycloak's terms on both
+ * (sessions.ts), BENCH_ONLY=api-keys only the read by API key against the read by access token
+ * (api-keys.ts), BENCH_ONLY=sizing only the capacity per core in Keycloak's terms on both
  * (sizing.ts), which the whole run ends with.
  *
  * The machine's speed drifts by tens of percent within a minute (shared host), so each
@@ -69,6 +71,7 @@ type Group = (dir: string, report: Report) => Promise<string[] | undefined>
 const ALONE: Record<string, { bench: Group, databases: string }> = {
   'authorization-server': { bench: async (dir, report) => { await benchAuthorizationServer(dir, report); return undefined }, databases: 'SQLite' },
   sessions: { bench: async (dir, report) => { await benchSessions(dir, report); return undefined }, databases: 'SQLite, and PostgreSQL + Redis' },
+  'api-keys': { bench: async (dir, report) => { await benchApiKeys(dir, report); return undefined }, databases: 'SQLite' },
   sizing: { bench: benchSizing, databases: 'SQLite, and PostgreSQL + Redis' }
 }
 const ONLY = process.env.BENCH_ONLY
@@ -293,6 +296,7 @@ async function main () {
       `${low.toFixed(0)}–${high.toFixed(0)} MB after warm-up (first quarter excluded)`)
 
     await compareAlgorithms(dir, report)
+    await benchApiKeys(dir, report)
     await benchSessions(dir, report)
 
     // Scaling on one host: the same read through Node's cluster, one worker and then two, on

@@ -19,7 +19,7 @@ export const AUDIT_EVENTS = [
   'domain.removed', 'domain.updated', 'sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted', 'sso_connection.metadata_unreadable',
   'scim_directory.created', 'scim_directory.updated', 'scim_directory.token_rotated', 'scim_directory.deleted', 'scim.user_created',
   'scim.user_updated', 'scim.user_deactivated', 'scim.user_reactivated', 'scim.user_deleted', 'scim.group_created',
-  'scim.group_updated', 'scim.group_deleted'
+  'scim.group_updated', 'scim.group_deleted', 'api_key.created', 'api_key.deleted'
 ] as const
 export type AuditEvent = typeof AUDIT_EVENTS[number]
 

@@ -40,6 +40,7 @@ export const ERROR_TABLE = {
   MFA_REQUIRED: { code: 'MFA_REQUIRED', message: 'This needs a session signed in with a second factor or a passkey', status: 403 },
   SSO_REQUIRED: { code: 'SSO_REQUIRED', message: 'This address signs in through its organization\'s identity provider', status: 403 },
   IMPERSONATION_RESTRICTED: { code: 'IMPERSONATION_RESTRICTED', message: 'Not allowed while impersonating: %s', status: 403 },
+  API_KEY_RESTRICTED: { code: 'API_KEY_RESTRICTED', message: 'Not allowed with an API key: %s', status: 403 },
   REAUTHENTICATION_REQUIRED: {
     code: 'REAUTHENTICATION_REQUIRED',
     message: 'This change needs a proof that it is the account holder: one of the proofs in details, ' +

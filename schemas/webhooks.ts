@@ -25,6 +25,13 @@ const ScimGroupEvent = Type.Object({
   members_removed: Type.Integer({ minimum: 0 })
 })
 
+const ApiKeyEvent = Type.Object({
+  api_key_id: Type.String(),
+  user_id: Type.Union([UserId, Type.Null()], { description: 'The person whose key it is; null for an organization\'s' }),
+  organization_id: Type.Union([OrganizationId, Type.Null()], { description: 'The organization whose key it is; null for a person\'s' }),
+  actor_id: Actor
+})
+
 /**
  * The event catalogue (docs/api.md, "Webhooks"): each type's `data`. Events carry ids and
  * the names of what changed, never secrets nor the new values: a receiver reads the resource
@@ -82,6 +89,8 @@ export const WEBHOOK_EVENT_DATA = {
   'scim_directory.updated': Type.Object({ ...scimDirectoryFields, changed: Fields }),
   'scim_directory.token_rotated': ScimDirectoryEvent,
   'scim_directory.deleted': ScimDirectoryEvent,
+  'api_key.created': ApiKeyEvent,
+  'api_key.deleted': ApiKeyEvent,
   'scim.user_created': ScimUserEvent,
   'scim.user_updated': ScimUserEvent,
   'scim.user_deactivated': ScimUserEvent,

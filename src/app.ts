@@ -20,6 +20,7 @@ import securityHeaders from './plugins/infrastructure/security-headers.js'
 import services from './plugins/application/services.js'
 import textInput from './plugins/infrastructure/text-input.js'
 import zeroTrust from './plugins/application/zero-trust.js'
+import apiKeyRoutes from './routes/api-keys/index.js'
 import auditLogRoutes from './routes/audit-logs/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
@@ -35,6 +36,7 @@ import scimRoutes from './routes/scim/index.js'
 import ssoRoutes from './routes/sso/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
 import { redactUrl } from './security/redaction.js'
+import { personOf } from './services/context.js'
 import type { TxtResolver } from './services/organizations/txt-records.js'
 import type { Resolver } from './security/outbound-http.js'
 
@@ -75,8 +77,10 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   // was added under.
   await fastify.register(errorHandler, {
     // Asked only when a write refers to a row deleted meanwhile, once the repositories are there.
-    callerDeleted: async (request) =>
-      request.user !== null && await fastify.repositories.users.findById(request.user.id) === undefined
+    callerDeleted: async (request) => {
+      const person = request.user === null ? null : personOf(request.user)
+      return person !== null && await fastify.repositories.users.findById(person) === undefined
+    }
   })
   await fastify.register(cors)
   await fastify.register(database, { onStatement })
@@ -110,6 +114,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(organizationRoutes, { prefix: '/api/v1/organizations' })
   await fastify.register(invitationRoutes, { prefix: '/api/v1/invitations' })
   await fastify.register(webhookRoutes, { prefix: '/api/v1/webhooks' })
+  await fastify.register(apiKeyRoutes, { prefix: '/api/v1/api-keys' })
   await fastify.register(oauthClientRoutes, { prefix: '/api/v1/oauth-clients' })
   await fastify.register(ssoRoutes, { prefix: '/api/v1/sso' })
   await fastify.register(scimRoutes, { prefix: '/scim/v2/directories' })

@@ -36,7 +36,8 @@ export function permissionsOf (roles: readonly Role[]): Permission[] {
 /** Permissions the owner of a resource holds on it, whatever its roles. */
 const OWNER_PERMISSIONS: ReadonlySet<Permission> = new Set(['read', 'write', 'delete'])
 
-export interface Principal { id: string, roles: readonly Role[] }
+/** An API key's caller holds only what its scopes name as well (docs/api.md, "API keys"). */
+export interface Principal { id: string, roles: readonly Role[], apiKey?: { scopes: readonly string[] } }
 
 /**
  * The permission check (docs/api.md, "Roles and permissions"): `admin` passes everything;
@@ -45,6 +46,8 @@ export interface Principal { id: string, roles: readonly Role[] }
  * owns it.
  */
 export function hasPermission (principal: Principal, permission: Permission, ownerId?: string): boolean {
+  const scopes = principal.apiKey?.scopes
+  if (scopes !== undefined && !scopes.includes(permission) && !scopes.includes('admin')) return false
   const isOwner = ownerId !== undefined && ownerId === principal.id
   if (isOwner && OWNER_PERMISSIONS.has(permission)) return true
   for (const role of effectiveRoles(principal.roles)) {

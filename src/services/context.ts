@@ -1,3 +1,4 @@
+import type { ApiKeyScope } from '../../schemas/api-keys.js'
 import type { OrganizationRole } from '../../schemas/organizations.js'
 import type { Role } from '../../schemas/rbac.js'
 import { Errors } from '../errors.js'
@@ -16,6 +17,19 @@ export interface Caller {
   amr: string[]
   /** The administrator acting as the user (an impersonation token's `act`), or null. */
   impersonatorId: string | null
+  /** The API key the request bears, absent for an access token (docs/api.md, "API keys"). */
+  apiKey?: ApiKeyGrant
+}
+
+/**
+ * What an API key lets its bearer do: the permissions in `scopes` that its owner holds. An
+ * organization's key has no person behind it: the caller's `id` is the key's, and it acts in
+ * `organization` only, with the key's role.
+ */
+export interface ApiKeyGrant {
+  id: string
+  scopes: readonly ApiKeyScope[]
+  organization: { id: string, role: OrganizationRole } | null
 }
 
 /**
@@ -68,9 +82,27 @@ export function callerOf (context: RequestContext): Caller {
 }
 
 /**
- * Refuses `what` to an impersonation (docs/api.md, "Impersonation"): the sensitive changes and
- * impersonating again are the account holder's own.
+ * The caller of a change that makes a credential or changes how people sign in (a SCIM token, an
+ * SSO connection, an OAuth client, a webhook and its secret): the account holder, signed in.
+ * What it makes outlives an API key or an impersonation that could ask for it.
  */
-export function assertNotImpersonating (caller: Pick<Caller, 'impersonatorId'>, what: string): void {
+export function holderOf (context: RequestContext, what: string): Caller {
+  const caller = callerOf(context)
+  assertAccountHolder(caller, what)
+  return caller
+}
+
+/** The person behind the caller: null for an organization's API key, which has none. */
+export function personOf (caller: Pick<Caller, 'id' | 'apiKey'>): string | null {
+  return caller.apiKey?.organization != null ? null : caller.id
+}
+
+/**
+ * Refuses `what` to an impersonation (docs/api.md, "Impersonation") and to an API key
+ * (docs/api.md, "API keys"): the sensitive changes, impersonating and making credentials that
+ * outlive the request are the account holder's own, signed in.
+ */
+export function assertAccountHolder (caller: Pick<Caller, 'impersonatorId' | 'apiKey'>, what: string): void {
   if (caller.impersonatorId !== null) throw new Errors.IMPERSONATION_RESTRICTED(what)
+  if (caller.apiKey !== undefined) throw new Errors.API_KEY_RESTRICTED(what)
 }

@@ -1,6 +1,7 @@
 import { accessServices } from './access/index.js'
 import { accountLifecycleServices } from './account-lifecycle/index.js'
 import { accountServices } from './accounts/index.js'
+import { apiKeyServices } from './api-keys/index.js'
 import { auditServices } from './audit/index.js'
 import { authorizationServerServices } from './authorization-server/index.js'
 import type { ServiceDependencies } from './dependencies.js'
@@ -35,6 +36,7 @@ export function createServices (deps: ServiceDependencies) {
     ...accountServices(deps, { sessions, messaging, claims, reauthentication }),
     ...accountLifecycleServices(deps, { sessions, messaging, reauthentication }),
     ...organizationServices(deps, { sessions, messaging }),
+    ...apiKeyServices(deps, { reauthentication, messaging }),
     ...ssoServices(deps, { federation: signIn.federation, signIn: signIn.signIn, sessions }),
     ...scimServices(deps, { claims, sessions }),
     ...webhookServices(deps, { messaging }),

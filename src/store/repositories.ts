@@ -1,5 +1,6 @@
 import type { CursorCodec } from '../collection/cursor.js'
 import { AccountErasureRepository } from './account-erasure.js'
+import { ApiKeysRepository } from './api-keys.js'
 import { AuditLogsRepository } from './audit-logs.js'
 import type { Database } from './database.js'
 import { DevicesRepository } from './devices.js'
@@ -65,6 +66,7 @@ export function createRepositories (
     ssoConnections: new SsoConnectionsRepository(db),
     scimDirectories: new ScimDirectoriesRepository(db),
     scimResources: new ScimResourcesRepository(db),
+    apiKeys: new ApiKeysRepository(db),
     webhooks: new WebhooksRepository(db, pages),
     oauthClients: new OAuthClientsRepository(db, pages),
     authorizationArtifacts,

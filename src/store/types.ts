@@ -358,6 +358,24 @@ export interface SsoConnectionsTable {
   updated_at: string
 }
 
+export interface ApiKeysTable {
+  id: string
+  /** The person's key: it acts as them. Null for an organization's key. */
+  user_id: string | null
+  /** The organization's key: it acts with `role` there, no person behind it. */
+  organization_id: string | null
+  role: OrganizationRole | null
+  name: string
+  /** SHA-256 of the key, base64url. */
+  key_hash: string
+  /** JSON array of the permissions the key may use. */
+  scopes: string
+  created_by: string | null
+  created_at: string
+  expires_at: string | null
+  last_used_at: string | null
+}
+
 export interface ScimDirectoriesTable {
   id: string
   organization_id: string
@@ -534,6 +552,7 @@ export interface DatabaseSchema {
   sso_connections: SsoConnectionsTable
   sso_assertion_ids: SsoAssertionIdsTable
   scim_directories: ScimDirectoriesTable
+  api_keys: ApiKeysTable
   scim_users: ScimUsersTable
   scim_groups: ScimGroupsTable
   scim_group_members: ScimGroupMembersTable

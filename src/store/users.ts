@@ -231,6 +231,8 @@ export class UsersRepository {
         suspended_by: suspension.by
       })
       .where('id', '=', id).returning('id').executeTakeFirst()
+    // API keys are not revoked with the sessions: they read the suspension from the principal.
+    this.invalidate(id)
     if (row === undefined) return undefined
     const { reason, until, by } = suspension
     return { user_id: id, reason, suspended_at: now, until, suspended_by: by }
@@ -244,6 +246,7 @@ export class UsersRepository {
         suspended_at: null, suspended_until: null, suspension_reason: null, suspended_by: null, deletion_due_at: null
       })
       .where('id', '=', id).where('suspended_at', 'is not', null).executeTakeFirst()
+    this.invalidate(id)
     return Number(result.numUpdatedRows) > 0
   }
 

@@ -60,7 +60,9 @@ t.test('the document: 3.1, version 1.0.0, bearer scheme, tags, named components 
   const document = await buildOpenApiDocument() as Json
   t.equal(document.openapi, '3.1.0')
   t.equal(document.info.version, '1.0.0')
-  t.same(document.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+  t.same(document.components.securitySchemes.bearerAuth, {
+    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token (a JWT), or an API key (uak_…) on the routes its scopes allow'
+  })
   for (const name of ['User', 'UserResponse', 'UserCollection', 'Post', 'PostResponse', 'PostCollection', 'Comment', 'CommentCollection',
     'Error', 'TokenPair', 'TokenPairResponse', 'OffsetMeta', 'CursorMeta', 'MfaChallenge']) {
     t.ok(document.components.schemas[name], `component ${name}`)

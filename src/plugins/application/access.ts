@@ -5,7 +5,7 @@ import type { OrganizationPermission } from '../../../schemas/organizations.js'
 import type { Permission } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { authorize } from '../../security/permissions.js'
-import { actingRole, decide, standingOf } from '../../security/organization-permissions.js'
+import { actingRole, decide, type Standing, standingOf } from '../../security/organization-permissions.js'
 import { canonicalUuid, isUuid } from '../../store/ids.js'
 import type { DirectoryStanding } from '../../services/context.js'
 import type { AuthenticationHook } from './authentication.js'
@@ -50,6 +50,17 @@ declare module 'fastify' {
 function idParam (request: FastifyRequest, name = 'id'): string {
   return canonicalUuid((request.params as Record<string, string>)[name] ?? '')
 }
+
+/**
+ * On routes any signed-in caller may call, which name no permission, an API key needs the scope
+ * `read` to read and `write` to change anything (docs/api.md, "API keys"); `admin` covers both.
+ */
+const keyScope = guard('requireKeyScope', (request) => {
+  const scopes = request.user?.apiKey?.scopes
+  if (scopes === undefined || scopes.includes('admin')) return
+  const needed = request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write'
+  if (!scopes.includes(needed)) throw new Errors.FORBIDDEN(needed)
+})
 
 /** A callback-style guard from a check that throws, named so route listings say what guards a route. */
 function guard (name: string, check: (request: FastifyRequest) => void): AuthenticationHook {
@@ -106,12 +117,22 @@ export default fp(async (fastify) => {
       const organizationId = idParam(request, organization)
       // Not an id at all: validation answers 400, as it does on every route.
       if (!isUuid(organizationId)) return
-      const membership = await repositories.organizations.roleOf(organizationId, caller.id)
+      const keyOrganization = caller.apiKey?.organization ?? null
+      const membership = keyOrganization === null
+        ? await repositories.organizations.roleOf(organizationId, caller.id)
+        : undefined
+      // An organization's key acts with its role in its own organization; it sees no other.
+      const standing: Standing = keyOrganization === null
+        ? standingOf(caller, membership)
+        : keyOrganization.id === organizationId ? { kind: 'member', role: keyOrganization.role } : { kind: 'none' }
       const needed = self !== undefined && idParam(request, 'userId') === caller.id ? self : permission
-      const standing = standingOf(caller, membership)
       const decision = decide(standing, needed)
       if (decision === 'hidden') throw new Errors.NOT_FOUND('Organization')
-      if (decision === 'refused') throw new Errors.FORBIDDEN(needed)
+      // A key's scopes name the organization permissions it may use, as they name the others.
+      const scopes = caller.apiKey?.scopes
+      if (decision === 'refused' || (scopes !== undefined && !scopes.includes(needed) && !scopes.includes('admin'))) {
+        throw new Errors.FORBIDDEN(needed)
+      }
       // Read once: the services act on it rather than reading the membership again.
       request.organizationStanding = { id: organizationId, role: actingRole(standing) }
       if (standing.kind === 'super_admin' && (membership === undefined || decide({ kind: 'member', role: membership }, needed) !== 'granted')) {
@@ -128,8 +149,8 @@ export default fp(async (fastify) => {
 
   function guardsOf (access: RouteAccess): AuthenticationHook[] {
     if (access === 'public') return []
-    if (access === 'optional') return [authenticateIfPresent]
-    if (access === 'bearer') return [authenticate]
+    if (access === 'optional') return [authenticateIfPresent, keyScope]
+    if (access === 'bearer') return [authenticate, keyScope]
     if ('directory' in access) {
       return [directoryGuard(async (token) => await services.scimDirectories.directoryOfToken(token), access.directory)]
     }

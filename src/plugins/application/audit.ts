@@ -39,8 +39,7 @@ export default fp(async (fastify) => {
   fastify.decorate('auditTrail', trail)
   fastify.decorate('auditSink', { close: async () => { await sink?.close() } })
   fastify.decorateRequest('audit', function (this: FastifyRequest, event: AuditEvent, entry: AuditFields) {
-    const context = this.serviceContext
-    trail.record({ actorId: context.caller?.id ?? null, ...entry, event, ip: context.ip, userAgent: context.userAgent })
+    trail.recordLaterIn(this.serviceContext, event, entry)
   })
 
   // Every request made in an impersonation is audited with both ids (docs/api.md, "Impersonation").

@@ -3,10 +3,12 @@ import fp from 'fastify-plugin'
 import type { Role } from '../../../schemas/rbac.js'
 import { Errors, tokenFailure } from '../../errors.js'
 import type { Caller, DirectoryStanding, OrganizationStanding, RequestContext } from '../../services/context.js'
+import { isApiKey } from '../../security/api-key-format.js'
 import { suspensionInForce } from '../../security/suspension.js'
 import { hasPermission, mustEnrolMfa } from '../../security/permissions.js'
 import type { AccessClaims } from '../../security/tokens.js'
 import type { UserPrincipal } from '../../store/users.js'
+import { apiKeyAuthentication } from './api-key-authentication.js'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -108,7 +110,16 @@ export default fp(async (fastify) => {
     return claims
   }
 
+  const authenticateKey = apiKeyAuthentication({ repositories, revocations, mfaRequiredRoles, log: fastify.log })
+
   function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
+    const credential = request.headers.authorization?.startsWith(BEARER) === true
+      ? request.headers.authorization.slice(BEARER.length).trim()
+      : ''
+    if (isApiKey(credential)) {
+      authenticateKey(request, credential, done)
+      return
+    }
     let claims
     try {
       claims = verifiedClaims(request)

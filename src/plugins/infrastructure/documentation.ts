@@ -148,7 +148,7 @@ export default fp(async (fastify) => {
       webhooks: webhookOperations(),
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token (a JWT), or an API key (uak_…) on the routes its scopes allow' },
           scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (scim_…), shown once when the directory is made or its token rotated' }
         }
       },
@@ -166,6 +166,7 @@ export default fp(async (fastify) => {
         { name: 'posts', description: 'Posts' },
         { name: 'comments', description: 'Comments on posts' },
         { name: 'organizations', description: 'Organizations, their members and invitations' },
+        { name: 'api-keys', description: 'A person\'s API keys; an organization\'s are under `organizations`' },
         { name: 'webhooks', description: 'Webhook endpoints and their deliveries; the events are under `webhooks`' },
         { name: 'oauth-clients', description: 'The applications that sign people in with the service (its authorization server)' },
         { name: 'audit', description: 'Audit log' },

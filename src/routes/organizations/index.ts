@@ -6,6 +6,7 @@ import {
   ORGANIZATION_FIELDS, OrganizationCollectionSchema, OrganizationCreateSchema, OrganizationResponseSchema,
   OrganizationUpdateSchema
 } from '../../../schemas/organizations.js'
+import apiKeys from './api-keys.js'
 import domains from './domains.js'
 import invitations from './invitations.js'
 import scimDirectories from './scim-directories.js'
@@ -20,6 +21,7 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(domains)
   await fastify.register(ssoConnections)
   await fastify.register(scimDirectories)
+  await fastify.register(apiKeys)
 
   fastify.post('', {
     config: { access: 'bearer' },

@@ -21,7 +21,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => await trusted.list(request.serviceContext, request.params.id, request.query))
 
   fastify.post('/:id/devices', {
-    config: { access: { permission: 'manage_users', self: 'read' } },
+    config: { access: { permission: 'manage_users', self: 'write' } },
     schema: {
       tags: ['devices'],
       operationId: 'users.devices.create',
@@ -36,7 +36,7 @@ const devices: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.delete('/:id/devices/:deviceId', {
-    config: { access: { permission: 'manage_users', self: 'read' } },
+    config: { access: { permission: 'manage_users', self: 'delete' } },
     schema: {
       tags: ['devices'],
       operationId: 'users.devices.delete',

@@ -10,7 +10,7 @@ import type { SessionsRepository } from '../../store/sessions.js'
 import type { UsersRepository } from '../../store/users.js'
 import { describeAccount } from '../accounts/index.js'
 import type { AuditTrail } from '../audit/index.js'
-import { assertNotImpersonating, callerOf, type RequestContext } from '../context.js'
+import { assertAccountHolder, callerOf, type RequestContext } from '../context.js'
 
 export interface AccountExportDependencies {
   users: UsersRepository
@@ -45,7 +45,7 @@ export class AccountExportService {
   async export (context: RequestContext): Promise<AccountExport> {
     const caller = callerOf(context)
     // The holder's own: an administrator acting as them sees what they see, not all of it at once.
-    assertNotImpersonating(caller, 'exporting the account')
+    assertAccountHolder(caller, 'exporting the account')
     const { id } = caller
     const { users, audit } = this.deps
     const exportedAt = new Date(this.#now()).toISOString()

@@ -8,7 +8,7 @@ import { uuidv7 } from '../../store/ids.js'
 import type { ImpersonationsRepository } from '../../store/impersonations.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { assertNotImpersonating, callerOf, type RequestContext } from '../context.js'
+import { assertAccountHolder, callerOf, type RequestContext } from '../context.js'
 import type { Notices } from '../messaging/index.js'
 
 /** Roles from least to most: an impersonator's highest must be above the account's highest. */
@@ -42,7 +42,7 @@ export class ImpersonationService {
   async start (context: RequestContext, userId: string, { reason }: ImpersonationCreate) {
     const caller = callerOf(context)
     const { users, impersonations, tokens, audit, notices } = this.deps
-    assertNotImpersonating(caller, 'impersonating another account')
+    assertAccountHolder(caller, 'impersonating another account')
     if (!hasPermission(caller, 'impersonate_users')) throw new Errors.FORBIDDEN('impersonate_users')
     if (caller.id === userId) throw new Errors.CONFLICT('An account cannot impersonate itself')
     // Proved with a second factor or a passkey: a stolen password alone does not open someone else's account.

@@ -2,7 +2,7 @@ import type { AuditEvent } from '../../../schemas/audit.js'
 import { redact } from '../../security/redaction.js'
 import { uuidv7 } from '../../store/ids.js'
 import type { AuditLogsTable, Db } from '../../store/types.js'
-import type { RequestContext } from '../context.js'
+import { personOf, type RequestContext } from '../context.js'
 
 export interface AuditRecord {
   event: AuditEvent
@@ -52,13 +52,19 @@ function toRow (entry: AuditRecord): AuditLogsTable {
 
 /**
  * The entry's row, from the context's address and user agent; its caller is the actor unless
- * the entry names one. In an impersonation the details name the administrator too.
+ * the entry names one (an organization's API key has no person: none). In an impersonation the
+ * details name the administrator too, and the API key's id when a key made the request.
  */
 function rowIn (context: RequestContext, event: AuditEvent, entry: AuditFields): AuditLogsTable {
-  const impersonatorId = context.caller?.impersonatorId ?? null
-  const details = impersonatorId === null ? entry.details : { ...entry.details, impersonator_id: impersonatorId }
-  const { ip, userAgent } = context
-  return toRow({ actorId: context.caller?.id ?? null, ...entry, details, event, ip, userAgent })
+  const { caller, ip, userAgent } = context
+  const impersonatorId = caller?.impersonatorId ?? null
+  const keyId = caller?.apiKey?.id
+  const details = {
+    ...entry.details,
+    ...(impersonatorId !== null && { impersonator_id: impersonatorId }),
+    ...(keyId !== undefined && { api_credential_id: keyId })
+  }
+  return toRow({ actorId: caller == null ? null : personOf(caller), ...entry, details, event, ip, userAgent })
 }
 
 export interface AuditTrailOptions {
@@ -110,7 +116,16 @@ export class AuditTrail {
 
   /** Queues an entry for the next batch: only for events that may be written late. */
   record (entry: AuditRecord): void {
-    this.#pending.push(toRow(entry))
+    this.#queue(toRow(entry))
+  }
+
+  /** `record`, with the context's address, user agent and caller, as `recordIn` writes them. */
+  recordLaterIn (context: RequestContext, event: AuditEvent, entry: AuditFields): void {
+    this.#queue(rowIn(context, event, entry))
+  }
+
+  #queue (row: AuditLogsTable): void {
+    this.#pending.push(row)
     const overflow = this.#pending.length - this.#options.maxPending
     if (overflow > 0) {
       this.#pending.splice(0, overflow)

@@ -11,7 +11,7 @@ import { Errors, validationFailed } from '../../errors.js'
 import { clientSecretHash, newClientId, newClientSecret } from '../../security/client-secrets.js'
 import { type ClientChanges, clientOf, type OAuthClientsRepository } from '../../store/oauth-clients.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { holderOf, type RequestContext } from '../context.js'
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 /** The hosts `http:` may name (RFC 8252, 7.3: a native app's loopback redirect). */
@@ -171,7 +171,8 @@ export class OAuthClientService {
       scopes: input.scopes,
       id_token_signed_response_alg: input.id_token_signed_response_alg ?? 'RS256'
     }
-    return await this.#register(context, input.name, registration, through === 'admin_api' ? callerOf(context).id : null, through)
+    const creator = through === 'admin_api' ? holderOf(context, 'registering an application').id : null
+    return await this.#register(context, input.name, registration, creator, through)
   }
 
   /**
@@ -278,6 +279,7 @@ export class OAuthClientService {
    * change that changes nothing writes nothing, and is not audited.
    */
   async update (context: RequestContext, id: string, input: OAuthClientUpdate): Promise<OAuthClient> {
+    holderOf(context, 'changing an application\'s registration')
     const { clients, audit } = this.deps
     const now = new Date(this.#now()).toISOString()
     const result = await audit.recordChange(context, async (trx) => {
@@ -327,6 +329,7 @@ export class OAuthClientService {
    * once. What was issued with the previous one stays (disable the client to revoke it).
    */
   async rotateSecret (context: RequestContext, id: string): Promise<OAuthClientWithSecret> {
+    holderOf(context, 'making an application\'s secret')
     const { clients, audit } = this.deps
     const secret = newClientSecret()
     const now = new Date(this.#now()).toISOString()

@@ -4,7 +4,7 @@ import type { OutgoingMessage } from '../../store/outbox.js'
 export type NoticeKind = 'password_changed' | 'password_reset' | 'email_changed' | 'phone_changed' | 'mfa_enabled' | 'mfa_disabled' | 'backup_codes_replaced' |
   'passkey_added' | 'passkey_removed' | 'passkey_renamed' | 'identity_unlinked' | 'account_claimed' | 'account_deleted' |
   'organization_role_changed' | 'organization_membership_removed' | 'webhook_disabled' | 'impersonated' |
-  'account_deletion_scheduled'
+  'account_deletion_scheduled' | 'api_key_created'
 
 /**
  * Notices of what others did in an organization, or of what the service did: no sign of an
@@ -30,7 +30,8 @@ const NOTICES: Record<NoticeKind, string> = {
   organization_membership_removed: 'You were removed from an organization',
   webhook_disabled: 'A webhook endpoint you created was disabled: its deliveries kept failing for a day',
   impersonated: 'An administrator used your account as you, with your permissions',
-  account_deletion_scheduled: 'Your account is to be deleted, as you asked'
+  account_deletion_scheduled: 'Your account is to be deleted, as you asked',
+  api_key_created: 'An API key was made for your account'
 }
 
 function escapeHtml (text: string): string {

@@ -10,7 +10,7 @@ import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { ScimResourcesRepository } from '../../store/scim.js'
 import { normalizeEmail, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, personOf, type RequestContext } from '../context.js'
 import type { MessageTemplates } from '../messaging/index.js'
 import { actingRoleIn } from './standing.js'
 
@@ -67,6 +67,9 @@ export class InvitationService {
   ): Promise<Invitation> {
     const { organizations, invitations, templates, audit } = this.deps
     const caller = callerOf(context)
+    // Acceptance checks that the inviter may still grant the role: an invitation is a person's.
+    const inviter = personOf(caller)
+    if (inviter === null) throw new Errors.API_KEY_RESTRICTED('inviting (an invitation is a member\'s)')
     const acting = await actingRoleIn(context, organizationId, organizations)
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
     const now = this.#now()
@@ -77,7 +80,7 @@ export class InvitationService {
         email,
         role,
         tokenHash: hash,
-        invitedBy: caller.id,
+        invitedBy: inviter,
         expiresAt: new Date(now + INVITATION_TTL_MS).toISOString()
       },
       ({ name }) => templates.organizationInvitation(normalizeEmail(email), name, role, token, INVITATION_TTL_MS / DAY),

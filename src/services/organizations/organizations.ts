@@ -6,7 +6,9 @@ import { collectionPage } from '../../collection/envelope.js'
 import type { CollectionQueryInput } from '../../collection/query.js'
 import { Errors, limitReached, rethrowServiceError } from '../../errors.js'
 import { mayGrant, mayManage } from '../../security/organization-permissions.js'
+import { apiKeyRevocationId } from '../../security/api-keys.js'
 import { hasPermission } from '../../security/permissions.js'
+import { type ApiKeysRepository, DELETED_KEY_REVOCATION_MS } from '../../store/api-keys.js'
 import type { Member, MembershipChange, MembershipRefusal, Organization, OrganizationsRepository } from '../../store/organizations.js'
 import type { Db } from '../../store/types.js'
 import type { UsersRepository } from '../../store/users.js'
@@ -27,6 +29,9 @@ export interface OrganizationServiceDependencies {
   notices: Notices
   audit: AuditTrail
   cursors: CursorCodec
+  /** An organization's deletion deletes its API keys: each refused at once on every instance. */
+  apiKeys: Pick<ApiKeysRepository, 'deleteOwnedBy'>
+  revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   now?: () => number
 }
 
@@ -112,18 +117,21 @@ export class OrganizationService {
    * that spoke for it forget it and their access tokens are revoked.
    */
   async remove (context: RequestContext, organizationId: string): Promise<void> {
-    const { organizations, sessions, audit } = this.deps
-    const { members, revokeAccess } = await audit.recordChange(context, async (trx) => {
+    const { organizations, sessions, audit, apiKeys, revokeAccessToken } = this.deps
+    const { members, revokeAccess, keys } = await audit.recordChange(context, async (trx) => {
+      const keys = await apiKeys.deleteOwnedBy({ organizationId }, trx)
       const members = await organizations.delete(organizationId, trx)
       const revokeAccess = members === undefined
         ? async () => {}
         : await sessions.organizationChangedWithin(organizationId, undefined, { forget: true }, trx)
-      return { members, revokeAccess }
+      return { members, revokeAccess, keys }
     }, ({ members }) => members === undefined
       ? []
       : [{ event: 'organization.deleted', outcome: 'success', details: { organization_id: organizationId, members } }])
     if (members === undefined) throw new Errors.NOT_FOUND('Organization')
     await revokeAccess()
+    const until = new Date(this.#now() + DELETED_KEY_REVOCATION_MS)
+    await Promise.all(keys.map(async (id) => { await revokeAccessToken(apiKeyRevocationId(id), until) }))
   }
 
   async listMembers (context: RequestContext, organizationId: string, query: CollectionQueryInput) {

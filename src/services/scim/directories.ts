@@ -3,7 +3,7 @@ import { Errors } from '../../errors.js'
 import { clientSecretHash, newClientSecret } from '../../security/client-secrets.js'
 import type { ScimDirectoriesRepository, StoredScimDirectory } from '../../store/scim.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 
 /** One directory per organization: two directories writing one organization's members would undo each other. */
 export const SCIM_DIRECTORIES_PER_ORGANIZATION = 1
@@ -49,7 +49,7 @@ export class ScimDirectoryService {
   async create (
     context: RequestContext, organizationId: string, input: ScimDirectoryCreate
   ): Promise<ScimDirectoryWithToken> {
-    callerOf(context)
+    holderOf(context, 'making a SCIM directory\'s token')
     const token = newToken()
     const settings = { name: input.name, roleMapping: input.role_mapping ?? {}, defaultRole: input.default_role ?? 'member' }
     const created = await this.deps.audit.recordChange(context,
@@ -95,7 +95,7 @@ export class ScimDirectoryService {
   async rotateToken (
     context: RequestContext, organizationId: string, directoryId: string
   ): Promise<ScimDirectoryWithToken> {
-    callerOf(context)
+    holderOf(context, 'making a SCIM directory\'s token')
     const token = newToken()
     const rotated = await this.#change(context, organizationId, directoryId, { tokenHash: clientSecretHash(token) },
       { event: 'scim_directory.token_rotated', fields: [] })

@@ -12,6 +12,7 @@ export function sessionServices ({ config, repositories, tokens, cursors, revoke
       sessions: repositories.sessions,
       impersonations: repositories.impersonations,
       authorizationArtifacts: repositories.authorizationArtifacts,
+      apiKeys: repositories.apiKeys,
       revokeAccessToken,
       policy: config.session,
       cursors,

@@ -7,12 +7,14 @@ import type { Config } from '../../config/index.js'
 import { Errors } from '../../errors.js'
 import type { SecretBox } from '../../security/secret-box.js'
 import { ACCESS_TOKEN_TTL_S, type TokenService, TokenVerificationError, hashToken } from '../../security/tokens.js'
+import { apiKeyRevocationId } from '../../security/api-keys.js'
+import type { ApiKeysRepository } from '../../store/api-keys.js'
 import type { AuthorizationArtifactsRepository } from '../../store/authorization-artifacts.js'
 import type { ImpersonationsRepository } from '../../store/impersonations.js'
 import type { SessionAccessToken, LivenessCutoffs, PresentedRefreshToken, RevocationReason, SessionsRepository } from '../../store/sessions.js'
 import type { Db } from '../../store/types.js'
 import type { Recorded } from '../audit/index.js'
-import { assertNotImpersonating, type Caller, callerOf, type RequestContext } from '../context.js'
+import { assertAccountHolder, type Caller, callerOf, type RequestContext } from '../context.js'
 import { TokenPairs } from './pairs.js'
 
 export interface SessionServiceDependencies {
@@ -22,6 +24,8 @@ export interface SessionServiceDependencies {
   impersonations: ImpersonationsRepository
   /** The authorization server's sessions, consents and tokens of an account, ended with its sessions. */
   authorizationArtifacts: Pick<AuthorizationArtifactsRepository, 'endAccount'>
+  /** A new password deletes the person's API keys with the sessions (docs/api.md, "API keys"). */
+  apiKeys: Pick<ApiKeysRepository, 'deleteOwnedBy'>
   revokeAccessToken: (jti: string, expiresAt: Date) => Promise<void>
   policy: Config['session']
   cursors: CursorCodec
@@ -220,12 +224,14 @@ export class SessionService {
    * the caller's; the sessions end through `recorded`.
    */
   async logout (
-    caller: Pick<Caller, 'id' | 'jti' | 'tokenExpiresAt' | 'impersonatorId'>,
+    caller: Pick<Caller, 'id' | 'jti' | 'tokenExpiresAt' | 'impersonatorId' | 'apiKey'>,
     refreshToken: string | undefined,
     recorded: Recorded
   ): Promise<void> {
+    // A key has no session: deleting it is how it stops.
+    if (caller.apiKey !== undefined) throw new Errors.API_KEY_RESTRICTED('signing out (delete the key instead)')
     // An impersonation ends its own token; the person's sessions are theirs to end.
-    if (refreshToken !== undefined) assertNotImpersonating(caller, 'ending the account\'s sessions')
+    if (refreshToken !== undefined) assertAccountHolder(caller, 'ending the account\'s sessions')
     const { sessions, revokeAccessToken } = this.#deps
     await revokeAccessToken(caller.jti, caller.tokenExpiresAt)
     const presented = refreshToken === undefined ? undefined : await sessions.findByTokenHash(hashToken(refreshToken))
@@ -248,7 +254,7 @@ export class SessionService {
   async end (context: RequestContext, sessionId: string): Promise<void> {
     const { sessions } = this.#deps
     const caller = callerOf(context)
-    assertNotImpersonating(caller, 'ending the account\'s sessions')
+    assertAccountHolder(caller, 'ending the account\'s sessions')
     const userId = caller.id
     if (!await sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
     await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
@@ -256,16 +262,20 @@ export class SessionService {
 
   /**
    * Ends every session of the user in `trx`, the transaction of the change that ends them (a
-   * new password), so that the change is never kept without it. The answer revokes their
+   * new password, which deletes their API keys too), so that the change is never kept without
+   * it. The answer revokes their
    * access tokens: to be called once that transaction committed.
    */
   async endAllWithin (userId: string, reason: RevocationReason, trx: Db): Promise<() => Promise<void>> {
-    const { sessions, impersonations, authorizationArtifacts } = this.#deps
+    const { sessions, impersonations, authorizationArtifacts, apiKeys } = this.#deps
     const now = new Date(this.#now()).toISOString()
     await authorizationArtifacts.endAccount(userId, trx)
+    // A key made with a stolen password goes when its owner sets a new one.
+    const keys = reason === 'password_changed' || reason === 'password_reset' ? await apiKeys.deleteOwnedBy({ userId }, trx) : []
     const accessTokens = [
       ...await sessions.revoke(await sessions.unrevokedIds(userId, trx), reason, now, accessIssuedAfter(now), trx),
-      ...await impersonations.accessTokens(userId, now, trx)
+      ...await impersonations.accessTokens(userId, now, trx),
+      ...keys.map((id) => ({ jti: apiKeyRevocationId(id), issuedAt: now }))
     ]
     return async () => { await this.#revokeAccessTokens(accessTokens) }
   }

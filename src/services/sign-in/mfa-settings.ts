@@ -3,7 +3,7 @@ import { Errors } from '../../errors.js'
 import type { MessageFactor, UsersRepository } from '../../store/users.js'
 import { claimedAccount } from './account-claims.js'
 import type { AuditTrail } from '../audit/index.js'
-import { assertNotImpersonating, callerOf, type RequestContext } from '../context.js'
+import { assertAccountHolder, callerOf, holderOf, type RequestContext } from '../context.js'
 import type { MfaService } from './mfa.js'
 import type { Notices } from '../messaging/index.js'
 import type { InlineProof, ReauthenticationService } from './reauthentication.js'
@@ -31,7 +31,8 @@ export class MfaSettingsService {
    * enrols no second factor: it would outlive the owner's claim (docs/security.md, "Account claiming").
    */
   async setup (context: RequestContext): Promise<TotpSetup> {
-    const caller = callerOf(context)
+    // The first step of a sensitive change: it shows the secret and replaces one pending.
+    const caller = holderOf(context, 'a sensitive change')
     return await this.deps.mfa.setup(await claimedAccount(this.deps.users, caller.id))
   }
 
@@ -100,7 +101,7 @@ export class MfaSettingsService {
     action: string,
     check: () => Promise<boolean>
   ): Promise<void> {
-    assertNotImpersonating(callerOf(context), 'a sensitive change')
+    assertAccountHolder(callerOf(context), 'a sensitive change')
     await this.deps.mfa.assertEnabled(userId)
     if (!await this.deps.guard.checkSecret(context, userId, 'auth.mfa_failed', { action }, check)) throw new Errors.INVALID_MFA_CODE()
   }

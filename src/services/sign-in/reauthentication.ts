@@ -9,7 +9,7 @@ import type { OutboxRepository } from '../../store/outbox.js'
 import type { SessionsRepository } from '../../store/sessions.js'
 import type { MessageFactor, UserPrincipal, UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { assertNotImpersonating, type Caller, callerOf, type RequestContext } from '../context.js'
+import { assertAccountHolder, type Caller, callerOf, type RequestContext } from '../context.js'
 import { MESSAGE_CODE_TTL_MS, type MessageCodes, type MessageTemplates } from '../messaging/index.js'
 import type { MfaService } from './mfa.js'
 import type { SignInGuard } from './sign-in-guard.js'
@@ -82,7 +82,7 @@ export class ReauthenticationService {
    */
   async require (context: RequestContext, proof: InlineProof, options: ProofOptions = {}): Promise<void> {
     const caller = callerOf(context)
-    assertNotImpersonating(caller, 'a sensitive change')
+    assertAccountHolder(caller, 'a sensitive change')
     const principal = await this.#principal(caller)
     const until = await this.deps.sessions.reauthenticatedUntil(caller.id, caller.jti)
     if (until !== null && Date.parse(until) > this.#now()) return
@@ -106,7 +106,7 @@ export class ReauthenticationService {
   /** The step-up: one proof lets the caller's session make sensitive changes for 5 minutes. */
   async reauthenticate (context: RequestContext, body: ReauthenticateBody): Promise<Reauthentication> {
     const caller = callerOf(context)
-    assertNotImpersonating(caller, 'a step-up')
+    assertAccountHolder(caller, 'a step-up')
     const given = Object.keys(body).filter((key) => body[key as keyof ReauthenticateBody] !== undefined)
     if (given.length !== 1) throw validationFailed([{ path: '', message: 'must hold exactly one proof: password, code or passkey' }])
     const principal = await this.#principal(caller)
@@ -141,7 +141,7 @@ export class ReauthenticationService {
    */
   async sendCode (context: RequestContext, method: MessageFactor): Promise<void> {
     const caller = callerOf(context)
-    assertNotImpersonating(caller, 'a step-up')
+    assertAccountHolder(caller, 'a step-up')
     const { users, messageCodes, outbox, templates, audit } = this.deps
     const principal = await this.#principal(caller)
     if (!(await this.#offers(principal)).includes(method)) {

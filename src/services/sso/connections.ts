@@ -12,7 +12,7 @@ import type {
   StoredSsoConnection
 } from '../../store/sso-connections.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 import type { FederatedSignInService } from '../sign-in/index.js'
 import { IdpMetadataSource } from './idp-metadata.js'
 import type { OrganizationIssuers } from './oidc-issuers.js'
@@ -165,7 +165,7 @@ export class SsoConnectionService {
   }
 
   async create (context: RequestContext, organizationId: string, input: SsoConnectionCreate): Promise<SsoConnection> {
-    callerOf(context)
+    holderOf(context, 'changing how the organization signs in')
     // A metadata URL or an issuer is read only for a connection that may be made (the count is
     // checked again as it is stored).
     if ((input.idp_metadata_url !== undefined || input.oidc_issuer !== undefined) &&
@@ -286,7 +286,7 @@ export class SsoConnectionService {
   async update (
     context: RequestContext, organizationId: string, connectionId: string, input: SsoConnectionUpdate
   ): Promise<SsoConnection> {
-    callerOf(context)
+    holderOf(context, 'changing how the organization signs in')
     const saml = givenOf(input, SAML_FIELDS).length > 0
     const openId = givenOf(input, OIDC_FIELDS).length > 0
     // A metadata URL or an issuer is read only for a connection that exists; the protocol fields must be its kind's.

@@ -28,6 +28,13 @@ const connectionOf = (row: Row, details: Details) => ({
 const directoryOf = (row: Row, details: Details) => ({
   organization_id: text(details.organization_id), directory_id: text(details.directory_id), actor_id: row.actor_id
 })
+/** The API key an event is about: a person's (the entry's target) or an organization's. */
+const apiKeyOf = (row: Row, details: Details) => ({
+  api_key_id: text(details.credential_id),
+  user_id: row.target_id,
+  organization_id: typeof details.organization_id === 'string' ? details.organization_id : null,
+  actor_id: row.actor_id
+})
 const scimUserOf = (row: Row, details: Details) => ({
   ...directoryOf(row, details), user_id: text(row.target_id), scim_user_id: text(details.scim_user_id)
 })
@@ -132,6 +139,8 @@ const FROM_AUDIT: Partial<Record<AuditEvent, (row: Row, details: Details) => Web
   }],
   'scim_directory.token_rotated': (row, details) => [{ type: 'scim_directory.token_rotated', data: directoryOf(row, details) }],
   'scim_directory.deleted': (row, details) => [{ type: 'scim_directory.deleted', data: directoryOf(row, details) }],
+  'api_key.created': (row, details) => [{ type: 'api_key.created', data: apiKeyOf(row, details) }],
+  'api_key.deleted': (row, details) => [{ type: 'api_key.deleted', data: apiKeyOf(row, details) }],
   'scim.user_created': (row, details) => [{ type: 'scim.user_created', data: scimUserOf(row, details) }],
   'scim.user_updated': (row, details) => [{ type: 'scim.user_updated', data: scimUserOf(row, details) }],
   'scim.user_deactivated': (row, details) => [{ type: 'scim.user_deactivated', data: scimUserOf(row, details) }],

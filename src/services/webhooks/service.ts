@@ -13,7 +13,7 @@ import { deliveryOf, type WebhooksRepository } from '../../store/webhooks.js'
 import type { UsersRepository } from '../../store/users.js'
 import { claimedAccount } from '../sign-in/index.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { holderOf, type RequestContext } from '../context.js'
 import { deliveryRow } from './publisher.js'
 
 /** How long deliveries are also signed with the previous secret after a rotation. */
@@ -51,7 +51,7 @@ export class WebhookService {
 
   /** Creates an endpoint; its creator's address must have been proved (docs/security.md, "Account claiming"). */
   async create (context: RequestContext, input: WebhookCreate): Promise<Webhook & { secret: string }> {
-    const caller = callerOf(context)
+    const caller = holderOf(context, 'making a webhook endpoint')
     await claimedAccount(this.deps.users, caller.id)
     this.#assertUrl(input.url)
     const secret = newSecret()
@@ -90,6 +90,7 @@ export class WebhookService {
 
   /** Changes an endpoint; enabling one makes the deliveries it kept waiting due at once. */
   async update (context: RequestContext, id: string, input: WebhookUpdate): Promise<Webhook> {
+    holderOf(context, 'changing a webhook endpoint')
     if (input.url !== undefined) this.#assertUrl(input.url)
     const now = new Date(this.#now()).toISOString()
     const changes = {
@@ -117,6 +118,7 @@ export class WebhookService {
    * PREVIOUS_SECRET_TTL_MS, so receivers can move to the new one without missing any.
    */
   async rotateSecret (context: RequestContext, id: string): Promise<Webhook & { secret: string }> {
+    holderOf(context, 'making a webhook\'s secret')
     const { webhooks, secrets, audit } = this.deps
     const secret = newSecret()
     const at = this.#now()

@@ -17,6 +17,7 @@ function withClock (fixture: ServiceFixture, secret = TEST_SECRET) {
     sessions: fixture.repositories.sessions,
     impersonations: fixture.repositories.impersonations,
     authorizationArtifacts: fixture.repositories.authorizationArtifacts,
+    apiKeys: fixture.repositories.apiKeys,
     revokeAccessToken: async () => {},
     organizationRoleFor: async (organizationId, userId, trx) =>
       await fixture.repositories.organizations.roleForRotation(organizationId, userId, trx),
