@@ -52,10 +52,9 @@ function ownedBy<Query extends { where: (...args: any[]) => Query }> (query: Que
   return 'userId' in owner ? query.where('user_id', '=', owner.userId) : query.where('organization_id', '=', owner.organizationId)
 }
 
-type KeyRead = StoredApiKey | undefined | Promise<StoredApiKey | undefined>
-
 export class ApiKeysRepository {
-  readonly #cached = new Map<string, { key: KeyRead, until: number }>()
+  readonly #cached = new Map<string, { key: StoredApiKey, until: number }>()
+  readonly #reading = new Map<string, Promise<StoredApiKey | undefined>>()
 
   constructor (private readonly db: Db) {}
 
@@ -99,6 +98,8 @@ export class ApiKeysRepository {
 
   /** Deletes every key of the person, or of the organization: their ids. */
   async deleteOwnedBy (owner: ApiKeyOwner, db: Db = this.db): Promise<string[]> {
+    // Held first: a key being made for the organization is then either seen here or not made.
+    if ('organizationId' in owner) await holdOrganizationRow(db, owner.organizationId)
     const deleted = await ownedBy(db.deleteFrom('api_keys'), owner).returning('id').execute()
     for (const { id } of deleted) this.#cached.delete(id)
     return deleted.map(({ id }) => id)
@@ -113,27 +114,29 @@ export class ApiKeysRepository {
 
   /**
    * The key for authentication: from memory when read within API_KEY_TTL_MS (see there). Requests
-   * that arrive while it is read wait for that read: one copy, so its use is recorded once. An id
-   * with no key is not kept (made-up ids with a good checksum cost a read each, and cannot push
-   * real keys out); when full, the oldest entry makes room.
+   * that arrive while it is read wait for that read: one copy, so its use is recorded once. Only
+   * keys found are kept (made-up ids with a good checksum cost a read each, and push no real key
+   * out); when full, the oldest makes room.
    */
   cachedKey (id: string): StoredApiKey | undefined | Promise<StoredApiKey | undefined> {
     const now = Date.now()
     const cached = this.#cached.get(id)
     if (cached !== undefined && cached.until > now) return cached.key
-    this.#cached.delete(id)
-    if (this.#cached.size >= 10_000) this.#cached.delete(this.#cached.keys().next().value as string)
-    const until = now + API_KEY_TTL_MS
+    const pending = this.#reading.get(id)
+    if (pending !== undefined) return pending
     const reading = this.#read(id).then((key) => {
-      if (this.#cached.get(id)?.key !== reading) return key
-      if (key === undefined) this.#cached.delete(id)
-      else this.#cached.set(id, { key, until })
+      this.#reading.delete(id)
+      this.#cached.delete(id)
+      if (key !== undefined) {
+        if (this.#cached.size >= 10_000) this.#cached.delete(this.#cached.keys().next().value as string)
+        this.#cached.set(id, { key, until: now + API_KEY_TTL_MS })
+      }
       return key
     }, (error: unknown) => {
-      this.#cached.delete(id)
+      this.#reading.delete(id)
       throw error
     })
-    this.#cached.set(id, { key: reading, until })
+    this.#reading.set(id, reading)
     return reading
   }
 

@@ -55,12 +55,13 @@ function idParam (request: FastifyRequest, name = 'id'): string {
  * On routes any signed-in caller may call, which name no permission, an API key needs the scope
  * `read` to read and `write` to change anything (docs/api.md, "API keys"); `admin` covers both.
  */
-const keyScope = guard('requireKeyScope', (request) => {
+function assertKeyScope (request: FastifyRequest): void {
   const scopes = request.user?.apiKey?.scopes
   if (scopes === undefined || scopes.includes('admin')) return
   const needed = request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write'
   if (!scopes.includes(needed)) throw new Errors.FORBIDDEN(needed)
-})
+}
+const keyScope = guard('requireKeyScope', assertKeyScope)
 
 /** A callback-style guard from a check that throws, named so route listings say what guards a route. */
 function guard (name: string, check: (request: FastifyRequest) => void): AuthenticationHook {
@@ -133,6 +134,8 @@ export default fp(async (fastify) => {
       if (decision === 'refused' || (scopes !== undefined && !scopes.includes(needed) && !scopes.includes('admin'))) {
         throw new Errors.FORBIDDEN(needed)
       }
+      // The member's own right (leaving) is a change: a key needs `write` for it, as elsewhere.
+      if (needed === self) assertKeyScope(request)
       // Read once: the services act on it rather than reading the membership again.
       request.organizationStanding = { id: organizationId, role: actingRole(standing) }
       if (standing.kind === 'super_admin' && (membership === undefined || decide({ kind: 'member', role: membership }, needed) !== 'granted')) {

@@ -7,7 +7,7 @@ import { authorize, permissionLacked } from '../../security/permissions.js'
 import type { DevicesRepository } from '../../store/devices.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { type Caller, callerOf, type RequestContext } from '../context.js'
+import { type Caller, callerOf, holderOf, type RequestContext } from '../context.js'
 
 export interface DeviceServiceDependencies {
   devices: DevicesRepository
@@ -33,7 +33,8 @@ export class DeviceService {
 
   /** Trusts a device; the sixth is refused (409). */
   async add (context: RequestContext, userId: string, { device_id: deviceId, name }: DeviceBody) {
-    const caller = callerOf(context)
+    // A trusted device passes the zero-trust check: it outlives a key or an impersonation.
+    const caller = holderOf(context, 'trusting a device')
     await this.#assertMayManage(caller, userId)
     return await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.devices.add(userId, deviceId, name, trx).catch(rethrowServiceError),

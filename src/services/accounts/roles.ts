@@ -3,7 +3,7 @@ import { Errors } from '../../errors.js'
 import { effectiveRoles, permissionLacked, permissionsOf } from '../../security/permissions.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { type Caller, callerOf, type RequestContext } from '../context.js'
+import { type Caller, callerOf, holderOf, type RequestContext } from '../context.js'
 
 /** A user's roles (docs/api.md, "Roles and permissions"). Role changes apply to protected routes at once. */
 export class RoleService {
@@ -17,7 +17,8 @@ export class RoleService {
   }
 
   async assign (context: RequestContext, userId: string, role: Role) {
-    const caller = callerOf(context)
+    // A role granted outlives the key or the impersonation that could ask for it.
+    const caller = holderOf(context, 'granting a role')
     await this.#assertMayChange(caller, userId, role)
     await this.deps.audit.recordChange(context, async (trx) => { await this.deps.users.addRole(userId, role, trx) },
       () => [{ event: 'role.assigned', outcome: 'success', targetId: userId, details: { role } }])

@@ -9,7 +9,7 @@ import { Errors, rethrowServiceError } from '../../errors.js'
 import { hasPermission } from '../../security/permissions.js'
 import type { OrganizationDomain, OrganizationDomainsRepository } from '../../store/organization-domains.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 import { isNoRecord, type TxtResolver } from './txt-records.js'
 
 /** Claims one organization may hold, verified or not: enough for its brands, too few to hoard. */
@@ -72,7 +72,7 @@ export class DomainService {
     domainId: string,
     method: DomainVerificationMethod
   ): Promise<OrganizationDomain> {
-    const caller = callerOf(context)
+    const caller = holderOf(context, 'changing how the organization signs in')
     if (method === 'operator' && !hasPermission(caller, 'admin')) throw new Errors.FORBIDDEN('super_admin')
     const claim = await this.#find(organizationId, domainId)
     if (claim.verified_at !== null) return claim
@@ -95,7 +95,7 @@ export class DomainService {
   async update (
     context: RequestContext, organizationId: string, domainId: string, { sso_required: required }: DomainUpdate
   ): Promise<OrganizationDomain> {
-    callerOf(context)
+    holderOf(context, 'changing how the organization signs in')
     const updated = await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.organizationDomains.setSsoRequired(organizationId, domainId, required, trx),
       (claim) => claim === undefined
@@ -107,7 +107,7 @@ export class DomainService {
 
   /** Withdraws a claim, verified or not: sign-in with an address of the domain no longer routes to the organization. */
   async remove (context: RequestContext, organizationId: string, domainId: string): Promise<void> {
-    callerOf(context)
+    holderOf(context, 'changing how the organization signs in')
     const removed = await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.organizationDomains.remove(organizationId, domainId, trx),
       (domain) => domain === undefined

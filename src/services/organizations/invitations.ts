@@ -10,7 +10,7 @@ import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { ScimResourcesRepository } from '../../store/scim.js'
 import { normalizeEmail, type UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, personOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, personOf, type RequestContext } from '../context.js'
 import type { MessageTemplates } from '../messaging/index.js'
 import { actingRoleIn } from './standing.js'
 
@@ -70,6 +70,7 @@ export class InvitationService {
     // Acceptance checks that the inviter may still grant the role: an invitation is a person's.
     const inviter = personOf(caller)
     if (inviter === null) throw new Errors.API_KEY_RESTRICTED('inviting (an invitation is a member\'s)')
+    if (role !== 'member') holderOf(context, `granting the ${role} role`)
     const acting = await actingRoleIn(context, organizationId, organizations)
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
     const now = this.#now()

@@ -13,7 +13,7 @@ import type { Member, MembershipChange, MembershipRefusal, Organization, Organiz
 import type { Db } from '../../store/types.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditChange, AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 import type { Notices } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
 import { actingRoleIn } from './standing.js'
@@ -117,6 +117,7 @@ export class OrganizationService {
    * that spoke for it forget it and their access tokens are revoked.
    */
   async remove (context: RequestContext, organizationId: string): Promise<void> {
+    holderOf(context, 'deleting the organization')
     const { organizations, sessions, audit, apiKeys, revokeAccessToken } = this.deps
     const { members, revokeAccess, keys } = await audit.recordChange(context, async (trx) => {
       const keys = await apiKeys.deleteOwnedBy({ organizationId }, trx)
@@ -152,6 +153,7 @@ export class OrganizationService {
     userId: string,
     role: OrganizationRole
   ): Promise<Member> {
+    if (role !== 'member') holderOf(context, `granting the ${role} role`)
     const acting = await actingRoleIn(context, organizationId, this.deps.organizations)
     if (!mayGrant(acting, role)) throw new Errors.FORBIDDEN(`the ${role} role`)
     const previous = await this.#changeMembership(context, organizationId, userId, 'organization_role_changed',

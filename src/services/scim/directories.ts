@@ -80,7 +80,7 @@ export class ScimDirectoryService {
   async update (
     context: RequestContext, organizationId: string, directoryId: string, input: ScimDirectoryUpdate
   ): Promise<ScimDirectory> {
-    callerOf(context)
+    holderOf(context, 'changing a SCIM directory')
     const changes = {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.role_mapping !== undefined && { roleMapping: input.role_mapping }),
@@ -104,7 +104,7 @@ export class ScimDirectoryService {
 
   /** Removes the directory, its users and groups: the accounts and their memberships stay. */
   async remove (context: RequestContext, organizationId: string, directoryId: string): Promise<void> {
-    callerOf(context)
+    holderOf(context, 'changing a SCIM directory')
     const removed = await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.scimDirectories.remove(organizationId, directoryId, trx),
       (result) => result === undefined

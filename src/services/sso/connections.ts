@@ -335,7 +335,7 @@ export class SsoConnectionService {
   }
 
   async remove (context: RequestContext, organizationId: string, connectionId: string): Promise<void> {
-    callerOf(context)
+    holderOf(context, 'changing how the organization signs in')
     const removed = await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.ssoConnections.remove(organizationId, connectionId, trx),
       (result) => result

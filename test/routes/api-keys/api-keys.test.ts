@@ -9,7 +9,7 @@ import { StatementLog } from '../../helpers/statements.js'
 
 /** API keys (docs/api.md, "API keys"): a person's and an organization's, and the attacks on them. */
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE'
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
 async function call (app: FastifyInstance, credential: string, method: Method, url: string, payload?: object) {
   return await app.inject(withToken(credential, { method, url: `/api/v1${url}`, ...(payload !== undefined && { payload }) }))
@@ -74,6 +74,11 @@ for (const backend of backends()) {
       t.match(invitation, { actor_id: account.id, details: { api_credential_id: inviting.id } }, 'the entry names the key')
       refused(t, await call(app, inviting.key, 'PATCH', `/organizations/${organization.id}`, { name: 'Renamed' }), 403, 'FORBIDDEN',
         'Permission denied. Requires: org:update')
+      refused(t, await call(app, inviting.key, 'POST', `/organizations/${organization.id}/invitations`, { email: 'second@example.com', role: 'owner' }), 403,
+        'API_KEY_RESTRICTED', 'Not allowed with an API key: granting the owner role')
+      const reading = await personKey(app, account, ['org:read'])
+      refused(t, await call(app, reading.key, 'DELETE', `/organizations/${organization.id}/members/${account.id}`), 403, 'FORBIDDEN',
+        'Permission denied. Requires: write')
     })
 
     t.test('a key holds no permission its person lacks: asking for one is refused, and a role taken away goes with it', async (t) => {
@@ -89,6 +94,10 @@ for (const backend of backends()) {
       const superAdmin = await createAccount(app, { roles: ['super_admin'] })
       const all = await personKey(app, superAdmin, ['admin'])
       t.equal((await call(app, all.key, 'GET', '/audit-logs')).statusCode, 200, 'the admin scope covers every permission')
+      refused(t, await call(app, all.key, 'PUT', `/users/${account.id}/roles/super_admin`), 403, 'API_KEY_RESTRICTED',
+        'Not allowed with an API key: granting a role')
+      refused(t, await call(app, all.key, 'POST', `/users/${superAdmin.id}/devices`, { device_id: 'attacker-laptop', name: 'Laptop' }), 403,
+        'API_KEY_RESTRICTED', 'Not allowed with an API key: trusting a device')
     })
 
     t.test('a mistyped or made-up key is refused without reading the database; an unknown one with a good checksum after one read', async (t) => {
@@ -222,8 +231,22 @@ for (const backend of backends()) {
       const ownerKey = owners.json().data.key as string
       refused(t, await call(app, ownerKey, 'POST', `/organizations/${organization.id}/scim-directories`, { name: 'Shadow directory' }), 403, 'API_KEY_RESTRICTED',
         'Not allowed with an API key: making a SCIM directory\'s token')
-      refused(t, await call(app, ownerKey, 'PATCH', `/organizations/${organization.id}/sso-connections/${organization.id}`, { name: 'Repointed' }), 403,
-        'API_KEY_RESTRICTED', 'Not allowed with an API key: changing how the organization signs in')
+      const signIn = 'changing how the organization signs in'
+      const path = `/organizations/${organization.id}`
+      for (const [method, url, payload, what] of [
+        ['PATCH', `${path}/sso-connections/${organization.id}`, { name: 'Repointed' }, signIn],
+        ['DELETE', `${path}/sso-connections/${organization.id}`, undefined, signIn],
+        ['PATCH', `${path}/domains/${organization.id}`, { sso_required: true }, signIn],
+        ['POST', `${path}/domains/${organization.id}/verify`, {}, signIn],
+        ['DELETE', `${path}/domains/${organization.id}`, undefined, signIn],
+        ['PATCH', `${path}/scim-directories/${organization.id}`, { default_role: 'owner' }, 'changing a SCIM directory'],
+        ['DELETE', `${path}/scim-directories/${organization.id}`, undefined, 'changing a SCIM directory'],
+        ['PATCH', `${path}/members/${admin.id}`, { role: 'owner' }, 'granting the owner role'],
+        ['DELETE', path, undefined, 'deleting the organization']
+      ] as Array<[Method, string, object | undefined, string]>) {
+        refused(t, await call(app, ownerKey, method, url, payload), 403, 'API_KEY_RESTRICTED', `Not allowed with an API key: ${what}`)
+      }
+      t.equal((await h.audited('membership.role_changed', organization.id)).length, 0, 'no role changed')
 
       const listed = await call(app, owner.token, 'GET', `/organizations/${organization.id}/api-keys`)
       t.same(listed.json().data.map((item: { name: string }) => item.name), ['Sync', 'Everything'], 'both keys, oldest first')
