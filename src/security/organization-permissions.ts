@@ -43,6 +43,11 @@ export function standingOf (principal: Principal, membership: OrganizationRole |
   return { kind: 'none' }
 }
 
+/** An organization's API key acts with its role in its own organization, and sees no other. */
+export function keyStandingIn (key: { id: string, role: OrganizationRole }, organizationId: string): Standing {
+  return key.id === organizationId ? { kind: 'member', role: key.role } : { kind: 'none' }
+}
+
 /**
  * The outcome of checking an organization permission: granted, refused (403, the caller can see
  * the organization), or hidden (404: the caller is no member, so the organization's existence is

@@ -5,9 +5,9 @@ import type { OrganizationPermission } from '../../../schemas/organizations.js'
 import type { Permission } from '../../../schemas/rbac.js'
 import { Errors } from '../../errors.js'
 import { authorize } from '../../security/permissions.js'
-import { actingRole, decide, type Standing, standingOf } from '../../security/organization-permissions.js'
+import { actingRole, decide, keyStandingIn, standingOf } from '../../security/organization-permissions.js'
 import { canonicalUuid, isUuid } from '../../store/ids.js'
-import type { DirectoryStanding } from '../../services/context.js'
+import type { Caller, DirectoryStanding } from '../../services/context.js'
 import type { AuthenticationHook } from './authentication.js'
 
 /**
@@ -55,6 +55,12 @@ function idParam (request: FastifyRequest, name = 'id'): string {
  * On routes any signed-in caller may call, which name no permission, an API key needs the scope
  * `read` to read and `write` to change anything (docs/api.md, "API keys"); `admin` covers both.
  */
+/** A key's scopes name the organization permissions it may use, as they name the others (`admin`: all). */
+function keyLacks (caller: Caller, permission: OrganizationPermission): boolean {
+  const scopes = caller.apiKey?.scopes
+  return scopes !== undefined && !scopes.includes(permission) && !scopes.includes('admin')
+}
+
 function assertKeyScope (request: FastifyRequest): void {
   const scopes = request.user?.apiKey?.scopes
   if (scopes === undefined || scopes.includes('admin')) return
@@ -118,22 +124,13 @@ export default fp(async (fastify) => {
       const organizationId = idParam(request, organization)
       // Not an id at all: validation answers 400, as it does on every route.
       if (!isUuid(organizationId)) return
-      const keyOrganization = caller.apiKey?.organization ?? null
-      const membership = keyOrganization === null
-        ? await repositories.organizations.roleOf(organizationId, caller.id)
-        : undefined
-      // An organization's key acts with its role in its own organization; it sees no other.
-      const standing: Standing = keyOrganization === null
-        ? standingOf(caller, membership)
-        : keyOrganization.id === organizationId ? { kind: 'member', role: keyOrganization.role } : { kind: 'none' }
+      const ofKey = caller.apiKey?.organization ?? null
+      const membership = ofKey === null ? await repositories.organizations.roleOf(organizationId, caller.id) : undefined
+      const standing = ofKey === null ? standingOf(caller, membership) : keyStandingIn(ofKey, organizationId)
       const needed = self !== undefined && idParam(request, 'userId') === caller.id ? self : permission
       const decision = decide(standing, needed)
       if (decision === 'hidden') throw new Errors.NOT_FOUND('Organization')
-      // A key's scopes name the organization permissions it may use, as they name the others.
-      const scopes = caller.apiKey?.scopes
-      if (decision === 'refused' || (scopes !== undefined && !scopes.includes(needed) && !scopes.includes('admin'))) {
-        throw new Errors.FORBIDDEN(needed)
-      }
+      if (decision === 'refused' || keyLacks(caller, needed)) throw new Errors.FORBIDDEN(needed)
       // The member's own right (leaving) is a change: a key needs `write` for it, as elsewhere.
       if (needed === self) assertKeyScope(request)
       // Read once: the services act on it rather than reading the membership again.
