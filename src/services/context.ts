@@ -82,9 +82,10 @@ export function callerOf (context: RequestContext): Caller {
 }
 
 /**
- * The caller of a change that makes a credential or changes how people sign in (a SCIM token, an
- * SSO connection, an OAuth client, a webhook and its secret): the account holder, signed in.
- * What it makes outlives an API key or an impersonation that could ask for it.
+ * The caller of a change that makes what lasts or changes how people sign in (a SCIM directory,
+ * an SSO connection, a domain's requirement, an OAuth client, a webhook, a trusted device, a role
+ * above `member`): the account holder, signed in. What it makes outlives an API key or an
+ * impersonation that could ask for it (docs/api.md, "API keys").
  */
 export function holderOf (context: RequestContext, what: string): Caller {
   const caller = callerOf(context)

@@ -1,6 +1,7 @@
 import type { ApiKeyScope } from '../../schemas/api-keys.js'
 import type { OrganizationRole } from '../../schemas/organizations.js'
 import { holdOrganizationRow } from './organizations.js'
+import { holdUserRow } from './users.js'
 import { type ApiKeysTable, atomically, type Db } from './types.js'
 
 /** An API key as the services and the authentication hook use it (docs/api.md, "API keys"). */
@@ -67,7 +68,7 @@ export class ApiKeysRepository {
       if ('organizationId' in owner) {
         if (await holdOrganizationRow(trx, owner.organizationId) === undefined) return 'no_organization'
       } else {
-        await trx.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', owner.userId).execute()
+        await holdUserRow(trx, owner.userId)
       }
       const held = await ownedBy(trx.selectFrom('api_keys').select((eb) => eb.fn.countAll<number | string>().as('count')), owner)
         .executeTakeFirst()

@@ -51,16 +51,16 @@ function idParam (request: FastifyRequest, name = 'id'): string {
   return canonicalUuid((request.params as Record<string, string>)[name] ?? '')
 }
 
-/**
- * On routes any signed-in caller may call, which name no permission, an API key needs the scope
- * `read` to read and `write` to change anything (docs/api.md, "API keys"); `admin` covers both.
- */
 /** A key's scopes name the organization permissions it may use, as they name the others (`admin`: all). */
 function keyLacks (caller: Caller, permission: OrganizationPermission): boolean {
   const scopes = caller.apiKey?.scopes
   return scopes !== undefined && !scopes.includes(permission) && !scopes.includes('admin')
 }
 
+/**
+ * On routes any signed-in caller may call, which name no permission, an API key needs the scope
+ * `read` to read and `write` to change anything (docs/api.md, "API keys"); `admin` covers both.
+ */
 function assertKeyScope (request: FastifyRequest): void {
   const scopes = request.user?.apiKey?.scopes
   if (scopes === undefined || scopes.includes('admin')) return

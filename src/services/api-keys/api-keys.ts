@@ -12,7 +12,7 @@ import type { OrganizationsRepository } from '../../store/organizations.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import type { Notices } from '../messaging/index.js'
-import { assertAccountHolder, callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 import { actingRoleIn } from '../organizations/index.js'
 import { claimedAccount, type InlineProof, type ReauthenticationService } from '../sign-in/index.js'
 
@@ -66,7 +66,7 @@ function ownerOf (context: RequestContext, organizationId: string | undefined): 
 
 /**
  * API keys (docs/api.md, "API keys"). Making or deleting one is the account holder's, signed
- * in: never an API key's nor an impersonation's (assertAccountHolder), and making one is a
+ * in: never an API key's nor an impersonation's (holderOf), and making one is a
  * sensitive change (docs/security.md, "Sensitive changes"): a stolen access token must not
  * outlive its 15 minutes as a key. Deleting one stops it on every instance at once.
  */
@@ -115,7 +115,7 @@ export class ApiKeyService {
    * deleting one that is not there succeeds.
    */
   async remove (context: RequestContext, id: string, organizationId?: string): Promise<void> {
-    assertAccountHolder(callerOf(context), 'deleting an API key')
+    holderOf(context, 'deleting an API key')
     const owner = ownerOf(context, organizationId)
     const deleted = await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.apiKeys.delete(owner, id, trx),
@@ -126,8 +126,7 @@ export class ApiKeyService {
 
   /** The caller and their account, when they may make a key: signed in themselves, address and change proved. */
   async #holder (context: RequestContext, proof: InlineProof) {
-    const caller = callerOf(context)
-    assertAccountHolder(caller, 'making an API key')
+    const caller = holderOf(context, 'making an API key')
     const user = await claimedAccount(this.deps.users, caller.id)
     await this.deps.reauthentication.require(context, proof)
     return { caller, user }
