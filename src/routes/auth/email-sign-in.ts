@@ -34,11 +34,12 @@ const HtmlPage = (description: string) => Type.String({ description })
 
 /**
  * A page, under the API's security headers (its CSP as the contract has it: the page holds no
- * script, and every value in it is escaped), sent without a referrer, so that the link's token
- * never leaves in one.
+ * script, and every value in it is escaped), whose referrer goes to the service only, so that the
+ * link's token never leaves in one. Not `no-referrer`: under it Chromium posts the page's form with
+ * `Origin: null`, which the confirmation must tell from another site's (found by the browser test).
  */
 async function sendPage (reply: FastifyReply, html: string) {
-  return await reply.header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(html)
+  return await reply.header('referrer-policy', 'same-origin').type('text/html; charset=utf-8').send(html)
 }
 
 /**

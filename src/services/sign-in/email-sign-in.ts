@@ -183,8 +183,10 @@ export class EmailSignInService {
     token: string, from: { origin: string | undefined, fetchSite: string | undefined }
   ): Promise<string> {
     this.#assertEnabled()
-    if ((from.origin !== undefined && from.origin !== new URL(this.deps.publicUrl).origin) ||
-      (from.fetchSite !== undefined && from.fetchSite !== 'same-origin')) {
+    // A browser that hides the origin (`null`) still says where the post came from in Sec-Fetch-Site.
+    const ownOrigin = from.origin === undefined || from.origin === new URL(this.deps.publicUrl).origin ||
+      (from.origin === 'null' && from.fetchSite === 'same-origin')
+    if (!ownOrigin || (from.fetchSite !== undefined && from.fetchSite !== 'same-origin')) {
       throw new Errors.FORBIDDEN('the confirmation page of the service')
     }
     const exchange = newOneTimeToken()

@@ -82,7 +82,7 @@ for (const backend of backends()) {
         t.match(page.body, '<form method="post"', 'and asks to confirm')
         t.notMatch(page.body, '<script', 'with no script that could submit it')
         t.match(page.headers, SECURITY_HEADERS, 'under the API\'s security headers')
-        t.equal(page.headers['referrer-policy'], 'no-referrer', 'the token leaves in no referrer')
+        t.equal(page.headers['referrer-policy'], 'same-origin', 'the token leaves in no referrer to another site')
       }
       // Another browser: no cookie of the one that asked, which the service never set.
       const confirmed = await app.inject({
@@ -116,8 +116,10 @@ for (const backend of backends()) {
       })
       t.equal((await post({ origin: 'https://evil.example' })).statusCode, 403, 'another origin')
       t.equal((await post({ 'sec-fetch-site': 'cross-site' })).statusCode, 403, 'a cross-site form')
-      const confirmed = await post({ origin: PUBLIC_URL })
-      t.equal(confirmed.statusCode, 303, 'the service\'s own page')
+      t.equal((await post({ origin: 'null', 'sec-fetch-site': 'cross-site' })).statusCode, 403, 'a hidden origin from another site')
+      t.equal((await post({ origin: 'null' })).statusCode, 403, 'a hidden origin that says nothing of where it came from')
+      const confirmed = await post({ origin: 'null', 'sec-fetch-site': 'same-origin' })
+      t.equal(confirmed.statusCode, 303, 'the service\'s own page, whose browser hid its origin')
       const back = new URL(String(confirmed.headers.location))
       t.equal(`${back.origin}${back.pathname}`, `${APP_URL}/email-sign-in`, 'to APP_URL/email-sign-in by default')
       // The link confirmed somewhere the token was not used: the message still signs in once, by its code.
