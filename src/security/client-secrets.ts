@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 
 /**
  * The credentials of a registered OAuth client (docs/api.md, "OAuth clients"). A secret is 256
@@ -18,5 +18,5 @@ export function newClientSecret (): string {
 
 /** What is stored of a secret, and what a presented one is compared by: its SHA-256, base64url. */
 export function clientSecretHash (secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('base64url')
+  return hash('sha256', secret, 'base64url')
 }

@@ -96,13 +96,12 @@ export default fp(async (fastify) => {
     }
   })
 
-  /** The bearer token's claims: verified, unexpired and not revoked. */
-  function verifiedClaims (request: FastifyRequest) {
-    const header = request.headers.authorization
-    if (header === undefined || !header.startsWith(BEARER)) throw new Errors.MISSING_TOKEN()
+  /** The bearer token's claims (undefined: no `Bearer ` header): verified, unexpired and not revoked. */
+  function verifiedClaims (token: string | undefined) {
+    if (token === undefined) throw new Errors.MISSING_TOKEN()
     let claims
     try {
-      claims = tokens.verify(header.slice(BEARER.length).trim(), 'access')
+      claims = tokens.verify(token, 'access')
     } catch (error) {
       throw tokenFailure(error)
     }
@@ -113,16 +112,16 @@ export default fp(async (fastify) => {
   const authenticateKey = apiKeyAuthentication({ repositories, revocations, mfaRequiredRoles, log: fastify.log })
 
   function authenticate (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction): void {
-    const credential = request.headers.authorization?.startsWith(BEARER) === true
-      ? request.headers.authorization.slice(BEARER.length).trim()
-      : ''
-    if (isApiKey(credential)) {
+    // The header is read once: an API key and an access token come the same way.
+    const header = request.headers.authorization
+    const credential = header?.startsWith(BEARER) === true ? header.slice(BEARER.length).trim() : undefined
+    if (credential !== undefined && isApiKey(credential)) {
       authenticateKey(request, credential, done)
       return
     }
     let claims
     try {
-      claims = verifiedClaims(request)
+      claims = verifiedClaims(credential)
     } catch (error) {
       done(error as Error)
       return
