@@ -44,6 +44,9 @@ export class MailServer {
       // smtp-server looks up each client's address in DNS by default: the system's name server,
       // off this machine, where no test sends anything.
       disableReverseLookup: true,
+      // Stopping, the server answers 421 and ends the connections still open after this grace
+      // (the service keeps idle ones open for its next message), as smtp-server does after 30 s.
+      closeTimeout: 100,
       authOptional: false,
       onAuth: (auth, _session, callback) => {
         if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: auth.username })
