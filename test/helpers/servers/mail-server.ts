@@ -35,6 +35,8 @@ export class MailServer {
   #held: Array<() => void> | null = null
   readonly #holdWaiters: Array<{ count: number, resolve: () => void }> = []
   port = 0
+  /** Connections clients opened (each a TCP and TLS handshake and a login). */
+  connections = 0
 
   constructor (options: { secure?: boolean } = {}) {
     this.secure = options.secure === true
@@ -48,6 +50,10 @@ export class MailServer {
       // (the service keeps idle ones open for its next message), as smtp-server does after 30 s.
       closeTimeout: 100,
       authOptional: false,
+      onConnect: (_session, callback) => {
+        this.connections += 1
+        callback()
+      },
       onAuth: (auth, _session, callback) => {
         if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: auth.username })
         else callback(new Error('Invalid username or password'))
