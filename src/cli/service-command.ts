@@ -1,8 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import type { FastifyInstance } from 'fastify'
-import pino from 'pino'
-import { loadConfig } from '../config/index.js'
-import { createInstance } from '../http/instance.js'
 import type { LogDestination } from '../http/log-batching.js'
 import type { RequestContext } from '../services/context.js'
 
@@ -42,6 +39,11 @@ export function commandOptions<T extends NonNullable<ParseArgsConfig['options']>
 export async function runServiceCommand (work: (app: FastifyInstance) => Promise<void>): Promise<void> {
   let app: FastifyInstance | undefined
   try {
+    // Loaded here, after the command has read its arguments: --help and bad usage answer without
+    // loading the service (a second of module loading, docs/operations.md "Command-line tasks").
+    const [{ default: pino }, { loadConfig }, { createInstance }] = await Promise.all([
+      import('pino'), import('../config/index.js'), import('../http/instance.js')
+    ])
     const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env })
     const stderr = pino.destination({ dest: 2, sync: true, contentMode: 'buffer' }) as unknown as LogDestination
     app = createInstance(config, stderr)
