@@ -35,6 +35,10 @@ t.test('the documentation pages work in a browser: no error, no CSP violation, n
 
   t.test('Swagger UI: sign up, then sign in, with "Try it out" as shown', async (t) => {
     const page = await (await browser.newContext()).newPage()
+    // The page builds the whole document's operations in the browser before the linked one can be
+    // opened: on a busy two-core host that once took over Playwright's 30 s. What is tested here is
+    // that the steps work, not how fast.
+    page.setDefaultTimeout(90_000)
     const problems = watch(page, origin)
     // Swagger UI renders a long document's operations as they scroll into view: each is opened by
     // its deep link (`#/<tag>/<operationId>`), which scrolls to it and expands it, as a reader's link would.
