@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { AUTHORIZATION_SERVER_PATH } from './authorization-server/paths.js'
+import { AUTHORIZATION_SERVER_PATH, CONSOLE_PATH } from './authorization-server/paths.js'
 import type { Config } from './config/index.js'
 import access from './plugins/application/access.js'
 import adminBootstrap from './plugins/application/admin-bootstrap.js'
@@ -35,6 +35,7 @@ import oauthClientRoutes from './routes/oauth-clients/index.js'
 import scimRoutes from './routes/scim/index.js'
 import ssoRoutes from './routes/sso/index.js'
 import wellKnownRoutes from './routes/well-known/index.js'
+import consoleRoutes from './routes/console/index.js'
 import { redactUrl } from './security/redaction.js'
 import { personOf } from './services/context.js'
 import type { TxtResolver } from './services/organizations/txt-records.js'
@@ -121,6 +122,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
   await fastify.register(oidcRoutes, { prefix: AUTHORIZATION_SERVER_PATH })
+  await fastify.register(consoleRoutes, { prefix: CONSOLE_PATH })
 }
 
 export default app

@@ -21,3 +21,11 @@ export const DEVICE_PATH = '/device'
 export const STYLESHEET_PATH = '/pages.css'
 export const SCRIPT_PATH = '/pages.js'
 export const WEBAUTHN_SCRIPT_PATH = '/webauthn.js'
+
+/**
+ * The service's own console (docs/console.md): a client of the authorization server built in,
+ * public (PKCE), whose sign-in asks no consent, registered at these addresses of the issuer.
+ */
+export const CONSOLE_CLIENT_ID = 'console'
+export const CONSOLE_PATH = '/console'
+export const CONSOLE_CALLBACK_PATH = `${CONSOLE_PATH}/callback`

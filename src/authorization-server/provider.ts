@@ -10,7 +10,7 @@ import type { SessionService } from '../services/sessions/sessions.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
-import { AUTHORIZATION_SERVER_PATH, STYLESHEET_PATH } from './paths.js'
+import { AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH, STYLESHEET_PATH } from './paths.js'
 import { deviceCodeForm, deviceConfirmForm, escapeHtml, page, providerForm, providerPageCsp, signOutForm } from './pages.js'
 
 /** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
@@ -39,6 +39,9 @@ export interface AuthorizationServer {
    */
   addressToIssuer: (request: IncomingMessage) => void
 }
+
+/** The console's grant is spent by its code's exchange, within the code's minute. */
+const CONSOLE_GRANT_TTL_S = 120
 
 /** How long a device code may be entered (and polled for). */
 const DEVICE_CODE_TTL_S = 600
@@ -226,6 +229,14 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       [ORGANIZATION_SCOPE]: ['org_id', 'org_roles']
     },
     scopes: [...STANDARD_SCOPES, ...options.scopes],
+    clients: [{
+      client_id: CONSOLE_CLIENT_ID,
+      client_name: 'Console',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      redirect_uris: [`${options.issuer}${CONSOLE_CALLBACK_PATH}`],
+      post_logout_redirect_uris: [`${options.issuer}${CONSOLE_PATH}`]
+    }],
     acrValues: [...ACR_VALUES],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     // RS256 unless the client chose another: OpenID Connect's default, which every relying party verifies.
@@ -252,6 +263,13 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       const accountId = ctx.oidc.session?.accountId
       const clientId = ctx.oidc.client?.clientId
       if (accountId === undefined || clientId === undefined) return undefined
+      // The service's own console asks no consent: its grant lives until its code is exchanged.
+      if (clientId === CONSOLE_CLIENT_ID) {
+        const grant = new Grant({ accountId, clientId })
+        grant.addOIDCScope('openid')
+        await grant.save()
+        return grant
+      }
       const stored = await artifacts.grantFor(accountId, clientId, new Date(now()).toISOString())
       return stored === undefined ? undefined : await Grant.find(stored.id)
     },
@@ -264,7 +282,7 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
       DeviceCode: DEVICE_CODE_TTL_S,
       Session: options.sessionTtlS,
       RefreshToken: options.sessionTtlS,
-      Grant: GRANT_TTL_S
+      Grant: (_ctx, grant) => grant.clientId === CONSOLE_CLIENT_ID ? CONSOLE_GRANT_TTL_S : GRANT_TTL_S
     },
     interactions: {
       url: (_ctx, interaction) => `${AUTHORIZATION_SERVER_PATH}/interaction/${interaction.uid}`,

@@ -143,6 +143,13 @@ export class CookieBrowser {
     return response
   }
 
+  /** Another browser holding this one's cookies as they are now: a thief's copy, for replay. */
+  copy (): CookieBrowser {
+    const copied = new CookieBrowser(this.issuer)
+    copied.#cookies.push(...this.#cookies.map((cookie) => ({ ...cookie })))
+    return copied
+  }
+
   #keep (header: string, from: URL): void {
     const [pair = '', ...attributes] = header.split(';').map((part) => part.trim())
     const at = pair.indexOf('=')

@@ -1,6 +1,7 @@
 import type { Suspension, SuspensionCreate } from '../../../schemas/suspension.js'
 import { Errors } from '../../errors.js'
 import { authorize, permissionLacked } from '../../security/permissions.js'
+import { suspensionInForce } from '../../security/suspension.js'
 import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
@@ -40,6 +41,13 @@ export class SuspensionService {
     if (suspension === undefined) throw new Errors.NOT_FOUND('User')
     await revokeAccess?.()
     return suspension
+  }
+
+  /** The user's suspension in force (when it began and ends, null: when lifted), or null. */
+  async inForce (userId: string): Promise<{ at: string, until: string | null } | null> {
+    const principal = await this.deps.users.findPrincipal(userId)
+    if (principal === undefined) throw new Errors.NOT_FOUND('User')
+    return suspensionInForce(principal, this.#now()) === undefined ? null : principal.suspension
   }
 
   /** Lifts a suspension, in force or past; lifting none succeeds too. */

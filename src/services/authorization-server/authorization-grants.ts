@@ -1,4 +1,5 @@
 import type { AuthorizationGrant } from '../../../schemas/authorization-grants.js'
+import { CONSOLE_CLIENT_ID } from '../../authorization-server/paths.js'
 import { Errors } from '../../errors.js'
 import type { OrganizationRole } from '../../../schemas/organizations.js'
 import type { AuthorizationArtifactsRepository } from '../../store/authorization-artifacts.js'
@@ -38,7 +39,8 @@ export class AuthorizationGrantService {
 
   async list (context: RequestContext): Promise<AuthorizationGrant[]> {
     const grants = await this.deps.artifacts.grantsOf(callerOf(context).id, new Date(this.#now()).toISOString())
-    return await Promise.all(grants.map(async (grant) => {
+    // The service's own console is no application the person connected (docs/console.md).
+    return await Promise.all(grants.filter((grant) => grant.clientId !== CONSOLE_CLIENT_ID).map(async (grant) => {
       const payload = JSON.parse(grant.payload) as GrantPayload
       const client = await this.deps.clients.findById(grant.clientId)
       return {

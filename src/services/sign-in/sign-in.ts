@@ -21,6 +21,9 @@ import type { PasskeyService } from './passkeys.js'
 import type { OrganizationSelection, SessionService } from '../sessions/index.js'
 import type { SignInGuard } from './sign-in-guard.js'
 
+/** The device the console's sessions are listed as. */
+const CONSOLE_DEVICE: SignInDevice = { id: 'console', name: 'Console' }
+
 /** Who signed in at the authorization server's pages, and how (RFC 8176 methods). */
 export interface SignInProof { userId: string, amr: string[] }
 
@@ -298,6 +301,18 @@ export class SignInService {
       if (error instanceof Errors.TOKEN_REUSED) await audit.recordIn(context, 'auth.token_reused', { outcome: 'failure', details: {} })
       throw error
     }
+  }
+
+  /**
+   * The console's session (docs/console.md): an API session for a sign-in the authorization
+   * server's pages proved a moment ago, every rule of which they applied; the account is
+   * admitted again, as it may have been suspended meanwhile.
+   */
+  async consoleSession (context: RequestContext, proof: SignInProof): Promise<TokenPair> {
+    const principal = await this.deps.users.findPrincipal(proof.userId)
+    if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
+    await this.deps.admission.assertMaySignIn(context, principal, { through: 'console' })
+    return await this.#session(context, principal, CONSOLE_DEVICE, 'console', proof.amr)
   }
 
   /** Revokes the caller's access token and ends its session (and the given refresh token's). */

@@ -1,0 +1,97 @@
+import type { FastifyReply } from 'fastify'
+import { escapeHtml } from '../authorization-server/pages.js'
+import { CONSOLE_PATH } from '../authorization-server/paths.js'
+import { say, type StringKey } from './strings.js'
+
+/**
+ * The console's pages (docs/console.md): server-rendered HTML, every value escaped, no inline
+ * script or style (the CSP forbids both), one layout, one table and one form style for every
+ * screen. Every string comes from the string table.
+ */
+
+/** The console's CSP: the service's own stylesheet and nothing else; forms post only to the service. */
+export const CONSOLE_CSP = "default-src 'none';style-src 'self';img-src 'self';form-action 'self';frame-ancestors 'none';base-uri 'none'"
+
+export const CONSOLE_STYLESHEET_PATH = `${CONSOLE_PATH}/console.css`
+
+/** One visual language: the layout, the tables, the forms and the notices; contrast at least 4.5:1. */
+export const CONSOLE_STYLESHEET = `*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.5}
+.skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.5rem;z-index:1}
+header{display:flex;align-items:center;gap:1.5rem;padding:.75rem 1.5rem;background:#1f3a5f;color:#fff}
+header a{color:#fff}header nav{flex:1}header nav a{margin-right:1rem}header form{margin:0}
+main{max-width:64rem;margin:1.5rem auto;padding:0 1.5rem}
+a{color:#0b57d0}a:focus,button:focus,input:focus{outline:3px solid #f0b400;outline-offset:2px}
+table{border-collapse:collapse;width:100%;margin:1rem 0}th,td{text-align:left;padding:.5rem;border-bottom:1px solid #c4c4c4}
+th{background:#eef2f7}
+form.inline{display:flex;gap:.5rem;align-items:flex-end;flex-wrap:wrap}
+label{display:block;margin:.5rem 0}input{display:block;padding:.4rem;font-size:1rem;border:1px solid #6b6b6b;min-width:16rem}
+button{padding:.45rem 1rem;font-size:1rem;border:1px solid #1f3a5f;background:#1f3a5f;color:#fff;cursor:pointer}
+button.secondary{background:#fff;color:#1f3a5f}
+.notice{padding:.75rem;border-left:4px solid #1f7a3a;background:#eef7f0}.error{padding:.75rem;border-left:4px solid #a00;background:#fbeeee}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}
+`
+
+/** Who is signed in, and the form token of the page's forms. */
+export interface Viewer { name: string, email: string, csrf: string }
+
+function hiddenToken (csrf: string): string {
+  return `<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">`
+}
+
+/** A form that posts to the console with the page's token. `body` is HTML. */
+export function postForm (action: string, csrf: string, body: string, className = ''): string {
+  const classAttribute = className === '' ? '' : ` class="${className}"`
+  return `<form method="post" action="${escapeHtml(action)}"${classAttribute}>${hiddenToken(csrf)}${body}</form>`
+}
+
+/** A whole page of the console: the header (with the viewer's sign-out), the title, the body (HTML). */
+export function consolePage (title: string, body: string, viewer: Viewer | null): string {
+  const header = viewer === null
+    ? `<header><strong>${escapeHtml(say('console'))}</strong></header>`
+    : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}"><a href="${CONSOLE_PATH}/users">${escapeHtml(say('users'))}</a></nav>
+<span>${escapeHtml(say('signedInAs', viewer.name === '' ? viewer.email : viewer.name))}</span>
+${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, `<button type="submit" class="secondary">${escapeHtml(say('signOut'))}</button>`)}</header>`
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · ${escapeHtml(say('console'))}</title><link rel="stylesheet" href="${CONSOLE_STYLESHEET_PATH}"></head>
+<body><a class="skip" href="#main">${escapeHtml(say('skipToContent'))}</a>
+${header}
+<main id="main"><h1>${escapeHtml(title)}</h1>
+${body}
+</main></body></html>`
+}
+
+/** A paragraph of the string table, as a notice, an error or plain text. */
+export function paragraph (text: string, kind: 'notice' | 'error' | 'plain' = 'plain'): string {
+  if (kind === 'plain') return `<p>${escapeHtml(text)}</p>`
+  return `<p class="${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${escapeHtml(text)}</p>`
+}
+
+export function link (href: string, key: StringKey): string {
+  return `<a href="${escapeHtml(href)}">${escapeHtml(say(key))}</a>`
+}
+
+/** A table: its caption, column headings (string keys) and rows of cells already HTML. */
+export function table (caption: string, headings: StringKey[], rows: string[][]): string {
+  const head = headings.map((key) => `<th scope="col">${escapeHtml(say(key))}</th>`).join('')
+  const body = rows.map((cells) => `<tr>${cells.map((cell) => `<td>${cell}</td>`).join('')}</tr>`).join('\n')
+  return `<table><caption class="skip">${escapeHtml(caption)}</caption><thead><tr>${head}</tr></thead><tbody>
+${body}
+</tbody></table>`
+}
+
+/** A labelled text field. */
+export function field (label: StringKey, name: string, value = '', attributes = ''): string {
+  return `<label>${escapeHtml(say(label))} <input name="${escapeHtml(name)}" value="${escapeHtml(value)}"${attributes === '' ? '' : ` ${attributes}`}></label>`
+}
+
+export function button (label: StringKey, className = ''): string {
+  return `<button type="submit"${className === '' ? '' : ` class="${className}"`}>${escapeHtml(say(label))}</button>`
+}
+
+/** An HTML page of the console; never cached, as it shows what the session may see. */
+export function sendPage (reply: FastifyReply, status: number, html: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html)
+}
+
+export { escapeHtml }

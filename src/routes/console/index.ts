@@ -1,0 +1,189 @@
+import { createHash, hkdfSync, timingSafeEqual } from 'node:crypto'
+import fastifyCookie, { type CookieSerializeOptions } from '@fastify/cookie'
+import csrfProtection from '@fastify/csrf-protection'
+import formbody from '@fastify/formbody'
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { decodeJwt } from 'jose'
+import {
+  AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH,
+  END_SESSION_PATH
+} from '../../authorization-server/paths.js'
+import { CONSOLE_CSP, CONSOLE_STYLESHEET, consolePage, link, paragraph, sendPage } from '../../console/pages.js'
+import { type ConsoleSession, ConsoleCookies, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE } from '../../console/session-cookies.js'
+import { say } from '../../console/strings.js'
+import { isServiceError } from '../../errors.js'
+import type { SignInProof } from '../../services/sign-in/sign-in.js'
+import users from './users.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The console's session of the request's cookie (console pages only), its tokens fresh. */
+    consoleSession: ConsoleSession | null
+  }
+}
+
+const PUBLIC = { access: 'public' as const }
+const HIDDEN = { hide: true }
+
+/** The cookies' attributes: `__Host-` needs Secure and path /; browsers keep Secure cookies of loopback over http. */
+const COOKIE: CookieSerializeOptions = { path: '/', httpOnly: true, secure: true, sameSite: 'lax' }
+
+/** An access token this close to its end is refreshed first, so that it outlives the request. */
+const REFRESH_MARGIN_MS = 30_000
+
+function same (a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+/**
+ * The console (docs/console.md): the service's own pages for its operators, signed in through the
+ * authorization server's pages as a client built in (so every sign-in rule and method of the
+ * service applies), holding an API session in a sealed `__Host-` cookie: each request is the
+ * API's, authenticated and guarded by the same hooks, and served by the same services.
+ */
+const consoleRoutes: FastifyPluginAsync = async (fastify) => {
+  const { services, authorizationServer: server } = fastify
+  const cookies = new ConsoleCookies(fastify.config.sealing.keys)
+  await fastify.register(fastifyCookie)
+  await fastify.register(formbody)
+  await fastify.register(csrfProtection, {
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: CSRF_COOKIE,
+    cookieOpts: COOKIE,
+    csrfOpts: { hmacKey: Buffer.from(hkdfSync('sha256', fastify.config.jwtSecret, '', 'console-forms', 32)) },
+    // A form's token holds only within the session that rendered it.
+    getUserInfo: (request: FastifyRequest) => request.consoleSession?.binding ?? ''
+  })
+  fastify.decorateRequest('consoleSession', null)
+
+  fastify.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('content-security-policy', CONSOLE_CSP)
+    return payload
+  })
+
+  /** The session of the cookie with an access token good for this request (refreshed when near its end), or null. */
+  async function freshSession (request: FastifyRequest, reply: FastifyReply): Promise<ConsoleSession | null> {
+    const session = cookies.session(request.cookies[SESSION_COOKIE])
+    if (session === null) return null
+    const { exp } = decodeJwt(session.access)
+    if (typeof exp === 'number' && exp * 1000 - Date.now() > REFRESH_MARGIN_MS) return session
+    try {
+      const pair = await services.signIn.refresh(request.serviceContext, session.refresh)
+      const renewed = { ...session, access: pair.access_token, refresh: pair.refresh_token }
+      reply.setCookie(SESSION_COOKIE, cookies.seal(renewed), COOKIE)
+      return renewed
+    } catch (error) {
+      // An ended session: the guard then refuses the request as signed out.
+      if (isServiceError(error)) return null
+      throw error
+    }
+  }
+
+  // The session's access token is the request's bearer token: the API's guards admit the request or not.
+  fastify.addHook('onRequest', async (request, reply) => {
+    delete request.headers.authorization
+    if (request.routeOptions.config.access === 'public') return
+    request.consoleSession = await freshSession(request, reply)
+    if (request.consoleSession !== null) request.headers.authorization = `Bearer ${request.consoleSession.access}`
+  })
+
+  fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500
+    if (status === 401) {
+      reply.clearCookie(SESSION_COOKIE, COOKIE)
+      if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in`, 303)
+      return sendPage(reply, 401, consolePage(say('signIn'), `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signInAgain')}</p>`, null))
+    }
+    if (error.code?.startsWith('FST_CSRF_') === true) return sendPage(reply, 403, consolePage(say('notAllowedTitle'), paragraph(say('formExpired'), 'error'), null))
+    if (status >= 500) {
+      request.log.error({ err: error }, 'console page failed')
+      return sendPage(reply, 500, consolePage(say('somethingWrong'), paragraph(say('somethingWrong'), 'error'), null))
+    }
+    const title = status === 403 ? say('notAllowedTitle') : status === 404 ? say('notFoundTitle') : say('somethingWrong')
+    return sendPage(reply, status, consolePage(title, `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`, null))
+  })
+
+  fastify.get('/console.css', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CONSOLE_STYLESHEET))
+
+  fastify.get('', { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
+    if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
+    const body = server === null
+      ? paragraph(say('signInUnavailable'), 'error')
+      : `${paragraph(say('signInIntro'))}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signIn')}</p>`
+    return sendPage(reply, 200, consolePage(say('console'), body, null))
+  })
+
+  if (server !== null) {
+    const redirectUri = `${server.issuer}${CONSOLE_CALLBACK_PATH}`
+    signInRoutes(fastify, cookies, redirectUri, server.issuer)
+  }
+  await fastify.register(users, { prefix: '/users' })
+}
+
+/**
+ * Signing in: an authorization request of the built-in client (code, PKCE, `state` kept in a
+ * sealed cookie of the browser that started it), its code exchanged at the token endpoint within
+ * the process, its ID token's account and methods opening the console's API session; signing
+ * out ends it, then the authorization server's session (RP-initiated logout).
+ */
+function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redirectUri: string, issuer: string): void {
+  const { services } = fastify
+  const unfinished = (reply: FastifyReply) =>
+    sendPage(reply, 400, consolePage(say('signIn'), `${paragraph(say('signInUnfinished'), 'error')}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signInAgain')}</p>`, null))
+
+  /** The account and sign-in methods of the code's ID token, or null when the code is refused. */
+  async function exchange (code: string, verifier: string, ip: string): Promise<SignInProof | null> {
+    const answer = await fastify.inject({
+      method: 'POST',
+      url: `${AUTHORIZATION_SERVER_PATH}/token`,
+      remoteAddress: ip,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: CONSOLE_CLIENT_ID, code_verifier: verifier }).toString()
+    })
+    if (answer.statusCode !== 200) return null
+    const { id_token: idToken } = answer.json<{ id_token?: unknown }>()
+    if (typeof idToken !== 'string') return null
+    const { sub, amr, aud } = decodeJwt(idToken)
+    if (typeof sub !== 'string' || aud !== CONSOLE_CLIENT_ID) return null
+    return { userId: sub, amr: Array.isArray(amr) ? amr.filter((method): method is string => typeof method === 'string') : [] }
+  }
+
+  fastify.get('/sign-in', { config: { ...PUBLIC, signInRate: true }, schema: HIDDEN }, async (_request, reply) => {
+    const { value, signIn } = cookies.newSignIn()
+    reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE, maxAge: 600 })
+    const query = new URLSearchParams({
+      client_id: CONSOLE_CLIENT_ID,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid',
+      state: signIn.state,
+      code_challenge: createHash('sha256').update(signIn.verifier).digest('base64url'),
+      code_challenge_method: 'S256'
+    })
+    return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${AUTHORIZATION_PATH}?${query.toString()}`, 303)
+  })
+
+  fastify.get<{ Querystring: Record<string, unknown> }>('/callback', { config: { ...PUBLIC, signInRate: true }, schema: HIDDEN }, async (request, reply) => {
+    const underWay = cookies.signIn(request.cookies[SIGN_IN_COOKIE])
+    reply.clearCookie(SIGN_IN_COOKIE, COOKIE)
+    const { code, state } = request.query
+    if (underWay === null || typeof code !== 'string' || typeof state !== 'string' || !same(state, underWay.state)) return unfinished(reply)
+    const proof = await exchange(code, underWay.verifier, request.ip)
+    if (proof === null) return unfinished(reply)
+    const pair = await services.signIn.consoleSession(request.serviceContext, proof)
+    reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE)
+    return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
+  })
+
+  fastify.post('/sign-out', { config: { access: 'bearer' }, preValidation: fastify.csrfProtection, schema: HIDDEN }, async (request, reply) => {
+    await services.signIn.signOut(request.serviceContext, request.consoleSession?.refresh)
+    reply.clearCookie(SESSION_COOKIE, COOKIE)
+    const query = new URLSearchParams({ client_id: CONSOLE_CLIENT_ID, post_logout_redirect_uri: `${issuer}${CONSOLE_PATH}` })
+    return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${END_SESSION_PATH}?${query.toString()}`, 303)
+  })
+}
+
+export default consoleRoutes

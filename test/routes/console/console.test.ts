@@ -1,0 +1,121 @@
+import t from 'tap'
+import { createAccount, type Account } from '../../helpers/accounts.js'
+import { authorizeWithPassword, CookieBrowser, startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { backends, suiteName } from '../../helpers/database.js'
+
+/** The forms' token of a console page. */
+function consoleToken (html: string): string {
+  return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
+}
+
+for (const backend of backends()) {
+  t.test(suiteName(backend), async (t) => {
+    const server = await startAuthorizationServer(t, backend.url)
+    const { app, issuer } = server
+
+    /** A browser signed in to the console as `account` (by the authorization server's pages), at the users screen. */
+    async function signedIn (account: Account) {
+      const browser = new CookieBrowser(issuer)
+      const landed = await authorizeWithPassword(browser, '/console/sign-in', account)
+      const users = await browser.follow(landed)
+      return { browser, landed, users, html: await users.response.text() }
+    }
+
+    t.test('an operator signs in through the authorization server\'s pages, finds a user, suspends and un-suspends them', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'], name: 'Ada Operator' })
+      const target = await createAccount(app, { name: 'Zelda Findme' })
+      const { browser, landed, users, html } = await signedIn(admin)
+      t.equal(landed, `${issuer}/console/users`, 'back on the users screen')
+      t.equal(users.response.status, 200)
+      t.match(users.response.headers.get('content-security-policy'), /default-src 'none'.*frame-ancestors 'none'/, 'the console\'s strict CSP')
+      t.notMatch(users.response.headers.get('content-security-policy'), /unsafe-inline/)
+      t.match(html, 'Signed in as Ada Operator')
+
+      const sessions = await app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: { authorization: `Bearer ${admin.token}` } })
+      t.ok(sessions.json().data.some((session: { device: { name?: string } }) => session.device.name === 'Console'), 'the console\'s session is listed like any')
+      const grants = await app.inject({ method: 'GET', url: '/api/v1/auth/grants', headers: { authorization: `Bearer ${admin.token}` } })
+      t.same(grants.json().data, [], 'the console is no connected application')
+
+      const found = await browser.follow('/console/users?search=Zelda%20Findme')
+      const listing = await found.response.text()
+      t.match(listing, `/console/users/${target.id}`, 'search finds the user')
+      const page = await browser.follow(`/console/users/${target.id}`)
+      const userHtml = await page.response.text()
+      t.match(userHtml, 'Active')
+      const suspended = await browser.follow(`/console/users/${target.id}/suspension`, { form: { _csrf: consoleToken(userHtml), reason: 'Chargeback fraud', until: '' } })
+      t.match(await suspended.response.text(), 'The account is suspended')
+      const refused = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password } })
+      t.equal(refused.json().error.code, 'ACCOUNT_SUSPENDED', 'the service\'s suspension, in force')
+      const again = await browser.follow(`/console/users/${target.id}`)
+      const againHtml = await again.response.text()
+      const lifted = await browser.follow(`/console/users/${target.id}/suspension/lift`, { form: { _csrf: consoleToken(againHtml) } })
+      t.match(await lifted.response.text(), 'The suspension is lifted')
+      const audit = await app.inject({ method: 'GET', url: `/api/v1/audit-logs?actor_id=${admin.id}&event=user.suspended`, headers: { authorization: `Bearer ${server.admin.token}` } })
+      t.match(audit.json().data, [{ target_id: target.id }], 'audited as the API\'s suspension is, the operator its actor')
+    })
+
+    t.test('forms refuse a missing, a wrong and another session\'s token', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const target = await createAccount(app)
+      const first = await signedIn(admin)
+      const second = await signedIn(admin)
+      const secondPage = await (await second.browser.follow(`/console/users/${target.id}`)).response.text()
+      const url = `/console/users/${target.id}/suspension`
+      for (const [why, form] of [
+        ['missing', { reason: 'x' }],
+        ['wrong', { _csrf: 'forged', reason: 'x' }],
+        ['another session\'s', { _csrf: consoleToken(secondPage), reason: 'x' }]
+      ] as const) {
+        const answer = await first.browser.request(url, { form })
+        t.equal(answer.status, 403, `${why} token: refused`)
+        t.match(await answer.text(), 'This form has expired')
+      }
+      const state = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password } })
+      t.equal(state.statusCode, 200, 'nothing was suspended')
+    })
+
+    t.test('a user is refused the console; a moderator sees users but may not suspend', async (t) => {
+      const user = await createAccount(app)
+      const { html: userHtml, users } = await signedIn(user)
+      t.equal(users.response.status, 403)
+      t.match(userHtml, 'Not allowed')
+      const moderator = await createAccount(app, { roles: ['moderator'] })
+      const target = await createAccount(app)
+      const { browser, html } = await signedIn(moderator)
+      t.match(html, '<table>')
+      const page = await (await browser.follow(`/console/users/${target.id}`)).response.text()
+      t.match(page, 'Suspending needs the manage_users permission')
+      const attempt = await browser.request(`/console/users/${target.id}/suspension`, { form: { _csrf: consoleToken(page), reason: 'x' } })
+      t.equal(attempt.status, 403, 'the route\'s permission, as the API\'s')
+    })
+
+    t.test('after sign-out the cookie is worth nothing, replayed', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const { browser, html } = await signedIn(admin)
+      const cookieHeader = (await browser.request('/console/users')).headers
+      t.equal(cookieHeader.get('x-frame-options'), 'DENY', 'no framing (clickjacking)')
+      const replay = browser.copy()
+      const signOut = await browser.request('/console/sign-out', { form: { _csrf: consoleToken(html) } })
+      t.equal(signOut.status, 303)
+      t.match(signOut.headers.get('location'), '/oidc/session/end?client_id=console', 'on to the authorization server\'s sign-out')
+      t.match(signOut.headers.getSetCookie().join('\n'), /__Host-console-session=;/, 'the cookie is cleared')
+      const page = await replay.request('/console/users')
+      t.equal(page.status, 303, 'a page with the old cookie sends to the sign-in')
+      t.equal(page.headers.get('location'), '/console/sign-in')
+      const post = await replay.request('/console/sign-out', { form: { _csrf: consoleToken(html) } })
+      t.equal(post.status, 401, 'a form with the old cookie is refused')
+    })
+
+    t.test('stored XSS: a name is shown as text on every screen', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const evil = await createAccount(app, { name: '<script>alert(1)</script><img src=x onerror=alert(2)>' })
+      const { browser } = await signedIn(admin)
+      for (const url of ['/console/users?search=script', `/console/users/${evil.id}`]) {
+        const html = await (await browser.follow(url)).response.text()
+        t.notMatch(html, '<script>alert', `${url}: no script`)
+        t.notMatch(html, '<img src=x', `${url}: no element`)
+        t.match(html, '&lt;script&gt;alert(1)&lt;/script&gt;', `${url}: the name, escaped`)
+      }
+    })
+  })
+}
