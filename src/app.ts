@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { AUTHORIZATION_SERVER_PATH, CONSOLE_PATH } from './authorization-server/paths.js'
+import { AUTHORIZATION_SERVER_PATH } from './authorization-server/paths.js'
 import type { Config } from './config/index.js'
 import access from './plugins/application/access.js'
 import adminBootstrap from './plugins/application/admin-bootstrap.js'
@@ -122,7 +122,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(accessCheckRoutes, { prefix: '/api/v1/security' })
   await fastify.register(wellKnownRoutes, { prefix: '/.well-known' })
   await fastify.register(oidcRoutes, { prefix: AUTHORIZATION_SERVER_PATH })
-  await fastify.register(consoleRoutes, { prefix: CONSOLE_PATH })
+  await fastify.register(consoleRoutes)
 }
 
 export default app

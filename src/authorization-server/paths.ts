@@ -29,3 +29,5 @@ export const WEBAUTHN_SCRIPT_PATH = '/webauthn.js'
 export const CONSOLE_CLIENT_ID = 'console'
 export const CONSOLE_PATH = '/console'
 export const CONSOLE_CALLBACK_PATH = `${CONSOLE_PATH}/callback`
+/** Every signed-in person's own page (docs/console.md), signed in to as the console is. */
+export const ACCOUNT_PATH = '/account'

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify'
 import { escapeHtml } from '../authorization-server/pages.js'
-import { CONSOLE_PATH } from '../authorization-server/paths.js'
+import { ACCOUNT_PATH, CONSOLE_PATH } from '../authorization-server/paths.js'
 import { say, type StringKey } from './strings.js'
 
 /**
@@ -32,7 +32,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-we
 `
 
 /** Who is signed in, and the form token of the page's forms. */
-export interface Viewer { name: string, email: string, csrf: string }
+export interface Viewer { name: string, email: string, operator: boolean, csrf: string }
 
 function hiddenToken (csrf: string): string {
   return `<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">`
@@ -48,7 +48,7 @@ export function postForm (action: string, csrf: string, body: string, className 
 export function consolePage (title: string, body: string, viewer: Viewer | null): string {
   const header = viewer === null
     ? `<header><strong>${escapeHtml(say('console'))}</strong></header>`
-    : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}"><a href="${CONSOLE_PATH}/users">${escapeHtml(say('users'))}</a></nav>
+    : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}">${viewer.operator ? `<a href="${CONSOLE_PATH}/users">${escapeHtml(say('users'))}</a>` : ''}<a href="${ACCOUNT_PATH}">${escapeHtml(say('yourAccount'))}</a></nav>
 <span>${escapeHtml(say('signedInAs', viewer.name === '' ? viewer.email : viewer.name))}</span>
 ${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, `<button type="submit" class="secondary">${escapeHtml(say('signOut'))}</button>`)}</header>`
   return `<!doctype html>

@@ -15,7 +15,9 @@ export const SIGN_IN_COOKIE = '__Host-console-sign-in'
 export const CSRF_COOKIE = '__Host-console-csrf'
 
 export interface ConsoleSession { access: string, refresh: string, binding: string }
-export interface SignInUnderWay { state: string, verifier: string }
+/** Where a sign-in goes once done: the console, or the person's own page. */
+export type Destination = 'console' | 'account'
+export interface SignInUnderWay { state: string, verifier: string, to: Destination }
 
 const PURPOSE = 'console-cookies'
 
@@ -35,8 +37,8 @@ export class ConsoleCookies {
     return this.seal({ access, refresh, binding: randomBytes(16).toString('base64url') })
   }
 
-  newSignIn (): { value: string, signIn: SignInUnderWay } {
-    const signIn = { state: randomBytes(16).toString('base64url'), verifier: randomBytes(32).toString('base64url') }
+  newSignIn (to: Destination): { value: string, signIn: SignInUnderWay } {
+    const signIn = { state: randomBytes(16).toString('base64url'), verifier: randomBytes(32).toString('base64url'), to }
     return { value: this.#box.seal(JSON.stringify(signIn)), signIn }
   }
 
@@ -51,7 +53,8 @@ export class ConsoleCookies {
 
   signIn (value: string | undefined): SignInUnderWay | null {
     const opened = this.#open(value)
-    return isRecordOf(opened, ['state', 'verifier']) ? { state: opened.state, verifier: opened.verifier } : null
+    if (!isRecordOf(opened, ['state', 'verifier', 'to'])) return null
+    return { state: opened.state, verifier: opened.verifier, to: opened.to === 'account' ? 'account' : 'console' }
   }
 
   #open (value: string | undefined): unknown {

@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import axe from 'axe-core'
-import type { Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { createAccount } from '../helpers/accounts.js'
-import { startAuthorizationServer } from '../helpers/authorization-server.js'
+import { createAccount, type Account } from '../helpers/accounts.js'
+import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium } from '../helpers/chromium.js'
 
 /**
@@ -36,14 +37,8 @@ async function checkPage (t: Test, page: Page, errors: string[], name: string): 
   }
 }
 
-t.test('an operator walks the console in Chromium: sign-in, search, suspension and its lifting, sign-out', async (t) => {
-  const browser = await launchChromium(t)
-  const server = await startAuthorizationServer(t, null, {}, 'localhost')
-  const { app, issuer } = server
-  const operator = await createAccount(app, { roles: ['admin'], name: 'Ada Operator' })
-  for (const name of ['Grace Hopper', 'Alan Turing', 'Barbara Liskov']) await createAccount(app, { name })
-  const target = await createAccount(app, { name: 'Zelda <b>Findme</b>' })
-
+/** A new browser profile's page, closed at the test's end; its errors, and what it asks of anywhere else. */
+async function watchedPage (t: Test, browser: Browser, issuer: string) {
   const context = await browser.newContext()
   t.teardown(async () => await context.close())
   const page = await context.newPage()
@@ -56,14 +51,30 @@ t.test('an operator walks the console in Chromium: sign-in, search, suspension a
   page.on('request', (request) => {
     if (!request.url().startsWith(`${issuer}/`)) elsewhere.push(request.url())
   })
+  return { context, page, errors, elsewhere }
+}
+
+/** Signs in on the authorization server's page the console sent the browser to; waits for `landing`. */
+async function signIn (page: Page, account: Account, landing: string): Promise<void> {
+  await page.getByLabel('E-mail').fill(account.email)
+  await page.getByLabel('Password').fill(account.password)
+  await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
+}
+
+t.test('an operator walks the console in Chromium: sign-in, search, suspension and its lifting, sign-out', async (t) => {
+  const browser = await launchChromium(t)
+  const server = await startAuthorizationServer(t, null, {}, 'localhost')
+  const { app, issuer } = server
+  const operator = await createAccount(app, { roles: ['admin'], name: 'Ada Operator' })
+  for (const name of ['Grace Hopper', 'Alan Turing', 'Barbara Liskov']) await createAccount(app, { name })
+  const target = await createAccount(app, { name: 'Zelda <b>Findme</b>' })
+  const { context, page, errors, elsewhere } = await watchedPage(t, browser, issuer)
 
   await page.goto(`${issuer}/console`)
   await checkPage(t, page, errors, 'signed-out')
   await Promise.all([page.waitForURL('**/oidc/interaction/**'), page.getByRole('link', { name: 'Sign in' }).click()])
   await checkPage(t, page, errors, 'sign-in')
-  await page.getByLabel('E-mail').fill(operator.email)
-  await page.getByLabel('Password').fill(operator.password)
-  await Promise.all([page.waitForURL(`${issuer}/console/users`), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
+  await signIn(page, operator, `${issuer}/console/users`)
   t.ok(await page.getByText('Signed in as Ada Operator').isVisible(), 'signed in')
   await checkPage(t, page, errors, 'users')
 
@@ -87,5 +98,45 @@ t.test('an operator walks the console in Chromium: sign-in, search, suspension a
   const cookies = await context.cookies()
   t.notOk(cookies.some((cookie) => cookie.name === '__Host-console-session'), 'the session cookie is gone')
   t.same(errors, [], 'no console error on the way out')
+  t.same(elsewhere, [], 'no request left the service')
+})
+
+t.test('a person walks their own page in Chromium: a new password with its proof, another session ended, an application revoked, the export downloaded', async (t) => {
+  const browser = await launchChromium(t)
+  const server = await startAuthorizationServer(t, null, {}, 'localhost')
+  const { app, issuer } = server
+  const person = await createAccount(app, { name: 'Pat Person' })
+  // An application the person allowed, in another browser (its callback is another address of this machine).
+  const { redirectUri, config } = await relyingParty(t, server, { name: 'Photo Gallery', grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
+  const elsewhereBrowser = new CookieBrowser(issuer)
+  await authorizeWithPassword(elsewhereBrowser, (await pkceAuthorization(config, redirectUri, 'openid email')).url.href, person)
+
+  const { page, errors, elsewhere } = await watchedPage(t, browser, issuer)
+  await page.goto(`${issuer}/account`)
+  await checkPage(t, page, errors, 'account-sign-in')
+  await signIn(page, person, `${issuer}/account`)
+  await checkPage(t, page, errors, 'account')
+  t.ok(await page.getByRole('cell', { name: 'This session' }).isVisible(), 'this session is marked')
+
+  const ends = page.getByRole('button', { name: /^End the session of/ })
+  const before = await ends.count()
+  t.ok(before >= 1, 'the other sessions can be ended')
+  await Promise.all([page.waitForURL('**?done=session'), ends.first().click()])
+  t.equal(await page.getByRole('button', { name: /^End the session of/ }).count(), before - 1, 'one session fewer')
+
+  await Promise.all([page.waitForURL('**?done=application'), page.getByRole('button', { name: 'Revoke Photo Gallery' }).click()])
+  t.ok(await page.getByText('No application may sign you in.').isVisible(), 'the application is revoked')
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: /Download everything/ }).click()])
+  const exported = JSON.parse(await readFile(await download.path(), 'utf8')) as { data: { user: { email: string } } }
+  t.equal(exported.data.user.email, person.email, 'the export is the person\'s')
+
+  await page.getByLabel('Current password').fill(person.password)
+  await page.getByLabel('New password').fill('a-new-long-passphrase-1')
+  // Every session ends with a new password, this one too: the page sends the browser to sign in again.
+  await Promise.all([page.waitForURL('**/oidc/interaction/**'), page.getByRole('button', { name: 'Change the password' }).click()])
+  await signIn(page, { ...person, password: 'a-new-long-passphrase-1' }, `${issuer}/account`)
+  t.ok(await page.getByText('Signed in as Pat Person').isVisible(), 'signed in again with the new password')
+  t.same(errors, [], 'no console error')
   t.same(elsewhere, [], 'no request left the service')
 })

@@ -5,7 +5,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { decodeJwt } from 'jose'
 import {
-  AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH,
+  ACCOUNT_PATH, AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH,
   END_SESSION_PATH
 } from '../../authorization-server/paths.js'
 import { CONSOLE_CSP, CONSOLE_STYLESHEET, consolePage, link, paragraph, sendPage } from '../../console/pages.js'
@@ -13,6 +13,7 @@ import { type ConsoleSession, ConsoleCookies, CSRF_COOKIE, SESSION_COOKIE, SIGN_
 import { say } from '../../console/strings.js'
 import { isServiceError } from '../../errors.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
+import account from './account.js'
 import users from './users.js'
 
 declare module 'fastify' {
@@ -93,7 +94,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     const status = error.statusCode ?? 500
     if (status === 401) {
       reply.clearCookie(SESSION_COOKIE, COOKIE)
-      if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in`, 303)
+      const to = request.url.startsWith(ACCOUNT_PATH) ? '?to=account' : ''
+      if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in${to}`, 303)
       return sendPage(reply, 401, consolePage(say('signIn'), `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signInAgain')}</p>`, null))
     }
     if (error.code?.startsWith('FST_CSRF_') === true) return sendPage(reply, 403, consolePage(say('notAllowedTitle'), paragraph(say('formExpired'), 'error'), null))
@@ -105,10 +107,10 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     return sendPage(reply, status, consolePage(title, `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`, null))
   })
 
-  fastify.get('/console.css', { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+  fastify.get(`${CONSOLE_PATH}/console.css`, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CONSOLE_STYLESHEET))
 
-  fastify.get('', { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
+  fastify.get(CONSOLE_PATH, { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
     if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
     const body = server === null
       ? paragraph(say('signInUnavailable'), 'error')
@@ -120,7 +122,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     const redirectUri = `${server.issuer}${CONSOLE_CALLBACK_PATH}`
     signInRoutes(fastify, cookies, redirectUri, server.issuer)
   }
-  await fastify.register(users, { prefix: '/users' })
+  await fastify.register(users, { prefix: `${CONSOLE_PATH}/users` })
+  await fastify.register(account, { prefix: ACCOUNT_PATH })
 }
 
 /**
@@ -151,8 +154,10 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     return { userId: sub, amr: Array.isArray(amr) ? amr.filter((method): method is string => typeof method === 'string') : [] }
   }
 
-  fastify.get('/sign-in', { config: { ...PUBLIC, signInRate: true }, schema: HIDDEN }, async (_request, reply) => {
-    const { value, signIn } = cookies.newSignIn()
+  fastify.get<{ Querystring: Record<string, unknown> }>(`${CONSOLE_PATH}/sign-in`, {
+    config: { ...PUBLIC, signInRate: true }, schema: HIDDEN
+  }, async (request, reply) => {
+    const { value, signIn } = cookies.newSignIn(request.query.to === 'account' ? 'account' : 'console')
     reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE, maxAge: 600 })
     const query = new URLSearchParams({
       client_id: CONSOLE_CLIENT_ID,
@@ -166,7 +171,9 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${AUTHORIZATION_PATH}?${query.toString()}`, 303)
   })
 
-  fastify.get<{ Querystring: Record<string, unknown> }>('/callback', { config: { ...PUBLIC, signInRate: true }, schema: HIDDEN }, async (request, reply) => {
+  fastify.get<{ Querystring: Record<string, unknown> }>(CONSOLE_CALLBACK_PATH, {
+    config: { ...PUBLIC, signInRate: true }, schema: HIDDEN
+  }, async (request, reply) => {
     const underWay = cookies.signIn(request.cookies[SIGN_IN_COOKIE])
     reply.clearCookie(SIGN_IN_COOKIE, COOKIE)
     const { code, state } = request.query
@@ -175,10 +182,12 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     if (proof === null) return unfinished(reply)
     const pair = await services.signIn.consoleSession(request.serviceContext, proof)
     reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE)
-    return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
+    return await reply.redirect(underWay.to === 'account' ? ACCOUNT_PATH : `${CONSOLE_PATH}/users`, 303)
   })
 
-  fastify.post('/sign-out', { config: { access: 'bearer' }, preValidation: fastify.csrfProtection, schema: HIDDEN }, async (request, reply) => {
+  fastify.post(`${CONSOLE_PATH}/sign-out`, {
+    config: { access: 'bearer' }, preValidation: fastify.csrfProtection, schema: HIDDEN
+  }, async (request, reply) => {
     await services.signIn.signOut(request.serviceContext, request.consoleSession?.refresh)
     reply.clearCookie(SESSION_COOKIE, COOKIE)
     const query = new URLSearchParams({ client_id: CONSOLE_CLIENT_ID, post_logout_redirect_uri: `${issuer}${CONSOLE_PATH}` })

@@ -4,14 +4,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { IdParamsSchema } from '../../../schemas/common.js'
 import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
-import { button, consolePage, escapeHtml, field, link, paragraph, postForm, sendPage, table, type Viewer } from '../../console/pages.js'
+import { button, consolePage, escapeHtml, field, link, paragraph, postForm, sendPage, table } from '../../console/pages.js'
 import { say } from '../../console/strings.js'
+import { OPERATOR_PERMISSION, viewerOf } from '../../console/viewer.js'
 import { hasPermission } from '../../security/permissions.js'
 import { callerOf } from '../../services/context.js'
 
 const HIDDEN = { hide: true }
-/** The console is for operators: moderators and up, who hold `manage_roles` (docs/console.md). */
-const OPERATORS = { access: { permission: 'manage_roles' as const } }
+const OPERATORS = { access: { permission: OPERATOR_PERMISSION } }
 /** Suspending is what the API's route needs: `manage_users`, an admin operation. */
 const MANAGE_USERS = { access: { permission: 'manage_users' as const }, adminOperation: true }
 
@@ -38,11 +38,7 @@ const PAGE_SIZE = 25
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts, roles, suspensions } = fastify.services
 
-  /** Who is signed in, for the page's header, and its forms' token. */
-  async function viewerOf (request: FastifyRequest, reply: FastifyReply): Promise<Viewer> {
-    const me = await accounts.get(callerOf(request.serviceContext).id)
-    return { name: me.name, email: me.email, csrf: reply.generateCsrf({ userInfo: request.consoleSession?.binding ?? '' }) }
-  }
+  const viewerFor = async (request: FastifyRequest, reply: FastifyReply) => await viewerOf(accounts, request, reply)
 
   fastify.get('', { config: OPERATORS, schema: { ...HIDDEN, querystring: UsersQuerySchema } }, async (request, reply) => {
     const search = request.query.search?.trim() ?? ''
@@ -61,7 +57,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       : ''
     const first = request.query.cursor === undefined || request.query.cursor === '' ? '' : `<p>${link(`${CONSOLE_PATH}/users${search === '' ? '' : `?search=${encodeURIComponent(search)}`}`, 'firstPage')}</p>`
     const listing = rows.length === 0 ? paragraph(say('noUsers')) : table(say('users'), ['name', 'email', 'verified', 'created'], rows)
-    return sendPage(reply, 200, consolePage(say('users'), `${searchForm}${listing}${next}${first}`, await viewerOf(request, reply)))
+    return sendPage(reply, 200, consolePage(say('users'), `${searchForm}${listing}${next}${first}`, await viewerFor(request, reply)))
   })
 
   fastify.get('/:id', { config: OPERATORS, schema: { ...HIDDEN, params: IdParamsSchema, querystring: UserPageQuerySchema } }, async (request, reply) => {
@@ -69,7 +65,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const [user, assignment, suspension] = await Promise.all([
       accounts.get(id), roles.assignment(id), suspensions.inForce(id)
     ])
-    const viewer = await viewerOf(request, reply)
+    const viewer = await viewerFor(request, reply)
     const status = suspension === null
       ? say('active')
       : suspension.until === null ? say('suspendedSince', suspension.at) : say('suspendedUntil', suspension.at, suspension.until)

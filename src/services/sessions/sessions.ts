@@ -250,6 +250,13 @@ export class SessionService {
       async (request) => await sessions.list(userId, this.cutoffs(), request))
   }
 
+  /** The session the caller's access token belongs to (undefined for an API key's request). */
+  async currentOf (context: RequestContext): Promise<string | undefined> {
+    const caller = callerOf(context)
+    if (caller.apiKey !== undefined) return undefined
+    return await this.#deps.sessions.sessionOfAccessToken(caller.id, caller.jti)
+  }
+
   /** Ends one of the caller's own sessions; 404 when it is not one of theirs or already over. */
   async end (context: RequestContext, sessionId: string): Promise<void> {
     const { sessions } = this.#deps

@@ -1,0 +1,128 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { CodeSchema, IdParamsSchema } from '../../../schemas/common.js'
+import { AccountExportResponseSchema } from '../../../schemas/account-export.js'
+import { GrantParamsSchema } from '../../../schemas/authorization-grants.js'
+import { CurrentPasswordSchema } from '../../../schemas/proof.js'
+import { NameSchema, PasswordSchema } from '../../../schemas/user.js'
+import { ACCOUNT_PATH } from '../../authorization-server/paths.js'
+import { button, consolePage, escapeHtml, field, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { say, type StringKey } from '../../console/strings.js'
+import { viewerOf } from '../../console/viewer.js'
+import { callerOf } from '../../services/context.js'
+
+const HIDDEN = { hide: true }
+/** Every signed-in person's own page, as the API's own routes (`/auth/...`, `/users/me`) are theirs. */
+const SIGNED_IN = { access: 'bearer' as const }
+
+const DONE: Record<string, StringKey> = {
+  profile: 'profileSaved', password: 'passwordChanged', session: 'sessionEnded', application: 'applicationRevoked'
+}
+const AccountQuerySchema = Type.Object({
+  done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
+}, { additionalProperties: false })
+
+const TOKEN = { _csrf: Type.String({ maxLength: 200 }) }
+const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
+const PasswordFormSchema = Type.Object({
+  ...TOKEN,
+  current_password: CurrentPasswordSchema,
+  // Empty when the account has no second factor.
+  mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema])),
+  password: PasswordSchema
+}, { additionalProperties: false })
+const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
+
+const SESSIONS_SHOWN = 50
+
+/** A submit button whose accessible name says which row it acts on. */
+function rowButton (label: StringKey, describedAs: string): string {
+  return `<button type="submit" class="secondary" aria-label="${escapeHtml(describedAs)}">${escapeHtml(say(label))}</button>`
+}
+
+/**
+ * The account page (docs/console.md): every signed-in person's profile, password, sessions,
+ * connected applications and data export, each change through the API's own service and rules
+ * (a new password is a sensitive change: its proof is asked on the page).
+ */
+const account: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { accounts, sessions, authorizationGrants, accountExport } = fastify.services
+  /** A form's route: any signed-in person, the page's token checked before anything else. */
+  const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
+
+  fastify.get('', { config: SIGNED_IN, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
+    const context = request.serviceContext
+    const [viewer, live, current, grants] = await Promise.all([
+      viewerOf(accounts, request, reply),
+      sessions.list(context, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] }),
+      sessions.currentOf(context),
+      authorizationGrants.list(context)
+    ])
+    const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'profileSaved'), 'notice')
+    const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
+      `${field('name', 'name', viewer.name, 'required minlength="2" maxlength="100" autocomplete="name"')}${button('saveName')}`)}`
+    const password = `<h2>${escapeHtml(say('password'))}</h2>${paragraph(say('passwordIntro'))}${postForm(`${ACCOUNT_PATH}/password`, viewer.csrf,
+      `${field('currentPassword', 'current_password', '', 'type="password" required autocomplete="current-password"')}` +
+      `${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}` +
+      `${field('newPassword', 'password', '', 'type="password" required minlength="8" autocomplete="new-password"')}${button('changePassword')}`)}`
+    const sessionRows = live.data.map((session) => {
+      const device = session.device as { name?: unknown, id?: unknown } | undefined
+      const name = typeof device?.name === 'string' ? device.name : typeof device?.id === 'string' ? device.id : ''
+      const end = session.id === current
+        ? escapeHtml(say('thisSession'))
+        : postForm(`${ACCOUNT_PATH}/sessions/${session.id}/end`, viewer.csrf, rowButton('endSession', say('endSessionOf', name)))
+      return [escapeHtml(name), escapeHtml(session.created_at ?? ''), escapeHtml(session.last_used_at ?? ''), end]
+    })
+    const sessionTable = table(say('sessions'), ['device', 'signedInAt', 'lastUsed', 'status'], sessionRows)
+    const grantRows = grants.map((grant) => [
+      escapeHtml(grant.client_name === '' ? grant.client_id : grant.client_name),
+      escapeHtml(grant.scopes.join(' ')),
+      escapeHtml(grant.granted_at),
+      postForm(`${ACCOUNT_PATH}/applications/${grant.id}/revoke`, viewer.csrf,
+        rowButton('revoke', say('revokeApplication', grant.client_name === '' ? grant.client_id : grant.client_name)))
+    ])
+    const applications = grantRows.length === 0 ? paragraph(say('noApplications')) : table(say('applications'), ['application', 'scopes', 'grantedAt', 'revoke'], grantRows)
+    const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
+    const body = `${done}${profile}${password}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}`
+    return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer))
+  })
+
+  fastify.post('/profile', {
+    ...form, schema: { ...HIDDEN, body: NameFormSchema }
+  }, async (request, reply) => {
+    await accounts.update(request.serviceContext, callerOf(request.serviceContext).id, { name: request.body.name })
+    return await reply.redirect(`${ACCOUNT_PATH}?done=profile`, 303)
+  })
+
+  fastify.post('/password', {
+    ...form, schema: { ...HIDDEN, body: PasswordFormSchema }
+  }, async (request, reply) => {
+    const { current_password: currentPassword, mfa_code: mfaCode, password } = request.body
+    await accounts.update(request.serviceContext, callerOf(request.serviceContext).id, {
+      password, current_password: currentPassword, ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
+    })
+    return await reply.redirect(`${ACCOUNT_PATH}?done=password`, 303)
+  })
+
+  fastify.post('/sessions/:id/end', {
+    ...form, schema: { ...HIDDEN, params: IdParamsSchema, body: TokenFormSchema }
+  }, async (request, reply) => {
+    await sessions.end(request.serviceContext, request.params.id)
+    return await reply.redirect(`${ACCOUNT_PATH}?done=session`, 303)
+  })
+
+  fastify.post('/applications/:id/revoke', {
+    ...form, schema: { ...HIDDEN, params: GrantParamsSchema, body: TokenFormSchema }
+  }, async (request, reply) => {
+    await authorizationGrants.revoke(request.serviceContext, request.params.id)
+    return await reply.redirect(`${ACCOUNT_PATH}?done=application`, 303)
+  })
+
+  // Serialized by the API's schema of the export, as GET /users/me/export is: nothing else can leave.
+  fastify.get('/export', { config: SIGNED_IN, schema: { ...HIDDEN, response: { 200: AccountExportResponseSchema } } }, async (request, reply) => {
+    const data = await accountExport.export(request.serviceContext)
+    return await reply.header('cache-control', 'no-store').header('content-disposition', 'attachment; filename="account-export.json"').send({ data })
+  })
+}
+
+export default account

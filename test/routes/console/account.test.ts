@@ -1,0 +1,89 @@
+import t from 'tap'
+import { claimsOf, createAccount, withToken, type Account } from '../../helpers/accounts.js'
+import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { backends, suiteName } from '../../helpers/database.js'
+
+/** The forms' token of a page. */
+function pageToken (html: string): string {
+  return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
+}
+
+for (const backend of backends()) {
+  t.test(suiteName(backend), async (t) => {
+    const server = await startAuthorizationServer(t, backend.url)
+    const { app, issuer } = server
+
+    /** A browser signed in to the account page as `person`, and the page. */
+    async function signedIn (person: Account) {
+      const browser = new CookieBrowser(issuer)
+      const landed = await authorizeWithPassword(browser, '/console/sign-in?to=account', person)
+      const page = await browser.follow(landed)
+      return { browser, landed, html: await page.response.text() }
+    }
+
+    t.test('a person signs in to their own page, not the console, and changes their name', async (t) => {
+      const person = await createAccount(app, { name: 'Pat Person' })
+      const { browser, landed, html } = await signedIn(person)
+      t.equal(landed, `${issuer}/account`)
+      t.match(html, 'value="Pat Person"')
+      t.notMatch(html, 'href="/console/users"', 'no link to the console\'s screens')
+      const saved = await browser.follow('/account/profile', { form: { _csrf: pageToken(html), name: 'Pat Renamed' } })
+      t.match(await saved.response.text(), 'Your name is saved.')
+      const me = await app.inject(withToken(person.token, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.equal(me.json().data.name, 'Pat Renamed')
+      const missing = await browser.request('/account/profile', { form: { name: 'No Token' } })
+      t.equal(missing.status, 403, 'a form without its token is refused')
+    })
+
+    t.test('a new password needs the current one on the page; then every session ends, this one too', async (t) => {
+      const person = await createAccount(app)
+      const { browser, html } = await signedIn(person)
+      const wrong = await browser.request('/account/password', { form: { _csrf: pageToken(html), current_password: 'not-the-password', password: 'a-new-long-passphrase-1' } })
+      t.ok(wrong.status >= 400 && wrong.status < 500, 'a wrong current password is refused')
+      t.match(await wrong.text(), 'class="error"')
+      const changed = await browser.request('/account/password', { form: { _csrf: pageToken(html), current_password: person.password, password: 'a-new-long-passphrase-1' } })
+      t.equal(changed.status, 303)
+      const old = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: person.email, password: person.password } })
+      t.equal(old.statusCode, 401, 'the old password no longer signs in')
+      const after = await browser.request('/account')
+      t.equal(after.headers.get('location'), '/console/sign-in?to=account', 'the page\'s own session ended with the others')
+    })
+
+    t.test('sessions: this one marked, another ended; an application revoked; the export downloaded', async (t) => {
+      const person = await createAccount(app)
+      const { rp, redirectUri, config } = await relyingParty(t, server, { name: 'Photo <Gallery>', grant_types: ['authorization_code'], scopes: ['openid', 'email'] })
+      t.ok(rp, 'a relying party')
+      const { browser } = await signedIn(person)
+      const { url } = await pkceAuthorization(config, redirectUri, 'openid email')
+      await authorizeWithPassword(browser, url.href, person)
+      const page = await (await browser.follow('/account')).response.text()
+      t.match(page, 'This session')
+      t.match(page, 'Photo &lt;Gallery&gt;', 'the application, its name escaped')
+      const jti = claimsOf(person.token).jti as string
+      const other = await app.repositories.sessions.sessionOfAccessToken(person.id, jti)
+      t.match(page, `action="/account/sessions/${other ?? ''}/end"`, 'another session (the API sign-in of the test\'s setup) can be ended')
+      const ended = await browser.follow(`/account/sessions/${other ?? ''}/end`, { form: { _csrf: pageToken(page) } })
+      t.match(await ended.response.text(), 'The session is ended.')
+      const me = await app.inject(withToken(person.token, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.equal(me.statusCode, 401, 'its access token stopped working')
+      const grant = page.match(/action="\/account\/applications\/([^/"]+)\/revoke"/)?.[1] ?? ''
+      const revoked = await browser.follow(`/account/applications/${grant}/revoke`, { form: { _csrf: pageToken(page) } })
+      const revokedHtml = await revoked.response.text()
+      t.match(revokedHtml, 'The application may no longer sign you in')
+      t.match(revokedHtml, 'No application may sign you in.')
+      const exported = await browser.request('/account/export')
+      t.equal(exported.status, 200)
+      t.match(exported.headers.get('content-disposition'), 'attachment')
+      const body = await exported.text()
+      t.equal(JSON.parse(body).data.user.email, person.email)
+      t.notMatch(body, /password_hash|pbkdf2/, 'no secret in it')
+    })
+
+    t.test('a bearer token is not a way into the pages: only the console\'s cookie is', async (t) => {
+      const person = await createAccount(app)
+      const answer = await app.inject(withToken(person.token, { method: 'GET', url: '/account' }))
+      t.equal(answer.statusCode, 303)
+      t.equal(answer.headers.location, '/console/sign-in?to=account')
+    })
+  })
+}
