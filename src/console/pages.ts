@@ -24,15 +24,30 @@ a{color:#0b57d0}a:focus,button:focus,input:focus{outline:3px solid #f0b400;outli
 table{border-collapse:collapse;width:100%;margin:1rem 0}th,td{text-align:left;padding:.5rem;border-bottom:1px solid #c4c4c4}
 th{background:#eef2f7}
 form.inline{display:flex;gap:.5rem;align-items:flex-end;flex-wrap:wrap}
-label{display:block;margin:.5rem 0}input{display:block;padding:.4rem;font-size:1rem;border:1px solid #6b6b6b;min-width:16rem}
+label{display:block;margin:.5rem 0}input,select{display:block;padding:.4rem;font-size:1rem;border:1px solid #6b6b6b;min-width:16rem}
 button{padding:.45rem 1rem;font-size:1rem;border:1px solid #1f3a5f;background:#1f3a5f;color:#fff;cursor:pointer}
 button.secondary{background:#fff;color:#1f3a5f}
 .notice{padding:.75rem;border-left:4px solid #1f7a3a;background:#eef7f0}.error{padding:.75rem;border-left:4px solid #a00;background:#fbeeee}
+textarea{display:block;width:100%;max-width:40rem;font:inherit;padding:.4rem;border:1px solid #6b6b6b}
+label.choice{display:flex;gap:.5rem;align-items:center}label.choice input{min-width:0}fieldset{border:1px solid #c4c4c4;margin:.75rem 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}
 `
 
 /** Who is signed in, and the form token of the page's forms. */
-export interface Viewer { name: string, email: string, operator: boolean, csrf: string }
+export interface Viewer {
+  name: string
+  email: string
+  /** The console's screens the viewer's permissions open (the routes check them again). */
+  screens: Record<Screen, boolean>
+  csrf: string
+}
+
+/** The console's screens, in the order the header lists them, with their titles. */
+const SCREENS = { users: 'users', oauthClients: 'oauthClients', webhooks: 'webhooks', auditLog: 'auditLog' } as const
+type Screen = keyof typeof SCREENS
+const SCREEN_PATHS: Record<Screen, string> = {
+  users: `${CONSOLE_PATH}/users`, oauthClients: `${CONSOLE_PATH}/oauth-clients`, webhooks: `${CONSOLE_PATH}/webhooks`, auditLog: `${CONSOLE_PATH}/audit-log`
+}
 
 function hiddenToken (csrf: string): string {
   return `<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">`
@@ -44,11 +59,17 @@ export function postForm (action: string, csrf: string, body: string, className 
   return `<form method="post" action="${escapeHtml(action)}"${classAttribute}>${hiddenToken(csrf)}${body}</form>`
 }
 
+function navigation (viewer: Viewer): string {
+  const screens = (Object.keys(SCREENS) as Screen[]).filter((screen) => viewer.screens[screen])
+    .map((screen) => `<a href="${SCREEN_PATHS[screen]}">${escapeHtml(say(SCREENS[screen]))}</a>`)
+  return [...screens, `<a href="${ACCOUNT_PATH}">${escapeHtml(say('yourAccount'))}</a>`].join('')
+}
+
 /** A whole page of the console: the header (with the viewer's sign-out), the title, the body (HTML). */
 export function consolePage (title: string, body: string, viewer: Viewer | null): string {
   const header = viewer === null
     ? `<header><strong>${escapeHtml(say('console'))}</strong></header>`
-    : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}">${viewer.operator ? `<a href="${CONSOLE_PATH}/users">${escapeHtml(say('users'))}</a>` : ''}<a href="${ACCOUNT_PATH}">${escapeHtml(say('yourAccount'))}</a></nav>
+    : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}">${navigation(viewer)}</nav>
 <span>${escapeHtml(say('signedInAs', viewer.name === '' ? viewer.email : viewer.name))}</span>
 ${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, `<button type="submit" class="secondary">${escapeHtml(say('signOut'))}</button>`)}</header>`
   return `<!doctype html>

@@ -15,7 +15,12 @@ export async function viewerOf (accounts: Pick<Services['accounts'], 'get'>, req
   return {
     name: me.name,
     email: me.email,
-    operator: hasPermission(caller, OPERATOR_PERMISSION),
+    screens: {
+      users: hasPermission(caller, OPERATOR_PERMISSION),
+      oauthClients: hasPermission(caller, 'admin'),
+      webhooks: hasPermission(caller, 'admin'),
+      auditLog: hasPermission(caller, 'view_audit_logs')
+    },
     csrf: reply.generateCsrf({ userInfo: request.consoleSession?.binding ?? '' })
   }
 }

@@ -4,9 +4,11 @@ import { join } from 'node:path'
 import axe from 'axe-core'
 import type { Browser, Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { createAccount, type Account } from '../helpers/accounts.js'
+import { bulkSeed } from '../../src/store/bulk-seed.js'
+import { createAccount, withToken, type Account } from '../helpers/accounts.js'
 import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium } from '../helpers/chromium.js'
+import { webhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 /**
  * The console (docs/console.md) in Chromium: an operator signs in through the authorization
@@ -61,13 +63,20 @@ async function signIn (page: Page, account: Account, landing: string): Promise<v
   await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
 }
 
-t.test('an operator walks the console in Chromium: sign-in, search, suspension and its lifting, sign-out', async (t) => {
+t.test('an operator walks the console in Chromium: a user found among 100,000, suspended and un-suspended; an application registered; a failed delivery retried; sign-out', async (t) => {
   const browser = await launchChromium(t)
-  const server = await startAuthorizationServer(t, null, {}, 'localhost')
+  const server = await startAuthorizationServer(t, null, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }, 'localhost')
   const { app, issuer } = server
-  const operator = await createAccount(app, { roles: ['admin'], name: 'Ada Operator' })
-  for (const name of ['Grace Hopper', 'Alan Turing', 'Barbara Liskov']) await createAccount(app, { name })
+  await bulkSeed(app.database.db, app.database.dialect, 100_000)
+  const operator = await createAccount(app, { roles: ['super_admin'], name: 'Ada Operator' })
   const target = await createAccount(app, { name: 'Zelda <b>Findme</b>' })
+  // A delivery its receiver refused, given up (its tries have tests of their own).
+  const receiver = await webhookReceiver(t)
+  const endpoint = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, events: ['user.created'] } }))
+  receiver.answers.push(500)
+  await createAccount(app)
+  await receiver.receivedCount(1)
+  await app.database.db.updateTable('webhook_deliveries').set({ status: 'failed', attempts: 8, next_attempt_at: null }).execute()
   const { context, page, errors, elsewhere } = await watchedPage(t, browser, issuer)
 
   await page.goto(`${issuer}/console`)
@@ -91,6 +100,24 @@ t.test('an operator walks the console in Chromium: sign-in, search, suspension a
   await checkPage(t, page, errors, 'user-suspended')
   await Promise.all([page.waitForURL('**?done=lifted'), page.getByRole('button', { name: 'Lift the suspension' }).click()])
   t.ok(await page.getByText('The suspension is lifted').isVisible(), 'lifted')
+
+  await Promise.all([page.waitForURL('**/console/oauth-clients'), page.getByRole('link', { name: 'Applications' }).click()])
+  await checkPage(t, page, errors, 'oauth-clients')
+  await page.getByLabel('Name', { exact: true }).fill('Billing Portal')
+  await page.getByLabel('Redirect URIs, one per line').fill(`${issuer}/billing/callback`)
+  await page.getByRole('button', { name: 'Register' }).click()
+  t.ok(await page.getByText('Copy the secret now').isVisible(), 'the secret, shown once')
+  await checkPage(t, page, errors, 'oauth-client-created')
+
+  await Promise.all([page.waitForURL('**/console/webhooks'), page.getByRole('link', { name: 'Webhooks' }).click()])
+  await Promise.all([page.waitForURL(`**/console/webhooks/${endpoint.json().data.id as string}`), page.getByRole('link', { name: receiver.url }).click()])
+  await checkPage(t, page, errors, 'webhook-deliveries')
+  await Promise.all([page.waitForURL('**?done=retried'), page.getByRole('button', { name: /^Retry the delivery/ }).click()])
+  await receiver.receivedCount(2)
+  t.pass('the retried delivery arrived')
+
+  await Promise.all([page.waitForURL('**/console/audit-log'), page.getByRole('link', { name: 'Audit log' }).click()])
+  await checkPage(t, page, errors, 'audit-log')
 
   await page.getByRole('button', { name: 'Sign out' }).click()
   await Promise.all([page.waitForURL(`${issuer}/console`), page.getByRole('button', { name: 'Sign out' }).click()])

@@ -14,6 +14,9 @@ import { say } from '../../console/strings.js'
 import { isServiceError } from '../../errors.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import account from './account.js'
+import auditLog from './audit-log.js'
+import oauthClients from './oauth-clients.js'
+import webhooks from './webhooks.js'
 import users from './users.js'
 
 declare module 'fastify' {
@@ -123,6 +126,9 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     signInRoutes(fastify, cookies, redirectUri, server.issuer)
   }
   await fastify.register(users, { prefix: `${CONSOLE_PATH}/users` })
+  await fastify.register(oauthClients, { prefix: `${CONSOLE_PATH}/oauth-clients` })
+  await fastify.register(webhooks, { prefix: `${CONSOLE_PATH}/webhooks` })
+  await fastify.register(auditLog, { prefix: `${CONSOLE_PATH}/audit-log` })
   await fastify.register(account, { prefix: ACCOUNT_PATH })
 }
 

@@ -43,7 +43,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', { config: OPERATORS, schema: { ...HIDDEN, querystring: UsersQuerySchema } }, async (request, reply) => {
     const search = request.query.search?.trim() ?? ''
     const page = await accounts.list({
-      limit: PAGE_SIZE, cursor: request.query.cursor ?? '', ...(search !== '' && { search }), sort: ['name']
+      limit: PAGE_SIZE, cursor: request.query.cursor ?? '', ...(search !== '' && { search }), sort: ['-created_at']
     })
     const rows = page.data.map((user) => [
       `<a href="${CONSOLE_PATH}/users/${escapeHtml(user.id)}">${escapeHtml(user.name ?? '')}</a>`,
