@@ -12,7 +12,41 @@ import { say, type StringKey } from './strings.js'
 /** The console's CSP: the service's own stylesheet and nothing else; forms post only to the service. */
 export const CONSOLE_CSP = "default-src 'none';style-src 'self';img-src 'self';form-action 'self';frame-ancestors 'none';base-uri 'none'"
 
+/** The CSP of a page with the service's own scripts (the account page's passkeys), which call the service alone. */
+export const CONSOLE_SCRIPT_CSP = `${CONSOLE_CSP};script-src 'self';connect-src 'self'`
+
 export const CONSOLE_STYLESHEET_PATH = `${CONSOLE_PATH}/console.css`
+export const ACCOUNT_SCRIPT_PATH = `${CONSOLE_PATH}/account.js`
+
+/**
+ * The account page's script: adding a passkey, shown only where the browser has WebAuthn. It asks
+ * the console for registration options (the form's token in a header), lets the authenticator
+ * answer through @simplewebauthn/browser (served by the authorization server), and posts the answer
+ * with the form, whose proof fields the person filled.
+ */
+export const ACCOUNT_SCRIPT = `'use strict'
+const form = document.getElementById('passkey-form')
+const problem = document.getElementById('passkey-problem')
+if (form !== null && window.PublicKeyCredential !== undefined) {
+  form.hidden = false
+  document.getElementById('passkey-needs-script').hidden = true
+  form.addEventListener('submit', async (event) => {
+    if (form.elements.response.value !== '') return
+    event.preventDefault()
+    problem.hidden = true
+    try {
+      const answer = await fetch(form.dataset.options, { method: 'POST', headers: { 'x-csrf-token': form.elements._csrf.value } })
+      if (!answer.ok) throw new Error('no options')
+      const { data } = await answer.json()
+      const response = await SimpleWebAuthnBrowser.startRegistration({ optionsJSON: data })
+      form.elements.response.value = JSON.stringify(response)
+      form.submit()
+    } catch {
+      problem.hidden = false
+    }
+  })
+}
+`
 
 /** One visual language: the layout, the tables, the forms and the notices; contrast at least 4.5:1. */
 export const CONSOLE_STYLESHEET = `*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.5}
@@ -65,8 +99,8 @@ function navigation (viewer: Viewer): string {
   return [...screens, `<a href="${ACCOUNT_PATH}">${escapeHtml(say('yourAccount'))}</a>`].join('')
 }
 
-/** A whole page of the console: the header (with the viewer's sign-out), the title, the body (HTML). */
-export function consolePage (title: string, body: string, viewer: Viewer | null): string {
+/** A whole page of the console: the header (with the viewer's sign-out), the title, the body (HTML), its scripts. */
+export function consolePage (title: string, body: string, viewer: Viewer | null, scripts: string[] = []): string {
   const header = viewer === null
     ? `<header><strong>${escapeHtml(say('console'))}</strong></header>`
     : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}">${navigation(viewer)}</nav>
@@ -74,7 +108,7 @@ export function consolePage (title: string, body: string, viewer: Viewer | null)
 ${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, `<button type="submit" class="secondary">${escapeHtml(say('signOut'))}</button>`)}</header>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)} · ${escapeHtml(say('console'))}</title><link rel="stylesheet" href="${CONSOLE_STYLESHEET_PATH}"></head>
+<title>${escapeHtml(title)} · ${escapeHtml(say('console'))}</title><link rel="stylesheet" href="${CONSOLE_STYLESHEET_PATH}">${scripts.map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join('')}</head>
 <body><a class="skip" href="#main">${escapeHtml(say('skipToContent'))}</a>
 ${header}
 <main id="main"><h1>${escapeHtml(title)}</h1>

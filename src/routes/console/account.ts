@@ -5,8 +5,13 @@ import { AccountExportResponseSchema } from '../../../schemas/account-export.js'
 import { GrantParamsSchema } from '../../../schemas/authorization-grants.js'
 import { CurrentPasswordSchema } from '../../../schemas/proof.js'
 import { NameSchema, PasswordSchema } from '../../../schemas/user.js'
-import { ACCOUNT_PATH } from '../../authorization-server/paths.js'
-import { button, consolePage, escapeHtml, field, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { Value } from '@sinclair/typebox/value'
+import {
+  type PasskeyRegistrationBody, PasskeyNameSchema, RegistrationCredentialSchema, RegistrationOptionsResponseSchema
+} from '../../../schemas/passkeys.js'
+import { ACCOUNT_PATH, AUTHORIZATION_SERVER_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
+import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { validationFailed } from '../../errors.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 import { callerOf } from '../../services/context.js'
@@ -16,7 +21,7 @@ const HIDDEN = { hide: true }
 const SIGNED_IN = { access: 'bearer' as const }
 
 const DONE: Record<string, StringKey> = {
-  profile: 'profileSaved', password: 'passwordChanged', session: 'sessionEnded', application: 'applicationRevoked'
+  profile: 'profileSaved', password: 'passwordChanged', session: 'sessionEnded', application: 'applicationRevoked', passkey: 'passkeyAdded'
 }
 const AccountQuerySchema = Type.Object({
   done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
@@ -32,6 +37,26 @@ const PasswordFormSchema = Type.Object({
   password: PasswordSchema
 }, { additionalProperties: false })
 const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
+const PasskeyFormSchema = Type.Object({
+  ...TOKEN,
+  // The browser's answer as JSON, read and held to the API's schema below.
+  response: Type.String({ minLength: 1, maxLength: 20_000 }),
+  name: Type.Optional(Type.Union([Type.Literal(''), PasskeyNameSchema])),
+  current_password: Type.Optional(CurrentPasswordSchema),
+  mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema]))
+}, { additionalProperties: false })
+
+/** The browser's answer to the registration options, as the API's route takes it; else a refusal of the field. */
+function registrationResponse (json: string): PasskeyRegistrationBody['response'] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(json)
+  } catch {
+    parsed = undefined
+  }
+  if (!Value.Check(RegistrationCredentialSchema, parsed)) throw validationFailed([{ path: '/response', message: 'is not a passkey\'s answer' }])
+  return parsed
+}
 
 const SESSIONS_SHOWN = 50
 
@@ -46,17 +71,20 @@ function rowButton (label: StringKey, describedAs: string): string {
  * (a new password is a sensitive change: its proof is asked on the page).
  */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { accounts, sessions, authorizationGrants, accountExport } = fastify.services
+  const { accounts, sessions, authorizationGrants, accountExport, passkeys } = fastify.services
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
+  /** A passkey is one way to meet MFA_REQUIRED_ROLES: open to a person who must, as the API's passkey routes are. */
+  const enrolment = { ...form, config: { ...SIGNED_IN, allowWithoutMfa: true } }
 
-  fastify.get('', { config: SIGNED_IN, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
+  fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
     const context = request.serviceContext
-    const [viewer, live, current, grants] = await Promise.all([
+    const [viewer, live, current, grants, keys] = await Promise.all([
       viewerOf(accounts, request, reply),
       sessions.list(context, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] }),
       sessions.currentOf(context),
-      authorizationGrants.list(context)
+      authorizationGrants.list(context),
+      passkeys.list(context, { limit: SESSIONS_SHOWN })
     ])
     const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'profileSaved'), 'notice')
     const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
@@ -82,9 +110,19 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
         rowButton('revoke', say('revokeApplication', grant.client_name === '' ? grant.client_id : grant.client_name)))
     ])
     const applications = grantRows.length === 0 ? paragraph(say('noApplications')) : table(say('applications'), ['application', 'scopes', 'grantedAt', 'revoke'], grantRows)
+    const passkeyRows = keys.data.map((key) => [escapeHtml(key.name ?? ''), escapeHtml(key.created_at ?? '')])
+    const passkeyList = passkeyRows.length === 0 ? paragraph(say('noPasskeys')) : table(say('passkeys'), ['passkeyName', 'created'], passkeyRows)
+    const passkeyForm = `<p id="passkey-needs-script">${escapeHtml(say('passkeyNeedsScript'))}</p>
+<form id="passkey-form" method="post" action="${ACCOUNT_PATH}/passkeys" data-options="${ACCOUNT_PATH}/passkeys/options" hidden>
+<input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrf)}"><input type="hidden" name="response" value="">
+${paragraph(say('passkeyIntro'))}${field('passkeyName', 'name', '', 'maxlength="100"')}
+${field('currentPassword', 'current_password', '', 'type="password" autocomplete="current-password"')}
+${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}${button('addPasskey')}
+<p id="passkey-problem" class="error" role="alert" hidden>${escapeHtml(say('passkeyProblem'))}</p></form>`
+    const passkeySection = `<h2>${escapeHtml(say('passkeys'))}</h2>${passkeyList}${passkeyForm}`
     const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
-    const body = `${done}${profile}${password}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}`
-    return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer))
+    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}`
+    return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer, [`${AUTHORIZATION_SERVER_PATH}${WEBAUTHN_SCRIPT_PATH}`, ACCOUNT_SCRIPT_PATH]))
   })
 
   fastify.post('/profile', {
@@ -116,6 +154,24 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     await authorizationGrants.revoke(request.serviceContext, request.params.id)
     return await reply.redirect(`${ACCOUNT_PATH}?done=application`, 303)
+  })
+
+  // The form's token comes in a header: the page's script asks, as the API's registration options route answers.
+  fastify.post('/passkeys/options', {
+    ...enrolment, schema: { ...HIDDEN, response: { 200: RegistrationOptionsResponseSchema } }
+  }, async (request) => ({ data: await passkeys.registrationOptions(request.serviceContext) }))
+
+  fastify.post('/passkeys', {
+    ...enrolment, schema: { ...HIDDEN, body: PasskeyFormSchema }
+  }, async (request, reply) => {
+    const { response, name, current_password: currentPassword, mfa_code: mfaCode } = request.body
+    await passkeys.register(request.serviceContext, {
+      response: registrationResponse(response),
+      ...(name !== undefined && name !== '' && { name }),
+      ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
+      ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
+    })
+    return await reply.redirect(`${ACCOUNT_PATH}?done=passkey`, 303)
   })
 
   // Serialized by the API's schema of the export, as GET /users/me/export is: nothing else can leave.

@@ -8,7 +8,10 @@ import {
   ACCOUNT_PATH, AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH,
   END_SESSION_PATH
 } from '../../authorization-server/paths.js'
-import { CONSOLE_CSP, CONSOLE_STYLESHEET, consolePage, link, paragraph, sendPage } from '../../console/pages.js'
+import {
+  ACCOUNT_SCRIPT, ACCOUNT_SCRIPT_PATH, CONSOLE_CSP, CONSOLE_SCRIPT_CSP, CONSOLE_STYLESHEET, consolePage, link,
+  paragraph, sendPage
+} from '../../console/pages.js'
 import { type ConsoleSession, ConsoleCookies, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE } from '../../console/session-cookies.js'
 import { say } from '../../console/strings.js'
 import { isServiceError } from '../../errors.js'
@@ -20,6 +23,10 @@ import webhooks from './webhooks.js'
 import users from './users.js'
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A console page that loads the service's own scripts (its CSP allows them and requests to the service). */
+    consoleScripts?: true
+  }
   interface FastifyRequest {
     /** The console's session of the request's cookie (console pages only), its tokens fresh. */
     consoleSession: ConsoleSession | null
@@ -62,8 +69,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
   })
   fastify.decorateRequest('consoleSession', null)
 
-  fastify.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('content-security-policy', CONSOLE_CSP)
+  fastify.addHook('onSend', async (request, reply, payload) => {
+    reply.header('content-security-policy', request.routeOptions.config.consoleScripts === true ? CONSOLE_SCRIPT_CSP : CONSOLE_CSP)
     return payload
   })
 
@@ -112,6 +119,9 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get(`${CONSOLE_PATH}/console.css`, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
     await reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CONSOLE_STYLESHEET))
+
+  fastify.get(ACCOUNT_SCRIPT_PATH, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
+    await reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ACCOUNT_SCRIPT))
 
   fastify.get(CONSOLE_PATH, { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
     if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(`${CONSOLE_PATH}/users`, 303)

@@ -1,12 +1,8 @@
 import t from 'tap'
 import { claimsOf, createAccount, withToken, type Account } from '../../helpers/accounts.js'
-import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { authorizeWithPassword, pkceAuthorization, relyingParty, startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { pageToken, signedInBrowser } from '../../helpers/console.js'
 import { backends, suiteName } from '../../helpers/database.js'
-
-/** The forms' token of a page. */
-function pageToken (html: string): string {
-  return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
-}
 
 for (const backend of backends()) {
   t.test(suiteName(backend), async (t) => {
@@ -14,12 +10,7 @@ for (const backend of backends()) {
     const { app, issuer } = server
 
     /** A browser signed in to the account page as `person`, and the page. */
-    async function signedIn (person: Account) {
-      const browser = new CookieBrowser(issuer)
-      const landed = await authorizeWithPassword(browser, '/console/sign-in?to=account', person)
-      const page = await browser.follow(landed)
-      return { browser, landed, html: await page.response.text() }
-    }
+    const signedIn = async (person: Account) => await signedInBrowser(issuer, person, '/console/sign-in?to=account')
 
     t.test('a person signs in to their own page, not the console, and changes their name', async (t) => {
       const person = await createAccount(app, { name: 'Pat Person' })

@@ -1,12 +1,8 @@
 import t from 'tap'
 import { createAccount, type Account } from '../../helpers/accounts.js'
-import { authorizeWithPassword, CookieBrowser, startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { pageToken, signedInBrowser } from '../../helpers/console.js'
 import { backends, suiteName } from '../../helpers/database.js'
-
-/** The forms' token of a console page. */
-function consoleToken (html: string): string {
-  return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
-}
 
 for (const backend of backends()) {
   t.test(suiteName(backend), async (t) => {
@@ -15,10 +11,8 @@ for (const backend of backends()) {
 
     /** A browser signed in to the console as `account` (by the authorization server's pages), at the users screen. */
     async function signedIn (account: Account) {
-      const browser = new CookieBrowser(issuer)
-      const landed = await authorizeWithPassword(browser, '/console/sign-in', account)
-      const users = await browser.follow(landed)
-      return { browser, landed, users, html: await users.response.text() }
+      const { browser, landed, response, html } = await signedInBrowser(issuer, account)
+      return { browser, landed, users: { response }, html }
     }
 
     t.test('an operator signs in through the authorization server\'s pages, finds a user, suspends and un-suspends them', async (t) => {
@@ -42,13 +36,13 @@ for (const backend of backends()) {
       const page = await browser.follow(`/console/users/${target.id}`)
       const userHtml = await page.response.text()
       t.match(userHtml, 'Active')
-      const suspended = await browser.follow(`/console/users/${target.id}/suspension`, { form: { _csrf: consoleToken(userHtml), reason: 'Chargeback fraud', until: '' } })
+      const suspended = await browser.follow(`/console/users/${target.id}/suspension`, { form: { _csrf: pageToken(userHtml), reason: 'Chargeback fraud', until: '' } })
       t.match(await suspended.response.text(), 'The account is suspended')
       const refused = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password } })
       t.equal(refused.json().error.code, 'ACCOUNT_SUSPENDED', 'the service\'s suspension, in force')
       const again = await browser.follow(`/console/users/${target.id}`)
       const againHtml = await again.response.text()
-      const lifted = await browser.follow(`/console/users/${target.id}/suspension/lift`, { form: { _csrf: consoleToken(againHtml) } })
+      const lifted = await browser.follow(`/console/users/${target.id}/suspension/lift`, { form: { _csrf: pageToken(againHtml) } })
       t.match(await lifted.response.text(), 'The suspension is lifted')
       const audit = await app.inject({ method: 'GET', url: `/api/v1/audit-logs?actor_id=${admin.id}&event=user.suspended`, headers: { authorization: `Bearer ${server.admin.token}` } })
       t.match(audit.json().data, [{ target_id: target.id }], 'audited as the API\'s suspension is, the operator its actor')
@@ -64,7 +58,7 @@ for (const backend of backends()) {
       for (const [why, form] of [
         ['missing', { reason: 'x' }],
         ['wrong', { _csrf: 'forged', reason: 'x' }],
-        ['another session\'s', { _csrf: consoleToken(secondPage), reason: 'x' }]
+        ['another session\'s', { _csrf: pageToken(secondPage), reason: 'x' }]
       ] as const) {
         const answer = await first.browser.request(url, { form })
         t.equal(answer.status, 403, `${why} token: refused`)
@@ -85,7 +79,7 @@ for (const backend of backends()) {
       t.match(html, '<table>')
       const page = await (await browser.follow(`/console/users/${target.id}`)).response.text()
       t.match(page, 'Suspending needs the manage_users permission')
-      const attempt = await browser.request(`/console/users/${target.id}/suspension`, { form: { _csrf: consoleToken(page), reason: 'x' } })
+      const attempt = await browser.request(`/console/users/${target.id}/suspension`, { form: { _csrf: pageToken(page), reason: 'x' } })
       t.equal(attempt.status, 403, 'the route\'s permission, as the API\'s')
     })
 
@@ -95,14 +89,14 @@ for (const backend of backends()) {
       const cookieHeader = (await browser.request('/console/users')).headers
       t.equal(cookieHeader.get('x-frame-options'), 'DENY', 'no framing (clickjacking)')
       const replay = browser.copy()
-      const signOut = await browser.request('/console/sign-out', { form: { _csrf: consoleToken(html) } })
+      const signOut = await browser.request('/console/sign-out', { form: { _csrf: pageToken(html) } })
       t.equal(signOut.status, 303)
       t.match(signOut.headers.get('location'), '/oidc/session/end?client_id=console', 'on to the authorization server\'s sign-out')
       t.match(signOut.headers.getSetCookie().join('\n'), /__Host-console-session=;/, 'the cookie is cleared')
       const page = await replay.request('/console/users')
       t.equal(page.status, 303, 'a page with the old cookie sends to the sign-in')
       t.equal(page.headers.get('location'), '/console/sign-in')
-      const post = await replay.request('/console/sign-out', { form: { _csrf: consoleToken(html) } })
+      const post = await replay.request('/console/sign-out', { form: { _csrf: pageToken(html) } })
       t.equal(post.status, 401, 'a form with the old cookie is refused')
     })
 
