@@ -36,7 +36,9 @@ async function checkPage (t: Test, page: Page, errors: string[], name: string): 
   t.same(await accessibilityProblems(page), [], `${name}: no serious or critical accessibility violation`)
   if (screenshots !== undefined) {
     mkdirSync(screenshots, { recursive: true })
-    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true })
+    // The whole page, up to a screen and a half: a long table's rest says nothing more.
+    const height = Math.min(await page.evaluate(() => document.documentElement.scrollHeight), 1400)
+    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true, clip: { x: 0, y: 0, width: 1280, height } })
   }
 }
 

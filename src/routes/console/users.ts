@@ -42,9 +42,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('', { config: OPERATORS, schema: { ...HIDDEN, querystring: UsersQuerySchema } }, async (request, reply) => {
     const search = request.query.search?.trim() ?? ''
-    const page = await accounts.list({
-      limit: PAGE_SIZE, cursor: request.query.cursor ?? '', ...(search !== '' && { search }), sort: ['-created_at']
-    })
+    // An address is looked up exactly (its index); anything else searches names, a page at a time.
+    const page = search.includes('@')
+      ? { data: [await accounts.findByAddress(search)].filter((user) => user !== null), meta: { kind: 'offset' as const } }
+      : await accounts.list({ limit: PAGE_SIZE, cursor: request.query.cursor ?? '', ...(search !== '' && { search }), sort: ['-created_at'] })
     const rows = page.data.map((user) => [
       `<a href="${CONSOLE_PATH}/users/${escapeHtml(user.id)}">${escapeHtml(user.name ?? '')}</a>`,
       escapeHtml(user.email ?? ''),

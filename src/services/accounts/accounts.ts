@@ -100,6 +100,12 @@ export class AccountService {
     return await collectionPage(query, { ...USER_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: 'users' }, cursors, async (request) => await users.list(request))
   }
 
+  /** The account of an address, as any spelling of it names it (the console's search by address); null when none. */
+  async findByAddress (email: string): Promise<User | null> {
+    const account = await this.deps.users.findByEmail(normalizeEmail(email))
+    return account === undefined ? null : await this.get(account.id)
+  }
+
   async get (id: string): Promise<User> {
     const user = await this.deps.users.findById(id)
     if (user === undefined) throw new Errors.NOT_FOUND('User')
