@@ -45,6 +45,7 @@ export const STRINGS = {
   suspensionLifted: 'The suspension is lifted.',
   manageUsersOnly: 'Suspending needs the manage_users permission (administrators).',
   backToUsers: 'Back to users',
+  auditTrail: 'What this account did (its audit trail)',
   yourAccount: 'Your account',
   profile: 'Profile',
   saveName: 'Save the name',

@@ -5,22 +5,8 @@ import { PNG } from 'pngjs'
 import t, { type Test } from 'tap'
 import { createAccount, withToken } from '../helpers/accounts.js'
 import { exchange, insecure, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
-import { launchChromium } from '../helpers/chromium.js'
+import { launchChromium, pageErrors } from '../helpers/chromium.js'
 import { backends } from '../helpers/database.js'
-
-/**
- * Every console error and uncaught exception of the page (a CSP violation is one), but the
- * browser's own request for /favicon.ico, which the service does not serve (some Chromium builds
- * ask for it, and report its 404).
- */
-function consoleErrors (page: Page): string[] {
-  const errors: string[] = []
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text())
-  })
-  page.on('pageerror', (error) => { errors.push(error.message) })
-  return errors
-}
 
 /** The page as a person sees it: a PNG of its size, not blank, with the form's button visible. */
 async function checkScreenshot (t: Test, page: Page, button: string): Promise<void> {
@@ -39,7 +25,7 @@ t.test('relying parties sign people in with the service, in Chromium, through op
     const context = await browser.newContext()
     t.teardown(async () => await context.close())
     const page = await context.newPage()
-    return { context, page, errors: consoleErrors(page) }
+    return { context, page, errors: pageErrors(page) }
   }
 
   for (const backend of backends()) {

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { bulkSeed } from '../../src/store/bulk-seed.js'
 import { createAccount, withToken, type Account } from '../helpers/accounts.js'
 import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
-import { launchChromium } from '../helpers/chromium.js'
+import { launchChromium, pageErrors } from '../helpers/chromium.js'
 import { givenUpDelivery } from '../helpers/console.js'
 import { webhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
@@ -47,11 +47,7 @@ async function watchedPage (t: Test, browser: Browser, issuer: string) {
   const context = await browser.newContext()
   t.teardown(async () => await context.close())
   const page = await context.newPage()
-  const errors: string[] = []
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text())
-  })
-  page.on('pageerror', (error) => { errors.push(error.message) })
+  const errors = pageErrors(page)
   const elsewhere: string[] = []
   page.on('request', (request) => {
     if (!request.url().startsWith(`${issuer}/`)) elsewhere.push(request.url())

@@ -2,7 +2,7 @@ import t from 'tap'
 import { freePort } from '../../bench/free-port.js'
 import { createAccount, withToken } from '../helpers/accounts.js'
 import { build } from '../helpers/app.js'
-import { launchChromium } from '../helpers/chromium.js'
+import { launchChromium, pageErrors } from '../helpers/chromium.js'
 import { REDIS_ENV } from '../helpers/database.js'
 import { mailServer } from '../helpers/servers/mail-server.js'
 
@@ -35,11 +35,7 @@ t.test('the confirmation page in Chromium: one button, no CSP violation, back to
   const context = await browser.newContext()
   t.teardown(async () => await context.close())
   const page = await context.newPage()
-  const errors: string[] = []
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text())
-  })
-  page.on('pageerror', (error) => { errors.push(error.message) })
+  const errors = pageErrors(page)
 
   await page.goto(link as string)
   const button = page.getByRole('button', { name: 'Sign in', exact: true })

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { type Browser, chromium } from 'playwright-core'
+import { type Browser, chromium, type Page } from 'playwright-core'
 import type { Test } from 'tap'
 
 /** Debian's `chromium` package, used when present (`.ci/run` installs it). */
@@ -74,4 +74,18 @@ export async function launchChromium (t: Test): Promise<Browser> {
   t.comment(`Chromium ${browser.version()} from ${executablePath}`)
   t.teardown(async () => await browser.close())
   return browser
+}
+
+/**
+ * Every console error and uncaught exception of the page (a CSP violation is one), but the
+ * browser's own request for /favicon.ico, which the service does not serve (some Chromium builds
+ * ask for it, and report its 404).
+ */
+export function pageErrors (page: Page): string[] {
+  const errors: string[] = []
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text())
+  })
+  page.on('pageerror', (error) => { errors.push(error.message) })
+  return errors
 }

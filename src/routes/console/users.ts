@@ -83,7 +83,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       : suspension === null
         ? `<h2>${escapeHtml(say('suspend'))}</h2>${postForm(action, viewer.csrf, `${field('suspendReason', 'reason', '', 'required maxlength="500"')}${field('suspendUntil', 'until', '', 'type="datetime-local"')}${button('suspend')}`)}`
         : postForm(`${action}/lift`, viewer.csrf, button('liftSuspension'))
-    return sendPage(reply, 200, consolePage(user.name === '' ? say('user') : user.name, `${done}${facts}${suspensionForms}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`, viewer))
+    const trail = viewer.screens.auditLog ? `<p>${link(`${CONSOLE_PATH}/audit-log?actor_id=${encodeURIComponent(id)}`, 'auditTrail')}</p>` : ''
+    const body = `${done}${facts}${suspensionForms}${trail}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`
+    return sendPage(reply, 200, consolePage(user.name === '' ? say('user') : user.name, body, viewer))
   })
 
   fastify.post('/:id/suspension', {
