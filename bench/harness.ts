@@ -1,9 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { openSync, readFileSync } from 'node:fs'
+import { execSync, spawn, type ChildProcess } from 'node:child_process'
+import { openSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
+import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
+import type { DatabaseSchema } from '../src/store/types.js'
 import { freePort } from './free-port.js'
 
 /** What the benchmarks share: starting and stopping servers, one measurement, medians. */
@@ -193,3 +195,27 @@ export const medians = (rounds: Measured[]): Measured => ({
   p99: median(rounds.map((round) => round.p99)),
   cpuUs: median(rounds.map((round) => round.cpuUs))
 })
+
+/**
+ * The commit measured, read when a run starts (the build just made), and whether the service's
+ * sources (src/, schemas/) had changes beyond it: a heading must name what was measured, not
+ * what HEAD became by the end of the run. Run as `node dist/bench/….js`, the build may be older
+ * than the service's sources (tsc rewrites its build info whenever it compiles a change): then
+ * it says so.
+ */
+export function measuredCommit (): string {
+  const commit = execSync('git rev-parse --short HEAD', { cwd: ROOT }).toString().trim()
+  const changed = execSync('git status --porcelain -- src schemas', { cwd: ROOT }).toString().trim() !== ''
+  const newestSource = Math.max(...['src', 'schemas'].flatMap((folder) =>
+    readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).map((file) => statSync(join(ROOT, folder, file)).mtimeMs)))
+  if (newestSource > statSync(join(ROOT, 'dist', '.tsbuildinfo')).mtimeMs) return `${commit}, but a build older than the service's sources`
+  return changed ? `${commit} with uncommitted changes to the service` : commit
+}
+
+/** PostgreSQL without the service's query timeouts, which seeding a million rows exceeds. */
+export function postgresWithoutTimeouts (url: string) {
+  const db = new Kysely<DatabaseSchema>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) })
+  })
+  return { db, dialect: 'postgres' as const, close: async () => await db.destroy() }
+}

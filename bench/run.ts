@@ -1,6 +1,5 @@
-import { execSync } from 'node:child_process'
 import { pbkdf2 } from 'node:crypto'
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -8,7 +7,7 @@ import autocannon from 'autocannon'
 import { compareAlgorithms, type Report } from './algorithms.js'
 import { benchApiKeys } from './api-keys.js'
 import { benchAuthorizationServer } from './authorization-server.js'
-import { CONNECTIONS, json, load, loadAverage, machine, type Measured, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
+import { CONNECTIONS, json, load, loadAverage, machine, type Measured, measuredCommit, median, ROOT, ROUNDS, SECONDS, serviceEnv, START_FLAGS, start, stop, WARM_UP_SECONDS } from './harness.js'
 import { benchSessions } from './sessions.js'
 import { benchSizing } from './sizing.js'
 
@@ -93,21 +92,7 @@ function reporter (results: string[], verdicts: boolean[]): Report {
   }
 }
 
-/**
- * The commit measured, read when the run starts (`npm run bench` has just built it), and
- * whether the service's sources (src/, schemas/) had changes beyond it: the heading must name
- * what was measured, not what HEAD became by the end of the run. Run as `node
- * dist/bench/run.js`, the build may be older than the service's sources (tsc rewrites its
- * build info whenever it compiles a change): then the heading says so.
- */
-const COMMIT = (() => {
-  const commit = execSync('git rev-parse --short HEAD').toString().trim()
-  const changed = execSync('git status --porcelain -- src schemas').toString().trim() !== ''
-  const newestSource = Math.max(...['src', 'schemas'].flatMap((folder) =>
-    readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).map((file) => statSync(join(ROOT, folder, file)).mtimeMs)))
-  if (newestSource > statSync(join(ROOT, 'dist', '.tsbuildinfo')).mtimeMs) return `${commit}, but a build older than the service's sources`
-  return changed ? `${commit} with uncommitted changes to the service` : commit
-})()
+const COMMIT = measuredCommit()
 
 /**
  * Appends a run's table (and `after` it, when given, the sizing table) to bench/RESULTS.md under

@@ -1,15 +1,17 @@
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Kysely, PostgresDialect, sql } from 'kysely'
-import pg from 'pg'
+import { sql } from 'kysely'
 import { COUNT_LIMITS } from '../src/collection/query.js'
 import { loadConfig } from '../src/config/index.js'
 import { bulkSeed, bulkSeedOrganizations } from '../src/store/bulk-seed.js'
 import { openDatabase } from '../src/store/database.js'
 import { migrateToLatest } from '../src/store/migrations/index.js'
-import type { DatabaseSchema, Db } from '../src/store/types.js'
-import { dropPostgresSchema, freshPostgresSchema, json, JWT_SECRET, loadAverage, machine, median, ROOT, START_FLAGS, serviceEnv, start, stop } from './harness.js'
+import type { Db } from '../src/store/types.js'
+import {
+  dropPostgresSchema, freshPostgresSchema, json, JWT_SECRET, loadAverage, machine, median, postgresWithoutTimeouts,
+  ROOT, START_FLAGS, serviceEnv, start, stop
+} from './harness.js'
 
 /**
  * `npm run bench:scale`: the collections at 10k and 1M rows (docs/performance.md, "Scale").
@@ -62,13 +64,6 @@ const schemaOf = (size: number) => `bench_scale_${size}`
 async function freshDatabase (kind: string, size: number, dir: string): Promise<string> {
   if (kind === 'sqlite') return `sqlite://${join(dir, `scale-${size}.db`)}`
   return await freshPostgresSchema(schemaOf(size))
-}
-
-function postgresWithoutTimeouts (url: string) {
-  const db = new Kysely<DatabaseSchema>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) })
-  })
-  return { db, dialect: 'postgres' as const, close: async () => await db.destroy() }
 }
 
 async function seed (databaseUrl: string, size: number): Promise<number> {
