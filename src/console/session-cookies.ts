@@ -14,6 +14,9 @@ export const SESSION_COOKIE = '__Host-console-session'
 export const SIGN_IN_COOKIE = '__Host-console-sign-in'
 export const CSRF_COOKIE = '__Host-console-csrf'
 
+/** The cookies' attributes: `__Host-` needs Secure and path /; browsers keep Secure cookies of loopback over http. */
+export const COOKIE_OPTIONS = { path: '/', httpOnly: true, secure: true, sameSite: 'lax' } as const
+
 export interface ConsoleSession { access: string, refresh: string, binding: string }
 /** Where a sign-in goes once done: the console, or the person's own page. */
 export type Destination = 'console' | 'account'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { CodeSchema, IdParamsSchema } from '../../../schemas/common.js'
 import { AccountExportResponseSchema } from '../../../schemas/account-export.js'
 import { GrantParamsSchema } from '../../../schemas/authorization-grants.js'
@@ -15,6 +15,8 @@ import { validationFailed } from '../../errors.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 import { callerOf } from '../../services/context.js'
+import type { InlineProof } from '../../services/sign-in/reauthentication.js'
+import { COOKIE_OPTIONS, SESSION_COOKIE } from '../../console/session-cookies.js'
 
 const HIDDEN = { hide: true }
 /** Every signed-in person's own page, as the API's own routes (`/auth/...`, `/users/me`) are theirs. */
@@ -28,23 +30,39 @@ const AccountQuerySchema = Type.Object({
 }, { additionalProperties: false })
 
 const TOKEN = { _csrf: Type.String({ maxLength: 200 }) }
-const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
-const PasswordFormSchema = Type.Object({
-  ...TOKEN,
-  current_password: CurrentPasswordSchema,
-  // Empty when the account has no second factor.
-  mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema])),
-  password: PasswordSchema
-}, { additionalProperties: false })
-const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
-const PasskeyFormSchema = Type.Object({
-  ...TOKEN,
-  // The browser's answer as JSON, read and held to the API's schema below.
-  response: Type.String({ minLength: 1, maxLength: 20_000 }),
-  name: Type.Optional(Type.Union([Type.Literal(''), PasskeyNameSchema])),
+/** The proof of a sensitive change, as the API takes it beside the change; a field left empty is not given. */
+const PROOF = {
   current_password: Type.Optional(CurrentPasswordSchema),
   mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema]))
+}
+const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
+const PasswordFormSchema = Type.Object({ ...TOKEN, ...PROOF, password: PasswordSchema }, {
+  additionalProperties: false
+})
+const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
+const ProofFormSchema = Type.Object({ ...TOKEN, ...PROOF }, { additionalProperties: false })
+const PasskeyFormSchema = Type.Object({
+  ...TOKEN,
+  ...PROOF,
+  // The browser's answer as JSON, read and held to the API's schema below.
+  response: Type.String({ minLength: 1, maxLength: 20_000 }),
+  name: Type.Optional(Type.Union([Type.Literal(''), PasskeyNameSchema]))
 }, { additionalProperties: false })
+
+/** The proof a form carried, without its fields left empty. */
+function proofOf (form: Static<typeof ProofFormSchema>): InlineProof {
+  const { current_password: currentPassword, mfa_code: mfaCode } = form
+  return {
+    ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
+    ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
+  }
+}
+
+/** The proof's fields on a page. */
+function proofFields (): string {
+  return `${field('currentPassword', 'current_password', '', 'type="password" autocomplete="current-password"')}
+${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}`
+}
 
 /** The browser's answer to the registration options, as the API's route takes it; else a refusal of the field. */
 function registrationResponse (json: string): PasskeyRegistrationBody['response'] {
@@ -71,7 +89,7 @@ function rowButton (label: StringKey, describedAs: string): string {
  * (a new password is a sensitive change: its proof is asked on the page).
  */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { accounts, sessions, authorizationGrants, accountExport, passkeys } = fastify.services
+  const { accounts, sessions, authorizationGrants, accountExport, accountDeletion, passkeys } = fastify.services
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
   /** A passkey is one way to meet MFA_REQUIRED_ROLES: open to a person who must, as the API's passkey routes are. */
@@ -90,8 +108,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
       `${field('name', 'name', viewer.name, 'required minlength="2" maxlength="100" autocomplete="name"')}${button('saveName')}`)}`
     const password = `<h2>${escapeHtml(say('password'))}</h2>${paragraph(say('passwordIntro'))}${postForm(`${ACCOUNT_PATH}/password`, viewer.csrf,
-      `${field('currentPassword', 'current_password', '', 'type="password" required autocomplete="current-password"')}` +
-      `${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}` +
+      proofFields() +
       `${field('newPassword', 'password', '', 'type="password" required minlength="8" autocomplete="new-password"')}${button('changePassword')}`)}`
     const sessionRows = live.data.map((session) => {
       const device = session.device as { name?: unknown, id?: unknown } | undefined
@@ -116,12 +133,14 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
 <form id="passkey-form" method="post" action="${ACCOUNT_PATH}/passkeys" data-options="${ACCOUNT_PATH}/passkeys/options" hidden>
 <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrf)}"><input type="hidden" name="response" value="">
 ${paragraph(say('passkeyIntro'))}${field('passkeyName', 'name', '', 'maxlength="100"')}
-${field('currentPassword', 'current_password', '', 'type="password" autocomplete="current-password"')}
-${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}${button('addPasskey')}
+${proofFields()}${button('addPasskey')}
 <p id="passkey-problem" class="error" role="alert" hidden>${escapeHtml(say('passkeyProblem'))}</p></form>`
     const passkeySection = `<h2>${escapeHtml(say('passkeys'))}</h2>${passkeyList}${passkeyForm}`
     const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
-    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}`
+    const deletion = `<h2>${escapeHtml(say('deleteAccount'))}</h2>${paragraph(say('deleteIntro'))}${postForm(`${ACCOUNT_PATH}/deletion`, viewer.csrf,
+      `${proofFields()}${button('deleteAccount')}`)}`
+    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}` +
+      `<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}${deletion}`
     return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer, [`${AUTHORIZATION_SERVER_PATH}${WEBAUTHN_SCRIPT_PATH}`, ACCOUNT_SCRIPT_PATH]))
   })
 
@@ -135,10 +154,8 @@ ${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-c
   fastify.post('/password', {
     ...form, schema: { ...HIDDEN, body: PasswordFormSchema }
   }, async (request, reply) => {
-    const { current_password: currentPassword, mfa_code: mfaCode, password } = request.body
-    await accounts.update(request.serviceContext, callerOf(request.serviceContext).id, {
-      password, current_password: currentPassword, ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
-    })
+    const changes = { password: request.body.password, ...proofOf(request.body) }
+    await accounts.update(request.serviceContext, callerOf(request.serviceContext).id, changes)
     return await reply.redirect(`${ACCOUNT_PATH}?done=password`, 303)
   })
 
@@ -164,14 +181,19 @@ ${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-c
   fastify.post('/passkeys', {
     ...enrolment, schema: { ...HIDDEN, body: PasskeyFormSchema }
   }, async (request, reply) => {
-    const { response, name, current_password: currentPassword, mfa_code: mfaCode } = request.body
+    const { response, name } = request.body
     await passkeys.register(request.serviceContext, {
-      response: registrationResponse(response),
-      ...(name !== undefined && name !== '' && { name }),
-      ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
-      ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
+      response: registrationResponse(response), ...(name !== undefined && name !== '' && { name }), ...proofOf(request.body)
     })
     return await reply.redirect(`${ACCOUNT_PATH}?done=passkey`, 303)
+  })
+
+  // As DELETE /users/me: at once, or suspended until the grace period ends; the session ends either way.
+  fastify.post('/deletion', { ...form, schema: { ...HIDDEN, body: ProofFormSchema } }, async (request, reply) => {
+    const scheduled = await accountDeletion.deleteOwn(request.serviceContext, proofOf(request.body))
+    reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
+    const said = scheduled === null ? say('accountDeleted') : say('deletionScheduled', scheduled.deletion_due_at)
+    return sendPage(reply, 200, consolePage(say('deleteAccount'), paragraph(said, 'notice'), null))
   })
 
   // Serialized by the API's schema of the export, as GET /users/me/export is: nothing else can leave.

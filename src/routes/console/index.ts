@@ -1,5 +1,5 @@
 import { createHash, hkdfSync, timingSafeEqual } from 'node:crypto'
-import fastifyCookie, { type CookieSerializeOptions } from '@fastify/cookie'
+import fastifyCookie from '@fastify/cookie'
 import csrfProtection from '@fastify/csrf-protection'
 import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
@@ -12,7 +12,9 @@ import {
   ACCOUNT_SCRIPT, ACCOUNT_SCRIPT_PATH, CONSOLE_CSP, CONSOLE_SCRIPT_CSP, CONSOLE_STYLESHEET, consolePage, link,
   paragraph, sendPage
 } from '../../console/pages.js'
-import { type ConsoleSession, ConsoleCookies, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE } from '../../console/session-cookies.js'
+import {
+  type ConsoleSession, ConsoleCookies, COOKIE_OPTIONS, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE
+} from '../../console/session-cookies.js'
 import { say } from '../../console/strings.js'
 import { isServiceError } from '../../errors.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
@@ -35,9 +37,6 @@ declare module 'fastify' {
 
 const PUBLIC = { access: 'public' as const }
 const HIDDEN = { hide: true }
-
-/** The cookies' attributes: `__Host-` needs Secure and path /; browsers keep Secure cookies of loopback over http. */
-const COOKIE: CookieSerializeOptions = { path: '/', httpOnly: true, secure: true, sameSite: 'lax' }
 
 /** An access token this close to its end is refreshed first, so that it outlives the request. */
 const REFRESH_MARGIN_MS = 30_000
@@ -62,7 +61,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
   await fastify.register(csrfProtection, {
     sessionPlugin: '@fastify/cookie',
     cookieKey: CSRF_COOKIE,
-    cookieOpts: COOKIE,
+    cookieOpts: COOKIE_OPTIONS,
     csrfOpts: { hmacKey: Buffer.from(hkdfSync('sha256', fastify.config.jwtSecret, '', 'console-forms', 32)) },
     // A form's token holds only within the session that rendered it.
     getUserInfo: (request: FastifyRequest) => request.consoleSession?.binding ?? ''
@@ -83,7 +82,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     try {
       const pair = await services.signIn.refresh(request.serviceContext, session.refresh)
       const renewed = { ...session, access: pair.access_token, refresh: pair.refresh_token }
-      reply.setCookie(SESSION_COOKIE, cookies.seal(renewed), COOKIE)
+      reply.setCookie(SESSION_COOKIE, cookies.seal(renewed), COOKIE_OPTIONS)
       return renewed
     } catch (error) {
       // An ended session: the guard then refuses the request as signed out.
@@ -103,7 +102,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
     if (status === 401) {
-      reply.clearCookie(SESSION_COOKIE, COOKIE)
+      reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
       const to = request.url.startsWith(ACCOUNT_PATH) ? '?to=account' : ''
       if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in${to}`, 303)
       return sendPage(reply, 401, consolePage(say('signIn'), `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signInAgain')}</p>`, null))
@@ -174,7 +173,7 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     config: { ...PUBLIC, signInRate: true }, schema: HIDDEN
   }, async (request, reply) => {
     const { value, signIn } = cookies.newSignIn(request.query.to === 'account' ? 'account' : 'console')
-    reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE, maxAge: 600 })
+    reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE_OPTIONS, maxAge: 600 })
     const query = new URLSearchParams({
       client_id: CONSOLE_CLIENT_ID,
       redirect_uri: redirectUri,
@@ -191,13 +190,13 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     config: { ...PUBLIC, signInRate: true }, schema: HIDDEN
   }, async (request, reply) => {
     const underWay = cookies.signIn(request.cookies[SIGN_IN_COOKIE])
-    reply.clearCookie(SIGN_IN_COOKIE, COOKIE)
+    reply.clearCookie(SIGN_IN_COOKIE, COOKIE_OPTIONS)
     const { code, state } = request.query
     if (underWay === null || typeof code !== 'string' || typeof state !== 'string' || !same(state, underWay.state)) return unfinished(reply)
     const proof = await exchange(code, underWay.verifier, request.ip)
     if (proof === null) return unfinished(reply)
     const pair = await services.signIn.consoleSession(request.serviceContext, proof)
-    reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE)
+    reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE_OPTIONS)
     return await reply.redirect(underWay.to === 'account' ? ACCOUNT_PATH : `${CONSOLE_PATH}/users`, 303)
   })
 
@@ -205,7 +204,7 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     config: { access: 'bearer' }, preValidation: fastify.csrfProtection, schema: HIDDEN
   }, async (request, reply) => {
     await services.signIn.signOut(request.serviceContext, request.consoleSession?.refresh)
-    reply.clearCookie(SESSION_COOKIE, COOKIE)
+    reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
     const query = new URLSearchParams({ client_id: CONSOLE_CLIENT_ID, post_logout_redirect_uri: `${issuer}${CONSOLE_PATH}` })
     return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${END_SESSION_PATH}?${query.toString()}`, 303)
   })

@@ -70,6 +70,22 @@ for (const backend of backends()) {
       t.notMatch(body, /password_hash|pbkdf2/, 'no secret in it')
     })
 
+    t.test('deleting one\'s account takes its proof; then the account and the page\'s session are gone', async (t) => {
+      const person = await createAccount(app)
+      const { browser, html } = await signedIn(person)
+      const unproved = await browser.request('/account/deletion', { form: { _csrf: pageToken(html) } })
+      t.ok(unproved.status >= 400 && unproved.status < 500, 'no proof: refused')
+      const stillThere = await app.inject(withToken(person.token, { method: 'GET', url: '/api/v1/auth/me' }))
+      t.equal(stillThere.statusCode, 200, 'nothing deleted')
+      const deleted = await browser.request('/account/deletion', { form: { _csrf: pageToken(html), current_password: person.password } })
+      t.equal(deleted.status, 200)
+      t.match(await deleted.text(), 'Your account is deleted.')
+      const gone = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: person.email, password: person.password } })
+      t.equal(gone.statusCode, 401, 'it no longer signs in')
+      const after = await browser.request('/account')
+      t.equal(after.status, 303, 'the page sends the browser to sign in')
+    })
+
     t.test('a bearer token is not a way into the pages: only the console\'s cookie is', async (t) => {
       const person = await createAccount(app)
       const answer = await app.inject(withToken(person.token, { method: 'GET', url: '/account' }))
