@@ -10,7 +10,9 @@ import type { SessionService } from '../services/sessions/sessions.js'
 import type { AuthorizationArtifactsRepository } from '../store/authorization-artifacts.js'
 import type { UsersRepository } from '../store/users.js'
 import { artifactAdapter, type AdapterStores } from './adapter.js'
-import { AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH, STYLESHEET_PATH } from './paths.js'
+import {
+  AUTHORIZATION_PATH, AUTHORIZATION_SERVER_PATH, CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH, STYLESHEET_PATH
+} from './paths.js'
 import { deviceCodeForm, deviceConfirmForm, escapeHtml, page, providerForm, providerPageCsp, signOutForm } from './pages.js'
 
 /** How sure the sign-in was (the `acr` claim): one factor, or two (`amr` holds `mfa`). */
@@ -121,6 +123,17 @@ async function bindSessions (ctx: Partial<KoaContextWithOIDC>, sessions: Authori
     // (A consent carries its sign-in again, merged, src/routes/oidc/index.ts: its session is open already.)
     await sessions.openAtAuthorizationServer(login.accountId, login.amr, session.uid)
   }
+}
+
+/**
+ * The built-in console's authorization requests are the console's own (docs/console.md): a
+ * sign-in proved afresh (`prompt=login`), its code in the query. Another site starting one with
+ * `prompt=none` would get a code for a signed-in person silently, as no consent is asked.
+ */
+function consoleRequestAllowed (ctx: { path: string, query: Record<string, unknown> }): boolean {
+  const { client_id: clientId, prompt, response_mode: responseMode } = ctx.query
+  if (ctx.path !== AUTHORIZATION_PATH || clientId !== CONSOLE_CLIENT_ID) return true
+  return prompt === 'login' && (responseMode === undefined || responseMode === 'query')
 }
 
 /** The device pages' request failed with its session never stored: oidc-provider cannot re-render its form. */
@@ -337,6 +350,11 @@ export function createAuthorizationServer (options: AuthorizationServerOptions):
   const knownScopes = new Set(configuration.scopes)
   const devicePolls = new Adapter(DEVICE_POLL_MODEL)
   provider.use(async (ctx, next) => {
+    if (!consoleRequestAllowed(ctx)) {
+      ctx.status = 400
+      render(ctx as KoaContextWithOIDC, 'Something went wrong', '<p class="error" role="alert">The console signs in only from its own page.</p>')
+      return
+    }
     try {
       await next()
     } catch (error) {

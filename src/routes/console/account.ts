@@ -92,8 +92,6 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts, sessions, authorizationGrants, accountExport, accountDeletion, passkeys } = fastify.services
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
-  /** A passkey is one way to meet MFA_REQUIRED_ROLES: open to a person who must, as the API's passkey routes are. */
-  const enrolment = { ...form, config: { ...SIGNED_IN, allowWithoutMfa: true } }
 
   fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
     const context = request.serviceContext
@@ -175,11 +173,11 @@ ${proofFields()}${button('addPasskey')}
 
   // The form's token comes in a header: the page's script asks, as the API's registration options route answers.
   fastify.post('/passkeys/options', {
-    ...enrolment, schema: { ...HIDDEN, response: { 200: RegistrationOptionsResponseSchema } }
+    ...form, schema: { ...HIDDEN, response: { 200: RegistrationOptionsResponseSchema } }
   }, async (request) => ({ data: await passkeys.registrationOptions(request.serviceContext) }))
 
   fastify.post('/passkeys', {
-    ...enrolment, schema: { ...HIDDEN, body: PasskeyFormSchema }
+    ...form, schema: { ...HIDDEN, body: PasskeyFormSchema }
   }, async (request, reply) => {
     const { response, name } = request.body
     await passkeys.register(request.serviceContext, {

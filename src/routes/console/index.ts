@@ -10,10 +10,10 @@ import {
 } from '../../authorization-server/paths.js'
 import {
   ACCOUNT_SCRIPT, ACCOUNT_SCRIPT_PATH, CONSOLE_CSP, CONSOLE_SCRIPT_CSP, CONSOLE_STYLESHEET, consolePage, link,
-  paragraph, sendPage
+  escapeHtml, paragraph, sendPage
 } from '../../console/pages.js'
 import {
-  type ConsoleSession, ConsoleCookies, COOKIE_OPTIONS, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE
+  type ConsoleSession, ConsoleCookies, COOKIE_OPTIONS, CSRF_COOKIE, type Destination, SESSION_COOKIE, SIGN_IN_COOKIE
 } from '../../console/session-cookies.js'
 import { say } from '../../console/strings.js'
 import { isServiceError } from '../../errors.js'
@@ -37,6 +37,22 @@ declare module 'fastify' {
 
 const PUBLIC = { access: 'public' as const }
 const HIDDEN = { hide: true }
+
+/** Where a sign-in lands. */
+function destination (to: Destination): string {
+  return to === 'account' ? ACCOUNT_PATH : `${CONSOLE_PATH}/users`
+}
+
+/** The codes of a request whose session is gone (docs/api.md, "Errors"): the page signs out. */
+const SIGNED_OUT = new Set(['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'TOKEN_REUSED', 'SESSION_EXPIRED'])
+
+/** What was wrong with each field of a refused form: the service's details, or the schema's. */
+function problems (error: FastifyError & { details?: Array<{ path?: string, message?: string }> }): string {
+  const fromSchema = error.validation?.map((issue) => ({ path: issue.instancePath, message: issue.message }))
+  const listed = error.details ?? fromSchema ?? []
+  const items = listed.map(({ path, message }) => `<li>${escapeHtml(`${path ?? ''} ${message ?? ''}`.trim())}</li>`).join('')
+  return items === '' ? '' : `<ul class="error">${items}</ul>`
+}
 
 /** An access token this close to its end is refreshed first, so that it outlives the request. */
 const REFRESH_MARGIN_MS = 30_000
@@ -101,7 +117,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
-    if (status === 401) {
+    // Only a refused session signs the page out: a wrong code or password is the form's error.
+    if (status === 401 && SIGNED_OUT.has(error.code)) {
       reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
       const to = request.url.startsWith(ACCOUNT_PATH) ? '?to=account' : ''
       if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in${to}`, 303)
@@ -113,7 +130,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
       return sendPage(reply, 500, consolePage(say('somethingWrong'), paragraph(say('somethingWrong'), 'error'), null))
     }
     const title = status === 403 ? say('notAllowedTitle') : status === 404 ? say('notFoundTitle') : say('somethingWrong')
-    return sendPage(reply, status, consolePage(title, `${paragraph(error.message, 'error')}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`, null))
+    // Every signed-in person may see their own page, whatever the console refused them.
+    return sendPage(reply, status, consolePage(title, `${paragraph(error.message, 'error')}${problems(error)}<p>${link(ACCOUNT_PATH, 'yourAccount')}</p>`, null))
   })
 
   fastify.get(`${CONSOLE_PATH}/console.css`, { config: PUBLIC, schema: HIDDEN }, async (_request, reply) =>
@@ -172,13 +190,18 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
   fastify.get<{ Querystring: Record<string, unknown> }>(`${CONSOLE_PATH}/sign-in`, {
     config: { ...PUBLIC, signInRate: true }, schema: HIDDEN
   }, async (request, reply) => {
-    const { value, signIn } = cookies.newSignIn(request.query.to === 'account' ? 'account' : 'console')
+    const to = request.query.to === 'account' ? 'account' : 'console'
+    // Signed in already: no second session (a stale cookie's page sends the browser back here, cleared).
+    if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(destination(to), 303)
+    const { value, signIn } = cookies.newSignIn(to)
     reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE_OPTIONS, maxAge: 600 })
     const query = new URLSearchParams({
       client_id: CONSOLE_CLIENT_ID,
       redirect_uri: redirectUri,
       response_type: 'code',
       scope: 'openid',
+      // A console sign-in is proved afresh, never carried over from the authorization server's session.
+      prompt: 'login',
       state: signIn.state,
       code_challenge: createHash('sha256').update(signIn.verifier).digest('base64url'),
       code_challenge_method: 'S256'
@@ -197,11 +220,11 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     if (proof === null) return unfinished(reply)
     const pair = await services.signIn.consoleSession(request.serviceContext, proof)
     reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE_OPTIONS)
-    return await reply.redirect(underWay.to === 'account' ? ACCOUNT_PATH : `${CONSOLE_PATH}/users`, 303)
+    return await reply.redirect(destination(underWay.to), 303)
   })
 
   fastify.post(`${CONSOLE_PATH}/sign-out`, {
-    config: { access: 'bearer' }, preValidation: fastify.csrfProtection, schema: HIDDEN
+    config: { access: 'bearer', allowWithoutMfa: true }, preValidation: fastify.csrfProtection, schema: HIDDEN
   }, async (request, reply) => {
     await services.signIn.signOut(request.serviceContext, request.consoleSession?.refresh)
     reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)

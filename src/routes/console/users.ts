@@ -63,8 +63,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/:id', { config: OPERATORS, schema: { ...HIDDEN, params: IdParamsSchema, querystring: UserPageQuerySchema } }, async (request, reply) => {
     const { id } = request.params
+    // Suspensions are read and changed by holders of manage_users only, as the API's routes are.
+    const managesUsers = hasPermission(callerOf(request.serviceContext), 'manage_users')
     const [user, assignment, suspension] = await Promise.all([
-      accounts.get(id), roles.assignment(id), suspensions.inForce(id)
+      accounts.get(id), roles.assignment(id), managesUsers ? suspensions.inForce(id) : null
     ])
     const viewer = await viewerFor(request, reply)
     const status = suspension === null
@@ -75,10 +77,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 <dt>${escapeHtml(say('verified'))}</dt><dd>${escapeHtml(say(user.email_verified ? 'yes' : 'no'))}</dd>
 <dt>${escapeHtml(say('created'))}</dt><dd>${escapeHtml(user.created_at)}</dd>
 <dt>${escapeHtml(say('roles'))}</dt><dd>${escapeHtml(assignment.roles.length === 0 ? say('noRoles') : assignment.roles.join(', '))}</dd>
-<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}</dd></dl>`
+${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}</dd>` : ''}</dl>`
     const done = request.query.done === undefined ? '' : paragraph(say(request.query.done === 'suspended' ? 'suspended' : 'suspensionLifted'), 'notice')
     const action = `${CONSOLE_PATH}/users/${id}/suspension`
-    const suspensionForms = !hasPermission(callerOf(request.serviceContext), 'manage_users')
+    const suspensionForms = !managesUsers
       ? paragraph(say('manageUsersOnly'))
       : suspension === null
         ? `<h2>${escapeHtml(say('suspend'))}</h2>${postForm(action, viewer.csrf, `${field('suspendReason', 'reason', '', 'required maxlength="500"')}${field('suspendUntil', 'until', '', 'type="datetime-local"')}${button('suspend')}`)}`

@@ -306,12 +306,13 @@ export class SignInService {
   /**
    * The console's session (docs/console.md): an API session for a sign-in the authorization
    * server's pages proved a moment ago, every rule of which they applied; the account is
-   * admitted again, as it may have been suspended meanwhile.
+   * admitted again, as it may have been suspended or given a role that needs MFA meanwhile.
    */
   async consoleSession (context: RequestContext, proof: SignInProof): Promise<TokenPair> {
     const principal = await this.deps.users.findPrincipal(proof.userId)
     if (principal === undefined) throw new Errors.INVALID_CREDENTIALS()
     await this.deps.admission.assertMaySignIn(context, principal, { through: 'console' })
+    if (mustEnrolMfa(principal, this.deps.mfaRequiredRoles)) throw new Errors.MFA_ENROLLMENT_REQUIRED()
     return await this.#session(context, principal, CONSOLE_DEVICE, 'console', proof.amr)
   }
 

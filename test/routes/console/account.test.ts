@@ -1,3 +1,4 @@
+import { generateSync } from 'otplib'
 import t from 'tap'
 import { claimsOf, createAccount, withToken, type Account } from '../../helpers/accounts.js'
 import { authorizeWithPassword, pkceAuthorization, relyingParty, startAuthorizationServer } from '../../helpers/authorization-server.js'
@@ -84,6 +85,21 @@ for (const backend of backends()) {
       t.equal(gone.statusCode, 401, 'it no longer signs in')
       const after = await browser.request('/account')
       t.equal(after.status, 303, 'the page sends the browser to sign in')
+    })
+
+    t.test('a wrong code is the form\'s error: the page stays signed in', async (t) => {
+      const person = await createAccount(app)
+      const { browser, html } = await signedIn(person)
+      const setUp = await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup', payload: {} }))
+      const { secret } = setUp.json().data
+      const enabled = await app.inject(withToken(person.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: generateSync({ secret }) } }))
+      t.equal(enabled.statusCode, 200)
+      const wrong = generateSync({ secret }) === '000000' ? '111111' : '000000'
+      const refused = await browser.request('/account/deletion', { form: { _csrf: pageToken(html), current_password: person.password, mfa_code: wrong } })
+      t.equal(refused.status, 401)
+      t.match(await refused.text(), 'Invalid MFA code')
+      t.notMatch(refused.headers.getSetCookie().join('\n'), '__Host-console-session=;', 'the cookie is kept')
+      t.equal((await browser.request('/account')).status, 200, 'still signed in')
     })
 
     t.test('a bearer token is not a way into the pages: only the console\'s cookie is', async (t) => {

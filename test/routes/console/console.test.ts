@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createAccount, type Account } from '../../helpers/accounts.js'
-import { startAuthorizationServer } from '../../helpers/authorization-server.js'
+import { authorizeWithPassword, startAuthorizationServer } from '../../helpers/authorization-server.js'
 import { pageToken, signedInBrowser } from '../../helpers/console.js'
 import { backends, suiteName } from '../../helpers/database.js'
 
@@ -51,6 +51,28 @@ for (const backend of backends()) {
       t.match(audit.json().data, [{ target_id: target.id }], 'audited as the API\'s suspension is, the operator its actor')
     })
 
+    t.test('the built-in client takes no request but the console\'s own: a fresh sign-in, its code in the query', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const { browser } = await signedIn(admin)
+      const base = { client_id: 'console', redirect_uri: `${issuer}/console/callback`, response_type: 'code', scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256', state: 'attacker' }
+      const requests: Array<Record<string, string>> = [{ prompt: 'none' }, {}, { prompt: 'login', response_mode: 'fragment' }]
+      for (const extra of requests) {
+        const answer = await browser.request(`/oidc/auth?${new URLSearchParams({ ...base, ...extra }).toString()}`)
+        t.equal(answer.status, 400, `refused: ${JSON.stringify(extra)}`)
+        t.notMatch(answer.headers.get('location') ?? '', 'code=', 'no code handed out')
+      }
+    })
+
+    t.test('a sign-in started again while signed in opens no second session', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const { browser } = await signedIn(admin)
+      const again = await browser.request('/console/sign-in')
+      t.equal(again.status, 303)
+      t.equal(again.headers.get('location'), '/console/users')
+      const sessions = await app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: { authorization: `Bearer ${admin.token}` } })
+      t.equal(sessions.json().data.filter((session: { device: { name?: string } }) => session.device.name === 'Console').length, 1)
+    })
+
     t.test('forms refuse a missing, a wrong and another session\'s token', async (t) => {
       const admin = await createAccount(app, { roles: ['admin'] })
       const target = await createAccount(app)
@@ -67,6 +89,12 @@ for (const backend of backends()) {
         t.equal(answer.status, 403, `${why} token: refused`)
         t.match(await answer.text(), 'This form has expired')
       }
+      // The same browser (one form secret), signed out and in again: the first session's token is not the second's.
+      const firstPage = await (await first.browser.follow(`/console/users/${target.id}`)).response.text()
+      await first.browser.request('/console/sign-out', { form: { _csrf: pageToken(firstPage) } })
+      await authorizeWithPassword(first.browser, '/console/sign-in', admin)
+      const stale = await first.browser.request(url, { form: { _csrf: pageToken(firstPage), reason: 'x' } })
+      t.equal(stale.status, 403, 'the same browser\'s earlier session\'s token: refused')
       const state = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password } })
       t.equal(state.statusCode, 200, 'nothing was suspended')
     })
@@ -82,6 +110,7 @@ for (const backend of backends()) {
       t.match(html, '<table>')
       const page = await (await browser.follow(`/console/users/${target.id}`)).response.text()
       t.match(page, 'Suspending needs the manage_users permission')
+      t.notMatch(page, '<dt>Status</dt>', 'nor is the suspension shown: the API shows it to manage_users only')
       const attempt = await browser.request(`/console/users/${target.id}/suspension`, { form: { _csrf: pageToken(page), reason: 'x' } })
       t.equal(attempt.status, 403, 'the route\'s permission, as the API\'s')
     })
@@ -101,6 +130,9 @@ for (const backend of backends()) {
       t.equal(page.headers.get('location'), '/console/sign-in')
       const post = await replay.request('/console/sign-out', { form: { _csrf: pageToken(html) } })
       t.equal(post.status, 401, 'a form with the old cookie is refused')
+      const again = await browser.follow('/console/sign-in')
+      t.match(again.url, '/oidc/interaction/', 'signing in again goes to the authorization server\'s page')
+      t.match(await again.response.text(), 'name="password"', 'which asks for the password, though its own session lives')
     })
 
     t.test('stored XSS: a name is shown as text on every screen', async (t) => {
