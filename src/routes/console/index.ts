@@ -13,9 +13,10 @@ import {
   escapeHtml, paragraph, sendPage
 } from '../../console/pages.js'
 import {
-  type ConsoleSession, ConsoleCookies, COOKIE_OPTIONS, CSRF_COOKIE, type Destination, SESSION_COOKIE, SIGN_IN_COOKIE
+  type ConsoleSession, ConsoleCookies, COOKIE_OPTIONS, CSRF_COOKIE, SESSION_COOKIE, SIGN_IN_COOKIE
 } from '../../console/session-cookies.js'
 import { say } from '../../console/strings.js'
+import { landingOf } from '../../console/viewer.js'
 import { isServiceError } from '../../errors.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import account from './account.js'
@@ -37,11 +38,6 @@ declare module 'fastify' {
 
 const PUBLIC = { access: 'public' as const }
 const HIDDEN = { hide: true }
-
-/** Where a sign-in lands. */
-function destination (to: Destination): string {
-  return to === 'account' ? ACCOUNT_PATH : `${CONSOLE_PATH}/users`
-}
 
 /** The codes of a request whose session is gone (docs/api.md, "Errors"): the page signs out. */
 const SIGNED_OUT = new Set(['MISSING_TOKEN', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'TOKEN_REUSED', 'SESSION_EXPIRED'])
@@ -141,7 +137,8 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     await reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ACCOUNT_SCRIPT))
 
   fastify.get(CONSOLE_PATH, { config: PUBLIC, schema: HIDDEN }, async (request, reply) => {
-    if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
+    const session = cookies.session(request.cookies[SESSION_COOKIE])
+    if (session !== null) return await reply.redirect(landingOf(session.access, 'console'), 303)
     const body = server === null
       ? paragraph(say('signInUnavailable'), 'error')
       : `${paragraph(say('signInIntro'))}<p>${link(`${CONSOLE_PATH}/sign-in`, 'signIn')}</p>`
@@ -192,7 +189,8 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
   }, async (request, reply) => {
     const to = request.query.to === 'account' ? 'account' : 'console'
     // Signed in already: no second session (a stale cookie's page sends the browser back here, cleared).
-    if (cookies.session(request.cookies[SESSION_COOKIE]) !== null) return await reply.redirect(destination(to), 303)
+    const session = cookies.session(request.cookies[SESSION_COOKIE])
+    if (session !== null) return await reply.redirect(landingOf(session.access, to), 303)
     const { value, signIn } = cookies.newSignIn(to)
     reply.setCookie(SIGN_IN_COOKIE, value, { ...COOKIE_OPTIONS, maxAge: 600 })
     const query = new URLSearchParams({
@@ -220,7 +218,7 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     if (proof === null) return unfinished(reply)
     const pair = await services.signIn.consoleSession(request.serviceContext, proof)
     reply.setCookie(SESSION_COOKIE, cookies.newSession(pair.access_token, pair.refresh_token), COOKIE_OPTIONS)
-    return await reply.redirect(destination(underWay.to), 303)
+    return await reply.redirect(landingOf(pair.access_token, underWay.to), 303)
   })
 
   fastify.post(`${CONSOLE_PATH}/sign-out`, {

@@ -101,9 +101,11 @@ for (const backend of backends()) {
 
     t.test('a user is refused the console; a moderator sees users but may not suspend', async (t) => {
       const user = await createAccount(app)
-      const { html: userHtml, users } = await signedIn(user)
-      t.equal(users.response.status, 403)
-      t.match(userHtml, 'Not allowed')
+      const { browser: userBrowser, landed } = await signedIn(user)
+      t.equal(landed, `${issuer}/account`, 'a person who is no operator lands on their own page')
+      const refused = await userBrowser.request('/console/users')
+      t.equal(refused.status, 403)
+      t.match(await refused.text(), 'Not allowed')
       const moderator = await createAccount(app, { roles: ['moderator'] })
       const target = await createAccount(app)
       const { browser, html } = await signedIn(moderator)
