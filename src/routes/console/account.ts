@@ -84,9 +84,10 @@ function rowButton (label: StringKey, describedAs: string): string {
 }
 
 /**
- * The account page (docs/console.md): every signed-in person's profile, password, sessions,
- * connected applications and data export, each change through the API's own service and rules
- * (a new password is a sensitive change: its proof is asked on the page).
+ * The account page (docs/console.md): every signed-in person's profile, password, passkeys,
+ * sessions, connected applications, data export and deletion, each change through the API's own
+ * service and rules (a new password, a passkey and deletion are sensitive changes: their proof is
+ * asked on the page).
  */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts, sessions, authorizationGrants, accountExport, accountDeletion, passkeys } = fastify.services
