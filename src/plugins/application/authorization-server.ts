@@ -1,8 +1,9 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
+import { createHmac, hkdfSync } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type { AuthorizationServer } from '../../authorization-server/provider.js'
 import { authorizationServerIssuer } from '../../config/index.js'
+import { sameText } from '../../security/constant-time.js'
 import { RedisShortLivedArtifacts } from '../../store/short-lived-artifacts.js'
 
 declare module 'fastify' {
@@ -52,10 +53,7 @@ export default fp(async (fastify) => {
       Object.assign(request.headers, { host, 'x-forwarded-host': host, 'x-forwarded-proto': protocol.slice(0, -1) })
     },
     isFormToken (uid: string, token: unknown): boolean {
-      if (typeof token !== 'string') return false
-      const expected = Buffer.from(formToken(uid))
-      const presented = Buffer.from(token)
-      return expected.length === presented.length && timingSafeEqual(expected, presented)
+      return typeof token === 'string' && sameText(formToken(uid), token)
     }
   })
 }, { name: 'authorization-server', dependencies: ['repositories', 'redis', 'services'] })

@@ -1,4 +1,4 @@
-import { createHash, hkdfSync, timingSafeEqual } from 'node:crypto'
+import { createHash, hkdfSync } from 'node:crypto'
 import fastifyCookie from '@fastify/cookie'
 import csrfProtection from '@fastify/csrf-protection'
 import formbody from '@fastify/formbody'
@@ -18,6 +18,7 @@ import {
 import { say } from '../../console/strings.js'
 import { landingOf } from '../../console/viewer.js'
 import { isServiceError } from '../../errors.js'
+import { sameText } from '../../security/constant-time.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import account from './account.js'
 import auditLog from './audit-log.js'
@@ -52,12 +53,6 @@ function problems (error: FastifyError & { details?: Array<{ path?: string, mess
 
 /** An access token this close to its end is refreshed first, so that it outlives the request. */
 const REFRESH_MARGIN_MS = 30_000
-
-function same (a: string, b: string): boolean {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
-}
 
 /**
  * The console (docs/console.md): the service's own pages for its operators, signed in through the
@@ -213,7 +208,7 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
     const underWay = cookies.signIn(request.cookies[SIGN_IN_COOKIE])
     reply.clearCookie(SIGN_IN_COOKIE, COOKIE_OPTIONS)
     const { code, state } = request.query
-    if (underWay === null || typeof code !== 'string' || typeof state !== 'string' || !same(state, underWay.state)) return unfinished(reply)
+    if (underWay === null || typeof code !== 'string' || typeof state !== 'string' || !sameText(state, underWay.state)) return unfinished(reply)
     const proof = await exchange(code, underWay.verifier, request.ip)
     if (proof === null) return unfinished(reply)
     const pair = await services.signIn.consoleSession(request.serviceContext, proof)

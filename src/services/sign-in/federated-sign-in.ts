@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { Identity, OAuthAuthorizeQuery, OAuthCallbackQuery } from '../../../schemas/auth.js'
 import { type Config, isBuiltIn, type OAuthProviderConfig } from '../../config/index.js'
 import { Errors, rethrowServiceError, validationFailed } from '../../errors.js'
@@ -12,6 +12,7 @@ import {
 import { validateIdToken } from '../../federation/id-token.js'
 import { OidcIssuer } from '../../federation/issuer.js'
 import { isUserEmail, type OAuthProfile, OAUTH_PROVIDER_REGISTRY, readOidcProfile, usableProfile } from '../../federation/providers.js'
+import { sameText } from '../../security/constant-time.js'
 import type { AccountClaims } from './account-claims.js'
 import type { AuditChange, AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
@@ -49,12 +50,6 @@ export function displayName (profile: Pick<OAuthProfile, 'name'>, email: string)
   const name = candidates.find((candidate) => candidate !== null && candidate !== undefined && [...candidate].length >= 2) ?? 'User'
   // By code point, as the name rules count: a cut must not split a surrogate pair.
   return [...name].slice(0, 100).join('')
-}
-
-function sameText (a: string, b: string): boolean {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
 }
 
 /**
