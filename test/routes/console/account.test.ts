@@ -87,6 +87,27 @@ for (const backend of backends()) {
       t.equal(after.status, 303, 'the page sends the browser to sign in')
     })
 
+    t.test('another account\'s session or consent is not found from one\'s own page', async (t) => {
+      const victim = await createAccount(app)
+      const { rp, redirectUri, config } = await relyingParty(t, server, { name: 'Victim App', grant_types: ['authorization_code'], scopes: ['openid'] })
+      t.ok(rp)
+      const victimBrowser = (await signedIn(victim)).browser
+      await authorizeWithPassword(victimBrowser, (await pkceAuthorization(config, redirectUri, 'openid')).url.href, victim)
+      const victimJti = claimsOf(victim.token).jti as string
+      const victimSession = await app.repositories.sessions.sessionOfAccessToken(victim.id, victimJti)
+      const grants = await app.inject(withToken(victim.token, { method: 'GET', url: '/api/v1/auth/grants' }))
+      const victimGrant: string = grants.json().data[0].id
+      const attacker = await createAccount(app)
+      const { browser, html } = await signedIn(attacker)
+      const ended = await browser.request(`/account/sessions/${victimSession ?? ''}/end`, { form: { _csrf: pageToken(html) } })
+      t.equal(ended.status, 404, 'another account\'s session: not found')
+      const revoked = await browser.request(`/account/applications/${victimGrant}/revoke`, { form: { _csrf: pageToken(html) } })
+      t.equal(revoked.status, 404, 'another account\'s consent: not found')
+      const still = await app.inject(withToken(victim.token, { method: 'GET', url: '/api/v1/auth/grants' }))
+      t.equal(still.json().data.length, 1, 'the victim\'s consent stands')
+      t.equal((await app.inject(withToken(victim.token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 200, 'and their session')
+    })
+
     t.test('a wrong code is the form\'s error: the page stays signed in', async (t) => {
       const person = await createAccount(app)
       const { browser, html } = await signedIn(person)

@@ -117,6 +117,16 @@ for (const backend of backends()) {
       t.equal(attempt.status, 403, 'the route\'s permission, as the API\'s')
     })
 
+    t.test('an operator whose role is taken away is refused at the next page, on the session already open', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const { browser, users } = await signedIn(admin)
+      t.equal(users.response.status, 200)
+      const removed = await app.inject({ method: 'DELETE', url: `/api/v1/users/${admin.id}/roles/admin`, headers: { authorization: `Bearer ${server.admin.token}` } })
+      t.equal(removed.statusCode, 200)
+      const refused = await browser.request('/console/users')
+      t.equal(refused.status, 403, 'the guard reads the roles anew')
+    })
+
     t.test('after sign-out the cookie is worth nothing, replayed', async (t) => {
       const admin = await createAccount(app, { roles: ['admin'] })
       const { browser, html } = await signedIn(admin)
