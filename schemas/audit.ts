@@ -5,7 +5,7 @@ import { CANONICAL_UUID, IdSchema, TimestampSchema } from './common.js'
 /** The security events written to the audit log (docs/api.md, "Audit log"). */
 export const AUDIT_EVENTS = [
   'auth.login', 'auth.login_failed', 'auth.mfa_verified', 'auth.mfa_failed', 'auth.refresh', 'auth.token_reused',
-  'auth.logout', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'user.created', 'user.updated', 'user.deleted',
+  'auth.logout', 'session.ended', 'auth.oauth_login', 'mfa.enabled', 'mfa.disabled', 'mfa.reset', 'user.created', 'user.updated', 'user.deleted',
   'role.assigned', 'role.removed', 'device.added', 'device.removed', 'access.evaluated', 'rate_limit.exceeded',
   'email.verification_sent', 'email.verified', 'email.changed', 'auth.password_reset_requested', 'auth.email_sign_in_requested', 'auth.password_reset', 'mfa.code_sent', 'mfa.backup_codes_replaced',
   'passkey.added', 'passkey.removed', 'passkey.renamed', 'identity.linked', 'identity.unlinked', 'account.claimed', 'auth.reauthenticated',

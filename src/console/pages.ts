@@ -144,6 +144,31 @@ export function button (label: StringKey, className = ''): string {
   return `<button type="submit"${className === '' ? '' : ` class="${className}"`}>${escapeHtml(say(label))}</button>`
 }
 
+/** A submit button whose accessible name says which row it acts on. */
+export function rowButton (label: StringKey, describedAs: string): string {
+  return `<button type="submit" class="secondary" aria-label="${escapeHtml(describedAs)}">${escapeHtml(say(label))}</button>`
+}
+
+/** A session as the pages list it: the device its sign-in named, when it began and was last used. */
+interface ListedSession { id?: string, device?: unknown, created_at?: string, last_used_at?: string }
+
+/**
+ * The table of someone's sessions. The device's name (else its id) is what the signing-in client
+ * sent, if anything: escaped like every value. `action` is the last cell's HTML, given the session and that name.
+ */
+export function sessionTable (
+  sessions: ListedSession[],
+  action: (session: ListedSession, device: string) => string
+): string {
+  const rows = sessions.map((session) => {
+    const device = session.device as { name?: unknown, id?: unknown } | undefined
+    const given = typeof device?.name === 'string' ? device.name : typeof device?.id === 'string' ? device.id : ''
+    const name = given === '' ? say('unnamedDevice') : given
+    return [escapeHtml(name), escapeHtml(session.created_at ?? ''), escapeHtml(session.last_used_at ?? ''), action(session, name)]
+  })
+  return table(say('sessions'), ['device', 'signedInAt', 'lastUsed', 'status'], rows)
+}
+
 /** An HTML page of the console; never cached, as it shows what the session may see. */
 export function sendPage (reply: FastifyReply, status: number, html: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html)

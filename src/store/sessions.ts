@@ -73,7 +73,7 @@ export interface SessionOpening {
   accessIssuedAfter: string
 }
 
-export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed' | 'suspended' | 'deletion_requested'
+export type RevocationReason = 'logout' | 'reuse' | 'expired' | 'ended_by_user' | 'ended_by_administrator' | 'concurrency_limit' | 'password_changed' | 'password_reset' | 'account_claimed' | 'suspended' | 'deletion_requested'
 
 function parseDevice (text: string): Record<string, unknown> {
   const value: unknown = JSON.parse(text)

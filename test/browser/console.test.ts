@@ -5,7 +5,7 @@ import axe from 'axe-core'
 import type { Browser, Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { bulkSeed } from '../../src/store/bulk-seed.js'
-import { createAccount, withToken, type Account } from '../helpers/accounts.js'
+import { createAccount, enableTotp, withToken, type Account } from '../helpers/accounts.js'
 import { authorizeWithPassword, CookieBrowser, pkceAuthorization, relyingParty, startAuthorizationServer } from '../helpers/authorization-server.js'
 import { launchChromium, pageErrors } from '../helpers/chromium.js'
 import { givenUpDelivery } from '../helpers/console.js'
@@ -13,9 +13,10 @@ import { webhookReceiver } from '../helpers/servers/webhook-receiver.js'
 
 /**
  * The console (docs/console.md) in Chromium: an operator signs in through the authorization
- * server's pages, finds a user by search, suspends and un-suspends them, and signs out. On every
- * page: no console error (a CSP violation is one), no request to anywhere but the service, and no
- * serious or critical accessibility violation that axe-core finds. With CONSOLE_SCREENSHOTS set to
+ * server's pages, finds a user by search, ends a session of theirs, resets their second factors,
+ * suspends and un-suspends them, and signs out. On every page: no console error (a CSP violation
+ * is one), no request to anywhere but the service, and no serious or critical accessibility
+ * violation that axe-core finds. With CONSOLE_SCREENSHOTS set to
  * a folder, each screen is saved there (`npm run docs:screenshots` fills docs/console/).
  */
 
@@ -62,13 +63,15 @@ async function signIn (page: Page, account: Account, landing: string): Promise<v
   await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
 }
 
-t.test('an operator walks the console in Chromium: a user found among 100,000, suspended and un-suspended; an application registered; a failed delivery retried; sign-out', async (t) => {
+t.test('an operator walks the console in Chromium: a user found among 100,000, a session of theirs ended, their second factors reset, suspended and un-suspended; an application registered; a failed delivery retried; sign-out', async (t) => {
   const browser = await launchChromium(t)
   const server = await startAuthorizationServer(t, null, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }, 'localhost')
   const { app, issuer } = server
   await bulkSeed(app.database.db, app.database.dialect, 100_000)
   const operator = await createAccount(app, { roles: ['super_admin'], name: 'Ada Operator' })
   const target = await createAccount(app, { name: 'Zelda <b>Findme</b>' })
+  await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password, device: { id: 'phone', name: 'Phone' } } })
+  await enableTotp(app, target)
   // A delivery to a receiver on 127.0.0.1, given up.
   const receiver = await webhookReceiver(t)
   const endpoint = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, events: ['user.created'] } }))
@@ -89,6 +92,13 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, s
   t.ok(await link.isVisible(), 'search finds the user, the name shown as text')
   await Promise.all([page.waitForURL(`**/console/users/${target.id}`), link.click()])
   await checkPage(t, page, errors, 'user')
+
+  await Promise.all([page.waitForURL('**?done=session'), page.getByRole('button', { name: 'End the session of Phone' }).click()])
+  t.ok(await page.getByText('The session is ended').isVisible(), 'a session ended')
+  t.notOk(await page.getByRole('button', { name: 'End the session of Phone' }).isVisible(), 'and gone from the list')
+  await Promise.all([page.waitForURL('**?done=mfa'), page.getByRole('button', { name: 'Reset the second factors' }).click()])
+  t.ok(await page.getByText('The second factors are off').isVisible(), 'the second factors reset')
+  await checkPage(t, page, errors, 'user-support')
 
   await page.getByLabel('Reason').fill('Chargeback fraud')
   await Promise.all([page.waitForURL('**?done=suspended'), page.getByRole('button', { name: 'Suspend' }).click()])

@@ -1,5 +1,6 @@
 /** Test accounts through the API: registering, signing in, stepping up, tokens and what they carry. */
 import type { FastifyInstance, InjectOptions } from 'fastify'
+import { generateSync } from 'otplib'
 import { REAUTHENTICATION_TTL_MS } from '../../src/services/sign-in/reauthentication.js'
 import type { MailServer } from './servers/mail-server.js'
 import type { TestProvider } from './servers/oauth-provider.js'
@@ -78,6 +79,22 @@ export async function stepUpWithEmailCode (
   const code = /is (\d{6})\./.exec(message.text)?.[1]
   const stepUp = await app.inject(withToken(token, { method: 'POST', url: '/api/v1/auth/reauthenticate', payload: { code } }))
   if (stepUp.statusCode !== 200) throw new Error(`step-up failed: ${stepUp.body}`)
+}
+
+/**
+ * Turns TOTP on for `account` through the API (its session stepped up, as `createAccount`
+ * leaves it); answers a code of the secret `offset` steps of 30 s from now, and the backup codes.
+ */
+export async function enableTotp (
+  app: FastifyInstance,
+  account: Account
+): Promise<{ code: (offset: number) => string, backupCodes: string[] }> {
+  const setup = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))
+  const { secret } = setup.json().data as { secret: string }
+  const code = (offset: number) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
+  const enabled = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: code(0) } }))
+  if (enabled.statusCode !== 200) throw new Error(enabled.body)
+  return { code, backupCodes: enabled.json().data.backup_codes }
 }
 
 export function withToken (token: string, options: InjectOptions): InjectOptions {

@@ -8,11 +8,12 @@ import { insertChunked, planChecker } from '../helpers/query-plans.js'
 /**
  * The lifecycle's reads and writes on large tables find their rows through an index on both
  * databases: erasing an account (docs/api.md, "Deleting one's account") touches its audit
- * entries and the invitations to its address, the erasure job looks for the accounts due, and
- * ending a user's sessions finds their impersonations' tokens.
+ * entries and the invitations to its address, the erasure job looks for the accounts due,
+ * ending a user's sessions finds their impersonations' tokens, and an operator's look at an
+ * account (docs/api.md, "Account support") reads its sessions, backup codes and identities.
  */
 
-const WATCHED = ['users', 'audit_logs', 'organization_invitations', 'impersonations'] as const
+const WATCHED = ['users', 'audit_logs', 'organization_invitations', 'impersonations', 'sessions', 'mfa_backup_codes', 'user_identities'] as const
 const { checkPlans } = planChecker(WATCHED)
 
 const at = (second: number) => new Date(Date.UTC(2025, 0, 1) + second * 1000).toISOString()
@@ -21,7 +22,10 @@ const userId = (index: number) => id(0, index)
 const email = (index: number) => `user-${index}@example.com`
 const USERS = 2000
 
-/** 2,000 users (20 due for erasure), three audit entries each, an invitation and an impersonation each. */
+/**
+ * 2,000 users (20 due for erasure), three audit entries each, an invitation, an impersonation,
+ * three sessions (one ended), ten backup codes and an identity each.
+ */
 async function seed ({ db, dialect }: Database) {
   await insertChunked(db, 'users', Array.from({ length: USERS }, (_, index) => ({
     id: userId(index),
@@ -50,6 +54,21 @@ async function seed ({ db, dialect }: Database) {
   await insertChunked(db, 'impersonations', Array.from({ length: USERS }, (_, index) => ({
     id: id(4, index), user_id: userId(index), impersonator_id: userId((index + 1) % USERS), reason: 'Support', access_jti: `jti-${index}`, created_at: at(index), expires_at: at(index + 900)
   })))
+  await insertChunked(db, 'sessions', Array.from({ length: USERS * 3 }, (_, index) => ({
+    id: id(5, index),
+    user_id: userId(index % USERS),
+    device: '{"name":"Laptop"}',
+    created_at: at(index),
+    last_used_at: at(index),
+    revoked_at: index % 3 === 0 ? at(index + 10) : null,
+    revoked_reason: index % 3 === 0 ? 'logout' : null
+  })))
+  await insertChunked(db, 'mfa_backup_codes', Array.from({ length: USERS * 10 }, (_, index) => ({
+    id: id(6, index), user_id: userId(index % USERS), code_hash: `code-${index}`, created_at: at(0)
+  })))
+  await insertChunked(db, 'user_identities', Array.from({ length: USERS }, (_, index) => ({
+    id: id(7, index), provider: 'github', subject: `subject-${index}`, user_id: userId(index), email: email(index), created_at: at(index)
+  })))
   if (dialect === 'postgres') {
     for (const table of WATCHED) await sql`analyze ${sql.table(table)}`.execute(db)
   }
@@ -59,7 +78,7 @@ for (const backend of backends()) {
   t.test(`account lifecycle query plans (${backend.name})`, async (t) => {
     const database = await migratedDatabase(t, backend.url)
     const recorded = recordingRepositories(database)
-    const { accountErasure, impersonations, users } = recorded.repositories
+    const { accountErasure, impersonations, users, sessions, mfa, identities } = recorded.repositories
     await seed(database)
 
     t.test('the accounts due for erasure, through the partial index of those scheduled', async (t) => {
@@ -91,6 +110,23 @@ for (const backend of backends()) {
       await checkPlans(t, database, recorded, 'impersonations', async () => {
         t.same(await impersonations.accessTokens(userId(9), at(0)), [{ jti: 'jti-9', issuedAt: at(9) }])
       }, /impersonations_user_id_expires_at/)
+    })
+
+    t.test('an operator\'s look at an account: its live sessions, backup codes and identities through the user\'s indexes', async (t) => {
+      const cutoffs = { idleBefore: at(0), createdBefore: at(0) }
+      const request = {
+        scope: 'sessions', sort: [{ field: 'last_used_at', descending: true }, { field: 'id', descending: false }], fields: null, filters: {}, pagination: { kind: 'cursor' as const, limit: 50, after: null }
+      }
+      await checkPlans(t, database, recorded, 'sessions', async () => {
+        const live = await sessions.list(userId(11), cutoffs, request)
+        t.same(live.items.map((session) => session.id).sort(), [id(5, 11), id(5, 2011)], 'its two live sessions, not the ended one')
+      }, /sessions_user_id/)
+      await checkPlans(t, database, recorded, 'mfa_backup_codes', async () => {
+        t.equal((await mfa.backupCodes(userId(11))).length, 10)
+      }, /mfa_backup_codes_user_id/)
+      await checkPlans(t, database, recorded, 'user_identities', async () => {
+        t.same((await identities.listFor(userId(11))).map((identity) => identity.provider), ['github'])
+      }, /user_identities_user_id/)
     })
   })
 }

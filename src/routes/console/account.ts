@@ -10,7 +10,7 @@ import {
   type PasskeyRegistrationBody, PasskeyNameSchema, RegistrationCredentialSchema, RegistrationOptionsResponseSchema
 } from '../../../schemas/passkeys.js'
 import { ACCOUNT_PATH, AUTHORIZATION_SERVER_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
-import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
 import { validationFailed } from '../../errors.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
@@ -78,11 +78,6 @@ function registrationResponse (json: string): PasskeyRegistrationBody['response'
 
 const SESSIONS_SHOWN = 50
 
-/** A submit button whose accessible name says which row it acts on. */
-function rowButton (label: StringKey, describedAs: string): string {
-  return `<button type="submit" class="secondary" aria-label="${escapeHtml(describedAs)}">${escapeHtml(say(label))}</button>`
-}
-
 /**
  * The account page (docs/console.md): every signed-in person's profile, password, passkeys,
  * sessions, connected applications, data export and deletion, each change through the API's own
@@ -109,15 +104,9 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const password = `<h2>${escapeHtml(say('password'))}</h2>${paragraph(say('passwordIntro'))}${postForm(`${ACCOUNT_PATH}/password`, viewer.csrf,
       proofFields() +
       `${field('newPassword', 'password', '', 'type="password" required minlength="8" autocomplete="new-password"')}${button('changePassword')}`)}`
-    const sessionRows = live.data.map((session) => {
-      const device = session.device as { name?: unknown, id?: unknown } | undefined
-      const name = typeof device?.name === 'string' ? device.name : typeof device?.id === 'string' ? device.id : ''
-      const end = session.id === current
-        ? escapeHtml(say('thisSession'))
-        : postForm(`${ACCOUNT_PATH}/sessions/${session.id}/end`, viewer.csrf, rowButton('endSession', say('endSessionOf', name)))
-      return [escapeHtml(name), escapeHtml(session.created_at ?? ''), escapeHtml(session.last_used_at ?? ''), end]
-    })
-    const sessionTable = table(say('sessions'), ['device', 'signedInAt', 'lastUsed', 'status'], sessionRows)
+    const sessionList = sessionTable(live.data, (session, device) => session.id === current
+      ? escapeHtml(say('thisSession'))
+      : postForm(`${ACCOUNT_PATH}/sessions/${session.id ?? ''}/end`, viewer.csrf, rowButton('endSession', say('endSessionOf', device))))
     const grantRows = grants.map((grant) => [
       escapeHtml(grant.client_name === '' ? grant.client_id : grant.client_name),
       escapeHtml(grant.scopes.join(' ')),
@@ -138,7 +127,7 @@ ${proofFields()}${button('addPasskey')}
     const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
     const deletion = `<h2>${escapeHtml(say('deleteAccount'))}</h2>${paragraph(say('deleteIntro'))}${postForm(`${ACCOUNT_PATH}/deletion`, viewer.csrf,
       `${proofFields()}${button('deleteAccount')}`)}`
-    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionTable}` +
+    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionList}` +
       `<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}${deletion}`
     return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer, [`${AUTHORIZATION_SERVER_PATH}${WEBAUTHN_SCRIPT_PATH}`, ACCOUNT_SCRIPT_PATH]))
   })

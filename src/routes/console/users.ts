@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { type SignInMethods, UserSessionParamsSchema } from '../../../schemas/account-support.js'
 import { IdParamsSchema } from '../../../schemas/common.js'
 import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
-import { button, consolePage, escapeHtml, field, link, paragraph, postForm, sendPage, table } from '../../console/pages.js'
-import { say } from '../../console/strings.js'
+import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
+import { say, type StringKey } from '../../console/strings.js'
 import { OPERATOR_PERMISSION, viewerOf } from '../../console/viewer.js'
+import { Errors } from '../../errors.js'
 import { hasPermission } from '../../security/permissions.js'
 import { callerOf } from '../../services/context.js'
 
@@ -20,8 +22,12 @@ const UsersQuerySchema = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 1000 }))
 }, { additionalProperties: false })
 
+/** What a form on a user's page did, as the page after it says. */
+const DONE: Record<string, StringKey> = {
+  suspended: 'suspended', lifted: 'suspensionLifted', session: 'sessionEnded', mfa: 'mfaReset'
+}
 const UserPageQuerySchema = Type.Object({
-  done: Type.Optional(Type.Union([Type.Literal('suspended'), Type.Literal('lifted')]))
+  done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
 }, { additionalProperties: false })
 
 const FormTokenSchema = Type.Object({ _csrf: Type.String({ maxLength: 200 }) })
@@ -34,9 +40,43 @@ const SuspendFormSchema = Type.Object({
 
 const PAGE_SIZE = 25
 
-/** The users screens of the console (docs/console.md): search, a user's page, suspension. */
+/** What `read` answers, or null where the rank rule keeps it from the viewer (the page says so). */
+async function unlessOutranked<T> (read: Promise<T>): Promise<T | null> {
+  try {
+    return await read
+  } catch (error) {
+    if (error instanceof Errors.FORBIDDEN) return null
+    throw error
+  }
+}
+
+const SESSIONS_SHOWN = 50
+
+/** How the account signs in, and the reset of its second factors when it has any. */
+function signInSection (userId: string, methods: SignInMethods, csrf: string): string {
+  const on = (value: boolean) => escapeHtml(say(value ? 'yes' : 'no'))
+  const first = (factor: SignInMethods['first_factors'][number]) => on(methods.first_factors.includes(factor))
+  const second = (factor: SignInMethods['second_factors'][number]) => on(methods.second_factors.includes(factor))
+  const providers = methods.identity_providers.length === 0 ? say('noRoles') : methods.identity_providers.join(', ')
+  const facts = `<dl><dt>${escapeHtml(say('password'))}</dt><dd>${first('password')}</dd>
+<dt>${escapeHtml(say('passkeys'))}</dt><dd>${first('passkey')}</dd>
+<dt>${escapeHtml(say('identityProviders'))}</dt><dd>${escapeHtml(providers)}</dd>
+<dt>${escapeHtml(say('totp'))}</dt><dd>${second('totp')}</dd>
+<dt>${escapeHtml(say('backupCodesLeft'))}</dt><dd>${methods.backup_codes_left}</dd>
+<dt>${escapeHtml(say('emailCodes'))}</dt><dd>${second('email')}</dd>
+<dt>${escapeHtml(say('smsCodes'))}</dt><dd>${second('sms')}</dd></dl>`
+  const reset = methods.second_factors.length > 0
+    ? `${paragraph(say('mfaResetIntro'))}${postForm(`${CONSOLE_PATH}/users/${userId}/mfa/reset`, csrf, button('resetMfa'))}`
+    : ''
+  return `<h2>${escapeHtml(say('signInMethods'))}</h2>${facts}${reset}`
+}
+
+/**
+ * The users screens of the console (docs/console.md): search, a user's page with its
+ * suspension, its sign-in methods and their reset, its sessions and their ending.
+ */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { accounts, roles, suspensions } = fastify.services
+  const { accounts, roles, suspensions, accountSupport } = fastify.services
 
   const viewerFor = async (request: FastifyRequest, reply: FastifyReply) => await viewerOf(accounts, request, reply)
 
@@ -63,10 +103,14 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/:id', { config: OPERATORS, schema: { ...HIDDEN, params: IdParamsSchema, querystring: UserPageQuerySchema } }, async (request, reply) => {
     const { id } = request.params
-    // Suspensions are read and changed by holders of manage_users only, as the API's routes are.
-    const managesUsers = hasPermission(callerOf(request.serviceContext), 'manage_users')
-    const [user, assignment, suspension] = await Promise.all([
-      accounts.get(id), roles.assignment(id), managesUsers ? suspensions.inForce(id) : null
+    const context = request.serviceContext
+    // Suspension, sign-in and sessions are read and changed by holders of manage_users only, as the API's routes are.
+    const managesUsers = hasPermission(callerOf(context), 'manage_users')
+    const [user, assignment, suspension, methods, live] = await Promise.all([
+      accounts.get(id), roles.assignment(id),
+      managesUsers ? suspensions.inForce(id) : null,
+      managesUsers ? unlessOutranked(accountSupport.signInMethodsOf(context, id)) : null,
+      managesUsers ? unlessOutranked(accountSupport.sessionsOf(context, id, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] })) : null
     ])
     const viewer = await viewerFor(request, reply)
     const status = suspension === null
@@ -78,15 +122,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 <dt>${escapeHtml(say('created'))}</dt><dd>${escapeHtml(user.created_at)}</dd>
 <dt>${escapeHtml(say('roles'))}</dt><dd>${escapeHtml(assignment.roles.length === 0 ? say('noRoles') : assignment.roles.join(', '))}</dd>
 ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}</dd>` : ''}</dl>`
-    const done = request.query.done === undefined ? '' : paragraph(say(request.query.done === 'suspended' ? 'suspended' : 'suspensionLifted'), 'notice')
+    const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'suspended'), 'notice')
     const action = `${CONSOLE_PATH}/users/${id}/suspension`
     const suspensionForms = !managesUsers
       ? paragraph(say('manageUsersOnly'))
       : suspension === null
         ? `<h2>${escapeHtml(say('suspend'))}</h2>${postForm(action, viewer.csrf, `${field('suspendReason', 'reason', '', 'required maxlength="500"')}${field('suspendUntil', 'until', '', 'type="datetime-local"')}${button('suspend')}`)}`
         : postForm(`${action}/lift`, viewer.csrf, button('liftSuspension'))
+    const sessionsSection = live === null
+      ? ''
+      : `<h2>${escapeHtml(say('sessions'))}</h2>${live.data.length === 0
+        ? paragraph(say('noSessions'))
+        : sessionTable(live.data, (session, device) =>
+          postForm(`${CONSOLE_PATH}/users/${id}/sessions/${session.id ?? ''}/end`, viewer.csrf, rowButton('endSession', say('endSessionOf', device))))}`
+    const signIn = !managesUsers ? '' : methods === null ? paragraph(say('outranked')) : signInSection(id, methods, viewer.csrf)
     const trail = viewer.screens.auditLog ? `<p>${link(`${CONSOLE_PATH}/audit-log?actor_id=${encodeURIComponent(id)}`, 'auditTrail')}</p>` : ''
-    const body = `${done}${facts}${suspensionForms}${trail}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`
+    const body = `${done}${facts}${suspensionForms}${signIn}${sessionsSection}${trail}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`
     return sendPage(reply, 200, consolePage(user.name === '' ? say('user') : user.name, body, viewer))
   })
 
@@ -107,6 +158,24 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
   }, async (request, reply) => {
     await suspensions.lift(request.serviceContext, request.params.id)
     return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=lifted`, 303)
+  })
+
+  fastify.post('/:id/sessions/:sessionId/end', {
+    config: MANAGE_USERS,
+    preValidation: fastify.csrfProtection,
+    schema: { ...HIDDEN, params: UserSessionParamsSchema, body: FormTokenSchema }
+  }, async (request, reply) => {
+    await accountSupport.endSession(request.serviceContext, request.params.id, request.params.sessionId)
+    return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=session`, 303)
+  })
+
+  fastify.post('/:id/mfa/reset', {
+    config: MANAGE_USERS,
+    preValidation: fastify.csrfProtection,
+    schema: { ...HIDDEN, params: IdParamsSchema, body: FormTokenSchema }
+  }, async (request, reply) => {
+    await accountSupport.resetMfa(request.serviceContext, request.params.id)
+    return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=mfa`, 303)
   })
 }
 

@@ -10,6 +10,7 @@ import impersonation from './impersonation.js'
 import accountExport from './export.js'
 import userPosts from './posts.js'
 import roles from './roles.js'
+import support from './support.js'
 import suspension from './suspension.js'
 
 /** Users (docs/api.md, "Users"). */
@@ -17,6 +18,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts } = fastify.services
   await fastify.register(roles)
   await fastify.register(suspension)
+  await fastify.register(support)
   await fastify.register(impersonation)
   await fastify.register(devices)
   await fastify.register(userPosts)

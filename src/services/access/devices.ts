@@ -3,11 +3,11 @@ import type { CursorCodec } from '../../collection/cursor.js'
 import { collectionPage } from '../../collection/envelope.js'
 import type { CollectionQueryInput } from '../../collection/query.js'
 import { Errors, rethrowServiceError } from '../../errors.js'
-import { authorize, permissionLacked } from '../../security/permissions.js'
 import type { DevicesRepository } from '../../store/devices.js'
 import type { UsersRepository } from '../../store/users.js'
+import { assertMayManage } from '../accounts/index.js'
 import type { AuditTrail } from '../audit/index.js'
-import { type Caller, callerOf, holderOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 
 export interface DeviceServiceDependencies {
   devices: DevicesRepository
@@ -26,7 +26,7 @@ export class DeviceService {
 
   async list (context: RequestContext, userId: string, query: CollectionQueryInput) {
     const caller = callerOf(context)
-    await this.#assertMayManage(caller, userId)
+    await assertMayManage(this.deps.users, caller, userId)
     return await collectionPage(query, { ...DEVICE_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `devices:${userId}:${caller.id}` }, this.deps.cursors,
       async (request) => await this.deps.devices.list(userId, request))
   }
@@ -35,7 +35,7 @@ export class DeviceService {
   async add (context: RequestContext, userId: string, { device_id: deviceId, name }: DeviceBody) {
     // A trusted device passes the zero-trust check: it outlives a key or an impersonation.
     const caller = holderOf(context, 'trusting a device')
-    await this.#assertMayManage(caller, userId)
+    await assertMayManage(this.deps.users, caller, userId)
     return await this.deps.audit.recordChange(context,
       async (trx) => await this.deps.devices.add(userId, deviceId, name, trx).catch(rethrowServiceError),
       (device) => [{ event: 'device.added', outcome: 'success', targetId: userId, details: { device_id: device.device_id, name: device.name } }])
@@ -44,23 +44,9 @@ export class DeviceService {
   /** Stops trusting a device, named by its record id or its device_id. */
   async remove (context: RequestContext, userId: string, deviceId: string): Promise<void> {
     const caller = callerOf(context)
-    await this.#assertMayManage(caller, userId)
+    await assertMayManage(this.deps.users, caller, userId)
     const removed = await this.deps.audit.recorded(context, [{ event: 'device.removed', outcome: 'success', targetId: userId, details: { device: deviceId } }])(
       async (trx) => await this.deps.devices.remove(userId, deviceId, trx), (result) => result)
     if (!removed) throw new Errors.NOT_FOUND('Device')
-  }
-
-  /**
-   * Another account's devices are changed, or read, only by someone holding every permission
-   * that account holds (the rule for changing the account itself, docs/api.md "Roles and
-   * permissions"): an admin who could trust a device for a super_admin would weaken its
-   * zero-trust checks. A user that does not exist is 404.
-   */
-  async #assertMayManage (caller: Caller, userId: string): Promise<void> {
-    const target = await this.deps.users.findPrincipal(userId)
-    if (target === undefined) throw new Errors.NOT_FOUND('User')
-    if (caller.id === userId) return
-    const missing = permissionLacked(authorize(caller, 'manage_users'), target.roles)
-    if (missing !== null) throw new Errors.FORBIDDEN(missing)
   }
 }

@@ -3,11 +3,15 @@ import type { Messaging } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
 import type { ReauthenticationService } from '../sign-in/index.js'
 import { AccountDeletionService } from './account-deletion.js'
+import { AccountSupportService } from './account-support.js'
 import { AccountExportService } from './account-export.js'
 import { ImpersonationService } from './impersonations.js'
 import { SuspensionService } from './suspensions.js'
 
-/** An account's life beyond its profile: suspension, impersonation by support, deletion, export of its data. */
+/**
+ * An account's life beyond its profile: suspension, support (its sign-in and sessions seen, ended,
+ * reset), impersonation by support, deletion, export of its data.
+ */
 export function accountLifecycleServices (
   deps: ServiceDependencies,
   { sessions, messaging, reauthentication }: {
@@ -21,6 +25,9 @@ export function accountLifecycleServices (
   const { notices } = messaging
   return {
     suspensions: new SuspensionService({ users, sessions, audit, now }),
+    accountSupport: new AccountSupportService({
+      users, mfa: repositories.mfa, identities: repositories.identities, sessions, audit, notices
+    }),
     impersonations: new ImpersonationService({
       users, impersonations: repositories.impersonations, tokens, audit, notices, now
     }),

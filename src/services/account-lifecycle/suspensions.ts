@@ -1,8 +1,8 @@
 import type { Suspension, SuspensionCreate } from '../../../schemas/suspension.js'
 import { Errors } from '../../errors.js'
-import { authorize, permissionLacked } from '../../security/permissions.js'
 import { suspensionInForce } from '../../security/suspension.js'
 import type { UsersRepository } from '../../store/users.js'
+import { assertMayManage } from '../accounts/index.js'
 import type { AuditTrail } from '../audit/index.js'
 import { callerOf, type RequestContext } from '../context.js'
 import type { SessionService } from '../sessions/index.js'
@@ -29,7 +29,7 @@ export class SuspensionService {
     if (caller.id === userId) throw new Errors.CONFLICT('An account cannot suspend itself')
     const end = until === undefined ? null : new Date(until)
     if (end !== null && end.getTime() <= now) throw new Errors.CONFLICT('A suspension ends in the future')
-    await this.#assertOutranks(context, userId)
+    await assertMayManage(this.deps.users, callerOf(context), userId)
     const { suspension, revokeAccess } = await audit.recordChange(context, async (trx) => {
       const given = { reason, until: end?.toISOString() ?? null, by: caller.id }
       const suspension = await users.suspend(userId, given, new Date(now).toISOString(), trx)
@@ -52,15 +52,8 @@ export class SuspensionService {
 
   /** Lifts a suspension, in force or past; lifting none succeeds too. */
   async lift (context: RequestContext, userId: string): Promise<void> {
-    await this.#assertOutranks(context, userId)
+    await assertMayManage(this.deps.users, callerOf(context), userId)
     await this.deps.audit.recordChange(context, async (trx) => await this.deps.users.liftSuspension(userId, trx),
       (lifted) => lifted ? [{ event: 'user.suspension_lifted', outcome: 'success', targetId: userId }] : [])
-  }
-
-  async #assertOutranks (context: RequestContext, userId: string): Promise<void> {
-    const target = await this.deps.users.findPrincipal(userId)
-    if (target === undefined) throw new Errors.NOT_FOUND('User')
-    const missing = permissionLacked(authorize(callerOf(context), 'manage_users'), target.roles)
-    if (missing !== null) throw new Errors.FORBIDDEN(missing)
   }
 }

@@ -6,7 +6,7 @@ import type { CollectionQueryInput } from '../../collection/query.js'
 import { Errors, rethrowServiceError, validationFailed } from '../../errors.js'
 import { assertPasswordPolicy, type PasswordPolicy } from '../../security/password-policy.js'
 import type { PasswordHasher } from '../../security/passwords.js'
-import { authorize, effectiveRoles, permissionLacked, permissionsOf } from '../../security/permissions.js'
+import { effectiveRoles, permissionsOf } from '../../security/permissions.js'
 import type { AccountErasureRepository } from '../../store/account-erasure.js'
 import type { Db } from '../../store/types.js'
 import { type NewUser, normalizeEmail, type UserUpdate, type UsersRepository } from '../../store/users.js'
@@ -17,6 +17,7 @@ import { type Caller, callerOf, type RequestContext } from '../context.js'
 import type { EmailVerificationService } from './email-verification.js'
 import type { Notices } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
+import { assertMayManage, managedAccount } from './management.js'
 
 export interface AccountDependencies {
   users: UsersRepository
@@ -187,7 +188,7 @@ export class AccountService {
   async update (context: RequestContext, id: string, body: UserChanges): Promise<User> {
     const caller = callerOf(context)
     const { users, sessions, audit, verification, notices, reauthentication } = this.deps
-    if (!await this.#assertMayManage(caller, id)) throw new Errors.NOT_FOUND('User')
+    await assertMayManage(users, caller, id)
     const [before, phone] = await Promise.all([users.findById(id), users.findPhone(id)])
     const update = await this.#toUpdate(context, caller, id, body)
     // Giving the same address or number again changes nothing (and keeps it verified).
@@ -237,7 +238,7 @@ export class AccountService {
   async remove (context: RequestContext, id: string, proof: InlineProof): Promise<void> {
     const caller = callerOf(context)
     const { users, audit, notices, reauthentication } = this.deps
-    await this.#assertMayManage(caller, id)
+    await managedAccount(users, caller, id)
     const user = await users.findById(id)
     const own = caller.id === id ? user : undefined
     if (own !== undefined) await reauthentication.require(context, proof)
@@ -247,21 +248,6 @@ export class AccountService {
       return deleted
     }, (deleted) => [{ event: 'user.deleted', outcome: 'success', targetId: id, details: { existed: deleted } }])
     if (own !== undefined) notices.deliver()
-  }
-
-  /**
-   * Changing or deleting another account (not oneself: a check on the target) needs
-   * manage_users and every permission that account holds (the rule for granting roles): an
-   * admin may not reset a super_admin's password. True when there is such an account (false:
-   * it does not exist).
-   */
-  async #assertMayManage (caller: Caller, id: string): Promise<boolean> {
-    const target = await this.deps.users.findPrincipal(id)
-    if (target === undefined) return false
-    if (caller.id === id) return true
-    const missing = permissionLacked(authorize(caller, 'manage_users'), target.roles)
-    if (missing !== null) throw new Errors.FORBIDDEN(missing)
-    return true
   }
 
   /**

@@ -9,6 +9,7 @@ import { PasswordResetService } from './password-reset.js'
 import { RoleService } from './roles.js'
 
 export { describeAccount, eraseAccount } from './accounts.js'
+export { assertMayManage } from './management.js'
 
 /** Accounts: registration, profiles, addresses and their verification, passwords and their reset, roles. */
 export function accountServices (

@@ -244,8 +244,12 @@ export class SessionService {
 
   /** The caller's live sessions, oldest first by default. */
   async list (context: RequestContext, query: CollectionQueryInput) {
+    return await this.listOf(callerOf(context).id, query)
+  }
+
+  /** A user's live sessions, oldest first by default (the caller's, or an operator's look). */
+  async listOf (userId: string, query: CollectionQueryInput) {
     const { sessions, cursors } = this.#deps
-    const userId = callerOf(context).id
     return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `sessions:${userId}` }, cursors,
       async (request) => await sessions.list(userId, this.cutoffs(), request))
   }
@@ -259,12 +263,22 @@ export class SessionService {
 
   /** Ends one of the caller's own sessions; 404 when it is not one of theirs or already over. */
   async end (context: RequestContext, sessionId: string): Promise<void> {
-    const { sessions } = this.#deps
     const caller = callerOf(context)
     assertAccountHolder(caller, 'ending the account\'s sessions')
-    const userId = caller.id
-    if (!await sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
-    await this.#endSessions([sessionId], 'ended_by_user', new Date(this.#now()).toISOString())
+    await this.#endLive(caller.id, sessionId, 'ended_by_user')
+  }
+
+  /**
+   * Ends one of a user's sessions for an operator (the caller holds the rank rule), with the
+   * audit entry `recorded` writes; 404 when it is not the user's or already over.
+   */
+  async endFor (userId: string, sessionId: string, recorded: Recorded): Promise<void> {
+    await this.#endLive(userId, sessionId, 'ended_by_administrator', recorded)
+  }
+
+  async #endLive (userId: string, sessionId: string, reason: RevocationReason, recorded?: Recorded): Promise<void> {
+    if (!await this.#deps.sessions.isLive(userId, sessionId, this.cutoffs())) throw new Errors.NOT_FOUND('Session')
+    await this.#endSessions([sessionId], reason, new Date(this.#now()).toISOString(), undefined, recorded)
   }
 
   /**

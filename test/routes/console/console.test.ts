@@ -111,7 +111,7 @@ for (const backend of backends()) {
       const { browser, html } = await signedIn(moderator)
       t.match(html, '<table>')
       const page = await (await browser.follow(`/console/users/${target.id}`)).response.text()
-      t.match(page, 'Suspending needs the manage_users permission')
+      t.match(page, 'sessions need the manage_users permission')
       t.notMatch(page, '<dt>Status</dt>', 'nor is the suspension shown: the API shows it to manage_users only')
       const attempt = await browser.request(`/console/users/${target.id}/suspension`, { form: { _csrf: pageToken(page), reason: 'x' } })
       t.equal(attempt.status, 403, 'the route\'s permission, as the API\'s')

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
 import t from 'tap'
-import { type Account, claimsOf, createAccount, withToken } from '../../helpers/accounts.js'
+import { type Account, claimsOf, createAccount, enableTotp, withToken } from '../../helpers/accounts.js'
 import { build } from '../../helpers/app.js'
 import { msUntil } from '../../helpers/clock.js'
 import { backends } from '../../helpers/database.js'
@@ -13,11 +13,7 @@ const REASON = 'Ticket 4521: the user cannot see their invoices'
 /** A super_admin with TOTP on, signed in through the MFA challenge: its token's amr holds `mfa`. */
 async function superAdminWithMfa (app: FastifyInstance): Promise<Account> {
   const account = await createAccount(app, { roles: ['super_admin'] })
-  const setup = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/setup' }))
-  const { secret } = setup.json().data as { secret: string }
-  const code = (offset: number) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 })
-  const enabled = await app.inject(withToken(account.token, { method: 'POST', url: '/api/v1/auth/mfa/totp/enable', payload: { code: code(0) } }))
-  if (enabled.statusCode !== 200) throw new Error(enabled.body)
+  const { code } = await enableTotp(app, account)
   const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
   const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: login.json().data.mfa_token, code: code(1) } })
   if (verified.statusCode !== 200) throw new Error(verified.body)
