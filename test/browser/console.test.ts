@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import axe from 'axe-core'
+import { generateSync } from 'otplib'
 import type { Browser, Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { bulkSeed } from '../../src/store/bulk-seed.js'
@@ -135,7 +136,7 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   t.same(elsewhere, [], 'no request left the service')
 })
 
-t.test('a person walks their own page in Chromium: a passkey added through a virtual authenticator, a new password with its proof, another session ended, an application revoked, the export downloaded', async (t) => {
+t.test('a person walks their own page in Chromium: a new password with its proof, an authenticator app set up, a passkey added through a virtual authenticator, another session ended, an application revoked, the export downloaded', async (t) => {
   const browser = await launchChromium(t)
   const server = await startAuthorizationServer(t, null, {}, 'localhost')
   const { app, issuer } = server
@@ -177,8 +178,22 @@ t.test('a person walks their own page in Chromium: a passkey added through a vir
   await signIn(page, { ...person, password: 'a-new-long-passphrase-1' }, `${issuer}/account`)
   t.ok(await page.getByText('Signed in as Pat Person').isVisible(), 'signed in again with the new password')
 
+  await Promise.all([page.waitForURL('**/account/totp/setup'), page.getByRole('button', { name: 'Set up an authenticator app' }).click()])
+  await checkPage(t, page, errors, 'account-totp-setup')
+  t.ok(await page.getByRole('img', { name: /^QR code/ }).isVisible(), 'the key as a QR code')
+  const key = (await page.locator('main dd code').innerText()).replace(/ /g, '')
+  await page.getByLabel('Code from your authenticator app', { exact: true }).fill(generateSync({ secret: key }))
+  await page.getByLabel('Current password').fill('a-new-long-passphrase-1')
+  await Promise.all([page.waitForURL('**/account/totp/enable'), page.getByRole('button', { name: 'Turn it on' }).click()])
+  const backupCodes = await page.locator('main li code').allInnerTexts()
+  t.equal(backupCodes.length, 10, 'the backup codes, shown once')
+  await checkPage(t, page, errors, 'account-backup-codes')
+  await Promise.all([page.waitForURL(`${issuer}/account`), page.getByRole('link', { name: 'Back to your account' }).click()])
+
+  // With a second factor on, a sensitive change asks for a code too: a backup code here.
   await page.getByLabel('Name of the passkey').fill('Work laptop')
   await page.locator('#passkey-form').getByLabel('Current password').fill('a-new-long-passphrase-1')
+  await page.locator('#passkey-form').getByLabel(/^Code from your authenticator app, or a backup code/).fill(backupCodes[0] ?? '')
   await Promise.all([page.waitForURL('**?done=passkey'), page.getByRole('button', { name: 'Add a passkey' }).click()])
   t.ok(await page.getByRole('cell', { name: 'Work laptop' }).isVisible(), 'the passkey is listed')
   t.equal((await devtools.send('WebAuthn.getCredentials', { authenticatorId })).credentials.length, 1, 'made by the virtual authenticator')

@@ -1,21 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { type Static, Type } from '@sinclair/typebox'
-import { CodeSchema, IdParamsSchema } from '../../../schemas/common.js'
+import { Type } from '@sinclair/typebox'
+import { IdParamsSchema } from '../../../schemas/common.js'
 import { AccountExportResponseSchema } from '../../../schemas/account-export.js'
 import { GrantParamsSchema } from '../../../schemas/authorization-grants.js'
-import { CurrentPasswordSchema } from '../../../schemas/proof.js'
 import { NameSchema, PasswordSchema } from '../../../schemas/user.js'
 import { Value } from '@sinclair/typebox/value'
 import {
   type PasskeyRegistrationBody, PasskeyNameSchema, RegistrationCredentialSchema, RegistrationOptionsResponseSchema
 } from '../../../schemas/passkeys.js'
 import { ACCOUNT_PATH, AUTHORIZATION_SERVER_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
+import { addressSection, identitiesSection, twoStepSection } from '../../console/account-sign-in.js'
+import { PROOF, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
 import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
 import { validationFailed } from '../../errors.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 import { callerOf } from '../../services/context.js'
-import type { InlineProof } from '../../services/sign-in/reauthentication.js'
 import { COOKIE_OPTIONS, SESSION_COOKIE } from '../../console/session-cookies.js'
 
 const HIDDEN = { hide: true }
@@ -23,24 +23,23 @@ const HIDDEN = { hide: true }
 const SIGNED_IN = { access: 'bearer' as const }
 
 const DONE: Record<string, StringKey> = {
-  profile: 'profileSaved', password: 'passwordChanged', session: 'sessionEnded', application: 'applicationRevoked', passkey: 'passkeyAdded'
+  profile: 'profileSaved',
+  password: 'passwordChanged',
+  session: 'sessionEnded',
+  application: 'applicationRevoked',
+  passkey: 'passkeyAdded',
+  email: 'addressChanged',
+  totp: 'totpTurnedOff',
+  identity: 'identityUnlinked'
 }
 const AccountQuerySchema = Type.Object({
   done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
 }, { additionalProperties: false })
 
-const TOKEN = { _csrf: Type.String({ maxLength: 200 }) }
-/** The proof of a sensitive change, as the API takes it beside the change; a field left empty is not given. */
-const PROOF = {
-  current_password: Type.Optional(CurrentPasswordSchema),
-  mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema]))
-}
 const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
 const PasswordFormSchema = Type.Object({ ...TOKEN, ...PROOF, password: PasswordSchema }, {
   additionalProperties: false
 })
-const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
-const ProofFormSchema = Type.Object({ ...TOKEN, ...PROOF }, { additionalProperties: false })
 const PasskeyFormSchema = Type.Object({
   ...TOKEN,
   ...PROOF,
@@ -48,21 +47,6 @@ const PasskeyFormSchema = Type.Object({
   response: Type.String({ minLength: 1, maxLength: 20_000 }),
   name: Type.Optional(Type.Union([Type.Literal(''), PasskeyNameSchema]))
 }, { additionalProperties: false })
-
-/** The proof a form carried, without its fields left empty. */
-function proofOf (form: Static<typeof ProofFormSchema>): InlineProof {
-  const { current_password: currentPassword, mfa_code: mfaCode } = form
-  return {
-    ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
-    ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
-  }
-}
-
-/** The proof's fields on a page. */
-function proofFields (): string {
-  return `${field('currentPassword', 'current_password', '', 'type="password" autocomplete="current-password"')}
-${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}`
-}
 
 /** The browser's answer to the registration options, as the API's route takes it; else a refusal of the field. */
 function registrationResponse (json: string): PasskeyRegistrationBody['response'] {
@@ -79,24 +63,29 @@ function registrationResponse (json: string): PasskeyRegistrationBody['response'
 const SESSIONS_SHOWN = 50
 
 /**
- * The account page (docs/console.md): every signed-in person's profile, password, passkeys,
- * sessions, connected applications, data export and deletion, each change through the API's own
+ * The account page (docs/console.md): every signed-in person's profile, address, password,
+ * authenticator app, passkeys, linked providers, sessions, connected applications, data export
+ * and deletion (the sign-in forms are account-sign-in.ts's), each change through the API's own
  * service and rules (a new password, a passkey and deletion are sensitive changes: their proof is
  * asked on the page).
  */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts, sessions, authorizationGrants, accountExport, accountDeletion, passkeys } = fastify.services
+  const { accountSupport, federation } = fastify.services
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
 
   fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
     const context = request.serviceContext
-    const [viewer, live, current, grants, keys] = await Promise.all([
+    const me = callerOf(context).id
+    const [viewer, live, current, grants, keys, methods, identities] = await Promise.all([
       viewerOf(accounts, request, reply),
       sessions.list(context, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] }),
       sessions.currentOf(context),
       authorizationGrants.list(context),
-      passkeys.list(context, { limit: SESSIONS_SHOWN })
+      passkeys.list(context, { limit: SESSIONS_SHOWN }),
+      accountSupport.signInMethodsOf(context, me),
+      federation.identities(context)
     ])
     const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'profileSaved'), 'notice')
     const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
@@ -127,7 +116,8 @@ ${proofFields()}${button('addPasskey')}
     const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
     const deletion = `<h2>${escapeHtml(say('deleteAccount'))}</h2>${paragraph(say('deleteIntro'))}${postForm(`${ACCOUNT_PATH}/deletion`, viewer.csrf,
       `${proofFields()}${button('deleteAccount')}`)}`
-    const body = `${done}${profile}${password}${passkeySection}<h2>${escapeHtml(say('sessions'))}</h2>${sessionList}` +
+    const body = `${done}${profile}${addressSection(viewer.email, viewer.csrf)}${password}${twoStepSection(methods, viewer.csrf)}${passkeySection}` +
+      `${identitiesSection(identities, viewer.csrf)}<h2>${escapeHtml(say('sessions'))}</h2>${sessionList}` +
       `<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}${deletion}`
     return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer, [`${AUTHORIZATION_SERVER_PATH}${WEBAUTHN_SCRIPT_PATH}`, ACCOUNT_SCRIPT_PATH]))
   })

@@ -21,6 +21,7 @@ import { isServiceError } from '../../errors.js'
 import { sameText } from '../../security/constant-time.js'
 import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import account from './account.js'
+import accountSignIn from './account-sign-in.js'
 import auditLog from './audit-log.js'
 import oauthClients from './oauth-clients.js'
 import webhooks from './webhooks.js'
@@ -149,6 +150,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
   await fastify.register(webhooks, { prefix: `${CONSOLE_PATH}/webhooks` })
   await fastify.register(auditLog, { prefix: `${CONSOLE_PATH}/audit-log` })
   await fastify.register(account, { prefix: ACCOUNT_PATH })
+  await fastify.register(accountSignIn, { prefix: ACCOUNT_PATH })
 }
 
 /**

@@ -1,0 +1,35 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { CodeSchema } from '../../schemas/common.js'
+import { CurrentPasswordSchema } from '../../schemas/proof.js'
+import type { InlineProof } from '../services/sign-in/reauthentication.js'
+import { field } from './pages.js'
+
+/**
+ * What the console's forms carry besides their fields (docs/console.md): the page's token, and
+ * the proof of a sensitive change as the API takes it beside the change.
+ */
+export const TOKEN = { _csrf: Type.String({ maxLength: 200 }) }
+
+/** The proof's fields; a field left empty is not given. */
+export const PROOF = {
+  current_password: Type.Optional(CurrentPasswordSchema),
+  mfa_code: Type.Optional(Type.Union([Type.Literal(''), CodeSchema]))
+}
+
+export const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
+export const ProofFormSchema = Type.Object({ ...TOKEN, ...PROOF }, { additionalProperties: false })
+
+/** The proof a form carried, without its fields left empty. */
+export function proofOf (form: Static<typeof ProofFormSchema>): InlineProof {
+  const { current_password: currentPassword, mfa_code: mfaCode } = form
+  return {
+    ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
+    ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
+  }
+}
+
+/** The proof's fields on a page. */
+export function proofFields (): string {
+  return `${field('currentPassword', 'current_password', '', 'type="password" autocomplete="current-password"')}
+${field('mfaCode', 'mfa_code', '', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"')}`
+}
