@@ -77,10 +77,14 @@ export interface Viewer {
 }
 
 /** The console's screens, in the order the header lists them, with their titles. */
-const SCREENS = { users: 'users', oauthClients: 'oauthClients', webhooks: 'webhooks', auditLog: 'auditLog' } as const
+const SCREENS = { users: 'users', organizations: 'organizations', oauthClients: 'oauthClients', webhooks: 'webhooks', auditLog: 'auditLog' } as const
 type Screen = keyof typeof SCREENS
 const SCREEN_PATHS: Record<Screen, string> = {
-  users: `${CONSOLE_PATH}/users`, oauthClients: `${CONSOLE_PATH}/oauth-clients`, webhooks: `${CONSOLE_PATH}/webhooks`, auditLog: `${CONSOLE_PATH}/audit-log`
+  users: `${CONSOLE_PATH}/users`,
+  organizations: `${CONSOLE_PATH}/organizations`,
+  oauthClients: `${CONSOLE_PATH}/oauth-clients`,
+  webhooks: `${CONSOLE_PATH}/webhooks`,
+  auditLog: `${CONSOLE_PATH}/audit-log`
 }
 
 function hiddenToken (csrf: string): string {

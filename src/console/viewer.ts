@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { decodeJwt } from 'jose'
 import { type Permission, type Role, ROLES } from '../../schemas/rbac.js'
 import { ACCOUNT_PATH, CONSOLE_PATH } from '../authorization-server/paths.js'
+import { Errors } from '../errors.js'
 import { hasPermission } from '../security/permissions.js'
 import { callerOf } from '../services/context.js'
 import type { Services } from '../services/index.js'
@@ -32,10 +33,24 @@ export async function viewerOf (accounts: Pick<Services['accounts'], 'get'>, req
     email: me.email,
     screens: {
       users: hasPermission(caller, OPERATOR_PERMISSION),
+      organizations: hasPermission(caller, OPERATOR_PERMISSION),
       oauthClients: hasPermission(caller, 'admin'),
       webhooks: hasPermission(caller, 'admin'),
       auditLog: hasPermission(caller, 'view_audit_logs')
     },
     csrf: reply.generateCsrf({ userInfo: request.consoleSession?.binding ?? '' })
+  }
+}
+
+/**
+ * What `read` answers, or null where the service refuses it to the viewer (403: the rank rule,
+ * an organization role): the page then says so rather than failing whole.
+ */
+export async function unlessRefused<T> (read: Promise<T>): Promise<T | null> {
+  try {
+    return await read
+  } catch (error) {
+    if (error instanceof Errors.FORBIDDEN) return null
+    throw error
   }
 }

@@ -56,11 +56,13 @@ export function keyStandingIn (key: { id: string, role: OrganizationRole }, orga
 export type OrganizationDecision = 'granted' | 'refused' | 'hidden'
 
 export function decide (standing: Standing, permission: OrganizationPermission): OrganizationDecision {
-  switch (standing.kind) {
-    case 'none': return 'hidden'
-    case 'global_reader': return GLOBAL_READER.includes(permission) ? 'granted' : 'refused'
-    default: return GRANTS[standing.role].includes(permission) ? 'granted' : 'refused'
-  }
+  if (standing.kind === 'none') return 'hidden'
+  return actingPermissions(actingRole(standing)).includes(permission) ? 'granted' : 'refused'
+}
+
+/** What one acting with `role` may do in an organization they can see (null: a global reader). */
+export function actingPermissions (role: OrganizationRole | null): readonly OrganizationPermission[] {
+  return role === null ? GLOBAL_READER : GRANTS[role]
 }
 
 /**

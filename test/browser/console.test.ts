@@ -64,7 +64,7 @@ async function signIn (page: Page, account: Account, landing: string): Promise<v
   await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
 }
 
-t.test('an operator walks the console in Chromium: a user found among 100,000, a session of theirs ended, their second factors reset, suspended and un-suspended; an application registered; a failed delivery retried; sign-out', async (t) => {
+t.test('an operator walks the console in Chromium: a user found among 100,000, a session of theirs ended, their second factors reset, suspended and un-suspended; a member\'s role changed in an organization; an application registered; a failed delivery retried; sign-out', async (t) => {
   const browser = await launchChromium(t)
   const server = await startAuthorizationServer(t, null, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }, 'localhost')
   const { app, issuer } = server
@@ -77,6 +77,13 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   const receiver = await webhookReceiver(t)
   const endpoint = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, events: ['user.created'] } }))
   await givenUpDelivery(app, endpoint.json().data.id as string)
+  // An organization of the target's, its name an attacker's markup, the target a member.
+  const created = await app.inject(withToken(target.token, { method: 'POST', url: '/api/v1/organizations', payload: { name: 'Acme <i>Labs</i>', slug: 'acme-labs' } }))
+  const organization = created.json().data as { id: string }
+  const colleague = await createAccount(app, { name: 'Max Member' })
+  // A member as an accepted invitation makes one (invitations have tests of their own).
+  await app.database.db.insertInto('organization_members')
+    .values({ organization_id: organization.id, user_id: colleague.id, role: 'member', created_at: new Date().toISOString() }).execute()
   const { context, page, errors, elsewhere } = await watchedPage(t, browser, issuer)
 
   await page.goto(`${issuer}/console`)
@@ -126,6 +133,14 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
 
   await Promise.all([page.waitForURL('**/console/audit-log'), page.getByRole('link', { name: 'Audit log' }).click()])
   await checkPage(t, page, errors, 'audit-log')
+
+  await Promise.all([page.waitForURL('**/console/organizations'), page.getByRole('link', { name: 'Organizations' }).click()])
+  await checkPage(t, page, errors, 'organizations')
+  await Promise.all([page.waitForURL(`**/console/organizations/${organization.id}`), page.getByRole('link', { name: 'Acme <i>Labs</i>' }).click()])
+  await page.getByRole('combobox', { name: 'Role of Max Member' }).selectOption('admin')
+  await Promise.all([page.waitForURL('**?done=role'), page.getByRole('button', { name: 'Change the role of Max Member' }).click()])
+  t.ok(await page.getByText('The member\'s role is changed.').isVisible(), 'a member\'s role changed')
+  await checkPage(t, page, errors, 'organization')
 
   await page.getByRole('button', { name: 'Sign out' }).click()
   await Promise.all([page.waitForURL(`${issuer}/console`), page.getByRole('button', { name: 'Sign out' }).click()])

@@ -24,6 +24,7 @@ import account from './account.js'
 import accountSignIn from './account-sign-in.js'
 import auditLog from './audit-log.js'
 import oauthClients from './oauth-clients.js'
+import organizations from './organizations.js'
 import webhooks from './webhooks.js'
 import users from './users.js'
 
@@ -146,6 +147,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     signInRoutes(fastify, cookies, redirectUri, server.issuer)
   }
   await fastify.register(users, { prefix: `${CONSOLE_PATH}/users` })
+  await fastify.register(organizations, { prefix: `${CONSOLE_PATH}/organizations` })
   await fastify.register(oauthClients, { prefix: `${CONSOLE_PATH}/oauth-clients` })
   await fastify.register(webhooks, { prefix: `${CONSOLE_PATH}/webhooks` })
   await fastify.register(auditLog, { prefix: `${CONSOLE_PATH}/audit-log` })

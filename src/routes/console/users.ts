@@ -7,8 +7,7 @@ import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
 import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
 import { say, type StringKey } from '../../console/strings.js'
-import { OPERATOR_PERMISSION, viewerOf } from '../../console/viewer.js'
-import { Errors } from '../../errors.js'
+import { OPERATOR_PERMISSION, unlessRefused, viewerOf } from '../../console/viewer.js'
 import { hasPermission } from '../../security/permissions.js'
 import { callerOf } from '../../services/context.js'
 
@@ -39,16 +38,6 @@ const SuspendFormSchema = Type.Object({
 }, { additionalProperties: false })
 
 const PAGE_SIZE = 25
-
-/** What `read` answers, or null where the rank rule keeps it from the viewer (the page says so). */
-async function unlessOutranked<T> (read: Promise<T>): Promise<T | null> {
-  try {
-    return await read
-  } catch (error) {
-    if (error instanceof Errors.FORBIDDEN) return null
-    throw error
-  }
-}
 
 const SESSIONS_SHOWN = 50
 
@@ -109,8 +98,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const [user, assignment, suspension, methods, live] = await Promise.all([
       accounts.get(id), roles.assignment(id),
       managesUsers ? suspensions.inForce(id) : null,
-      managesUsers ? unlessOutranked(accountSupport.signInMethodsOf(context, id)) : null,
-      managesUsers ? unlessOutranked(accountSupport.sessionsOf(context, id, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] })) : null
+      managesUsers ? unlessRefused(accountSupport.signInMethodsOf(context, id)) : null,
+      managesUsers ? unlessRefused(accountSupport.sessionsOf(context, id, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] })) : null
     ])
     const viewer = await viewerFor(request, reply)
     const status = suspension === null
