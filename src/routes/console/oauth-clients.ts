@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { OAUTH_GRANT_TYPES, OAuthClientCreateSchema, OAuthClientParamsSchema, type OAuthClientWithSecret } from '../../../schemas/oauth-clients.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
 import { button, consolePage, escapeHtml, field, link, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { TokenFormSchema } from '../../console/forms.js'
 import { say } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 
@@ -12,7 +12,6 @@ const HIDDEN = { hide: true }
 const ADMIN = { access: { permission: 'admin' as const } }
 const ADMIN_CHANGE = { ...ADMIN, adminOperation: true }
 const SHOWN = 50
-const TokenFormSchema = Type.Object({ _csrf: Type.String({ maxLength: 200 }) }, { additionalProperties: false })
 
 /** A posted form's fields as @fastify/formbody parses them: a field sent twice (checkboxes) is an array. */
 type FormFields = Record<string, string | string[] | undefined>

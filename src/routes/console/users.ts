@@ -6,6 +6,7 @@ import { IdParamsSchema } from '../../../schemas/common.js'
 import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
 import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
+import { TOKEN, TokenFormSchema } from '../../console/forms.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { OPERATOR_PERMISSION, unlessRefused, viewerOf } from '../../console/viewer.js'
 import { hasPermission } from '../../security/permissions.js'
@@ -29,9 +30,8 @@ const UserPageQuerySchema = Type.Object({
   done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
 }, { additionalProperties: false })
 
-const FormTokenSchema = Type.Object({ _csrf: Type.String({ maxLength: 200 }) })
 const SuspendFormSchema = Type.Object({
-  _csrf: Type.String({ maxLength: 200 }),
+  ...TOKEN,
   reason: SuspensionCreateSchema.properties.reason,
   // A datetime-local field: no zone, read as UTC; empty: until lifted.
   until: Type.Optional(Type.Union([Type.Literal(''), Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$' })]))
@@ -143,7 +143,7 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
   fastify.post('/:id/suspension/lift', {
     config: MANAGE_USERS,
     preValidation: fastify.csrfProtection,
-    schema: { ...HIDDEN, params: IdParamsSchema, body: FormTokenSchema }
+    schema: { ...HIDDEN, params: IdParamsSchema, body: TokenFormSchema }
   }, async (request, reply) => {
     await suspensions.lift(request.serviceContext, request.params.id)
     return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=lifted`, 303)
@@ -152,7 +152,7 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
   fastify.post('/:id/sessions/:sessionId/end', {
     config: MANAGE_USERS,
     preValidation: fastify.csrfProtection,
-    schema: { ...HIDDEN, params: UserSessionParamsSchema, body: FormTokenSchema }
+    schema: { ...HIDDEN, params: UserSessionParamsSchema, body: TokenFormSchema }
   }, async (request, reply) => {
     await accountSupport.endSession(request.serviceContext, request.params.id, request.params.sessionId)
     return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=session`, 303)
@@ -161,7 +161,7 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
   fastify.post('/:id/mfa/reset', {
     config: MANAGE_USERS,
     preValidation: fastify.csrfProtection,
-    schema: { ...HIDDEN, params: IdParamsSchema, body: FormTokenSchema }
+    schema: { ...HIDDEN, params: IdParamsSchema, body: TokenFormSchema }
   }, async (request, reply) => {
     await accountSupport.resetMfa(request.serviceContext, request.params.id)
     return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=mfa`, 303)

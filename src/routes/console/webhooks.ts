@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { IdParamsSchema, IdSchema } from '../../../schemas/common.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
 import { consolePage, escapeHtml, link, paragraph, postForm, sendPage, table } from '../../console/pages.js'
+import { TokenFormSchema } from '../../console/forms.js'
 import { say } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 
@@ -12,7 +13,6 @@ const ADMIN = { access: { permission: 'admin' as const } }
 const SHOWN = 50
 
 const DeliveryParamsSchema = Type.Object({ id: IdSchema, deliveryId: IdSchema }, { additionalProperties: false })
-const TokenFormSchema = Type.Object({ _csrf: Type.String({ maxLength: 200 }) }, { additionalProperties: false })
 const EndpointQuerySchema = Type.Object({ done: Type.Optional(Type.Literal('retried')) }, { additionalProperties: false })
 
 /** The webhooks screens of the console (docs/console.md): endpoints, their deliveries and attempts, a retry. */
