@@ -48,7 +48,7 @@ export const STRINGS = {
   emailCodes: 'Codes by e-mail',
   smsCodes: 'Codes by SMS',
   identityProviders: 'Linked providers',
-  mfaResetIntro: 'Resetting turns every second factor off (authenticator app, backup codes, codes by message) for someone who lost them; passkeys and sessions stay, and the person is told by e-mail. Where their role must have a second factor, they enrol again at their next sign-in.',
+  mfaResetIntro: 'Resetting turns every second factor off (authenticator app, backup codes, codes by message) for someone who lost them; passkeys and sessions stay, and the person is told by e-mail. Where their role must have a second factor, they enrol again at their next sign-in. It changes how the account signs in: prove it is you with your current password (and a code, if your account has a second factor).',
   resetMfa: 'Reset the second factors',
   mfaReset: 'The second factors are off; the person was told.',
   noSessions: 'No live session.',

@@ -104,6 +104,7 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   await Promise.all([page.waitForURL('**?done=session'), page.getByRole('button', { name: 'End the session of Phone' }).click()])
   t.ok(await page.getByText('The session is ended').isVisible(), 'a session ended')
   t.notOk(await page.getByRole('button', { name: 'End the session of Phone' }).isVisible(), 'and gone from the list')
+  await page.locator(`form[action="/console/users/${target.id}/mfa/reset"]`).getByLabel('Current password').fill(operator.password)
   await Promise.all([page.waitForURL('**?done=mfa'), page.getByRole('button', { name: 'Reset the second factors' }).click()])
   t.ok(await page.getByText('The second factors are off').isVisible(), 'the second factors reset')
   await checkPage(t, page, errors, 'user-support')

@@ -6,7 +6,7 @@ import { IdParamsSchema } from '../../../schemas/common.js'
 import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
 import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
-import { TOKEN, TokenFormSchema } from '../../console/forms.js'
+import { proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
 import { say, type StringKey } from '../../console/strings.js'
 import { OPERATOR_PERMISSION, unlessRefused, viewerOf } from '../../console/viewer.js'
 import { hasPermission } from '../../security/permissions.js'
@@ -55,7 +55,7 @@ function signInSection (userId: string, methods: SignInMethods, csrf: string): s
 <dt>${escapeHtml(say('emailCodes'))}</dt><dd>${second('email')}</dd>
 <dt>${escapeHtml(say('smsCodes'))}</dt><dd>${second('sms')}</dd></dl>`
   const reset = methods.second_factors.length > 0
-    ? `${paragraph(say('mfaResetIntro'))}${postForm(`${CONSOLE_PATH}/users/${userId}/mfa/reset`, csrf, button('resetMfa'))}`
+    ? `${paragraph(say('mfaResetIntro'))}${postForm(`${CONSOLE_PATH}/users/${userId}/mfa/reset`, csrf, `${proofFields()}${button('resetMfa')}`)}`
     : ''
   return `<h2>${escapeHtml(say('signInMethods'))}</h2>${facts}${reset}`
 }
@@ -161,9 +161,9 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
   fastify.post('/:id/mfa/reset', {
     config: MANAGE_USERS,
     preValidation: fastify.csrfProtection,
-    schema: { ...HIDDEN, params: IdParamsSchema, body: TokenFormSchema }
+    schema: { ...HIDDEN, params: IdParamsSchema, body: ProofFormSchema }
   }, async (request, reply) => {
-    await accountSupport.resetMfa(request.serviceContext, request.params.id)
+    await accountSupport.resetMfa(request.serviceContext, request.params.id, proofOf(request.body))
     return await reply.redirect(`${CONSOLE_PATH}/users/${request.params.id}?done=mfa`, 303)
   })
 }

@@ -4,6 +4,7 @@ import { SESSION_FIELDS, SessionCollectionSchema } from '../../../schemas/auth.j
 import { CollectionQuerySchema } from '../../../schemas/collection.js'
 import { described, IdParamsSchema } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/errors.js'
+import { ProofBodySchema } from '../../../schemas/reauthentication.js'
 
 /** An operator's help with a user's sign-in: their sessions and second factors (docs/api.md, "Account support"). */
 const support: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -51,12 +52,13 @@ const support: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['users'],
       operationId: 'users.mfa.delete',
-      summary: 'Reset another user\'s second factors (TOTP, backup codes, codes by message); passkeys and sessions stay',
+      summary: 'Reset another user\'s second factors (TOTP, backup codes, codes by message), with the operator\'s proof; passkeys and sessions stay',
       params: IdParamsSchema,
+      body: ProofBodySchema,
       response: { 204: { type: 'null', description: 'Reset (or there was none)' }, ...errorResponses({ body: true }, 401, 403, 404, 409) }
     }
   }, async (request, reply) => {
-    await accountSupport.resetMfa(request.serviceContext, request.params.id)
+    await accountSupport.resetMfa(request.serviceContext, request.params.id, request.body ?? {})
     return await reply.code(204).send()
   })
 }

@@ -6,9 +6,10 @@ import type { MfaRepository } from '../../store/mfa.js'
 import type { UsersRepository } from '../../store/users.js'
 import { assertMayManage } from '../accounts/index.js'
 import type { AuditTrail } from '../audit/index.js'
-import { callerOf, type RequestContext } from '../context.js'
+import { callerOf, holderOf, type RequestContext } from '../context.js'
 import type { Notices } from '../messaging/index.js'
 import type { SessionService } from '../sessions/index.js'
+import type { InlineProof, ReauthenticationService } from '../sign-in/index.js'
 
 /**
  * What an operator does for a user who cannot get in, or whose device was lost (docs/api.md,
@@ -21,13 +22,15 @@ export class AccountSupportService {
     mfa: MfaRepository
     identities: IdentitiesRepository
     sessions: SessionService
+    reauthentication: ReauthenticationService
     audit: AuditTrail
     notices: Notices
   }) {}
 
   async sessionsOf (context: RequestContext, userId: string, query: CollectionQueryInput) {
-    await assertMayManage(this.deps.users, callerOf(context), userId)
-    return await this.deps.sessions.listOf(userId, query)
+    const caller = callerOf(context)
+    await assertMayManage(this.deps.users, caller, userId)
+    return await this.deps.sessions.listOf(userId, query, caller.id)
   }
 
   /** Ends one of the user's sessions; one's own ends as `DELETE /auth/sessions/{id}` ends it. */
@@ -61,13 +64,16 @@ export class AccountSupportService {
   /**
    * Turns every second factor of another account off (TOTP with its backup codes, codes by
    * e-mail and SMS), for someone who lost them: passkeys and sessions stay, and the holder is
-   * told. Their own factors go only with their own proof (`DELETE /auth/mfa/totp`): 409.
+   * told. A change to how an account signs in: the operator proves it is them (docs/security.md,
+   * "Sensitive changes"), with no key or impersonation. Their own factors go only with their own
+   * code (`DELETE /auth/mfa/totp`): 409.
    */
-  async resetMfa (context: RequestContext, userId: string): Promise<void> {
-    const { users, mfa, audit, notices } = this.deps
-    const caller = callerOf(context)
+  async resetMfa (context: RequestContext, userId: string, proof: InlineProof): Promise<void> {
+    const { users, mfa, audit, notices, reauthentication } = this.deps
+    const caller = holderOf(context, 'resetting another account\'s second factors')
     if (caller.id === userId) throw new Errors.CONFLICT('Turn your own second factors off with DELETE /api/v1/auth/mfa/totp and a code')
     const account = await assertMayManage(users, caller, userId)
+    await reauthentication.require(context, proof)
     const methods = [...(account.mfaEnabled ? ['totp'] : []), ...account.messageFactors]
     if (methods.length === 0) return
     const recorded = audit.recorded(context, [{ event: 'mfa.reset', outcome: 'success', targetId: userId, details: { methods } }])

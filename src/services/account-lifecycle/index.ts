@@ -26,7 +26,7 @@ export function accountLifecycleServices (
   return {
     suspensions: new SuspensionService({ users, sessions, audit, now }),
     accountSupport: new AccountSupportService({
-      users, mfa: repositories.mfa, identities: repositories.identities, sessions, audit, notices
+      users, mfa: repositories.mfa, identities: repositories.identities, sessions, reauthentication, audit, notices
     }),
     impersonations: new ImpersonationService({
       users, impersonations: repositories.impersonations, tokens, audit, notices, now

@@ -244,13 +244,14 @@ export class SessionService {
 
   /** The caller's live sessions, oldest first by default. */
   async list (context: RequestContext, query: CollectionQueryInput) {
-    return await this.listOf(callerOf(context).id, query)
+    const { id } = callerOf(context)
+    return await this.listOf(id, query, id)
   }
 
-  /** A user's live sessions, oldest first by default (the caller's, or an operator's look). */
-  async listOf (userId: string, query: CollectionQueryInput) {
+  /** A user's live sessions, oldest first by default, as `viewerId` sees them (the user, or an operator). */
+  async listOf (userId: string, query: CollectionQueryInput, viewerId: string) {
     const { sessions, cursors } = this.#deps
-    return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `sessions:${userId}` }, cursors,
+    return await collectionPage(query, { ...SESSION_FIELDS, defaultSort: [{ field: 'created_at', descending: false }], scope: `sessions:${userId}:${viewerId}` }, cursors,
       async (request) => await sessions.list(userId, this.cutoffs(), request))
   }
 

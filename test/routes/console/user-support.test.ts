@@ -65,7 +65,9 @@ for (const backend of backends()) {
       t.match(before.html, '<dt>Backup codes left</dt><dd>10</dd>')
       t.match(before.html, 'Reset the second factors')
 
-      const reset = await browser.follow(`/console/users/${user.id}/mfa/reset`, { form: { _csrf: pageToken(before.html) } })
+      const withoutProof = await browser.request(`/console/users/${user.id}/mfa/reset`, { form: { _csrf: pageToken(before.html) } })
+      t.equal(withoutProof.status, 403, 'a change to how the account signs in: the operator\'s proof first')
+      const reset = await browser.follow(`/console/users/${user.id}/mfa/reset`, { form: { _csrf: pageToken(before.html), current_password: admin.password } })
       const after = await reset.response.text()
       t.match(after, 'The second factors are off')
       t.match(after, '<dt>Authenticator app (TOTP)</dt><dd>no</dd>')

@@ -79,6 +79,27 @@ for (const backend of backends()) {
       t.equal((await app.inject(withToken(user.token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode, 401)
     })
 
+    t.test('a reset changes how an account signs in: the operator\'s proof, and never through an API key', async (t) => {
+      const app = await build(t, { postgresUrl: backend.url })
+      const admin = await createAccount(app, { roles: ['admin'], reauthenticated: false })
+      const user = await createAccount(app)
+      await enableTotp(app, user)
+      const reset = async (token: string, payload?: object) =>
+        await app.inject(withToken(token, { method: 'DELETE', url: `/api/v1/users/${user.id}/mfa`, ...(payload !== undefined && { payload }) }))
+      const bare = await reset(admin.token)
+      t.equal(bare.statusCode, 403, 'an access token alone: refused')
+      t.equal(bare.json().error.code, 'REAUTHENTICATION_REQUIRED')
+      const keyed = await app.inject(withToken(admin.token, {
+        method: 'POST', url: '/api/v1/api-keys', payload: { name: 'Ops', scopes: ['manage_users', 'read', 'write', 'delete'], current_password: admin.password }
+      }))
+      t.equal(keyed.statusCode, 201)
+      const byKey = await reset(keyed.json().data.key as string, { current_password: admin.password })
+      t.equal(byKey.statusCode, 403, 'an API key: refused, even with the password')
+      t.match((await as(app, user, 'GET', `${user.id}/sign-in-methods`)).json().data, { second_factors: ['totp'] }, 'nothing reset')
+      t.equal((await reset(admin.token, { current_password: 'not-the-password-1' })).statusCode, 400, 'a wrong password: refused, as on every proof')
+      t.equal((await reset(admin.token, { current_password: admin.password })).statusCode, 204, 'the operator\'s password: reset')
+    })
+
     t.test('an administrator sees how an account signs in, never a secret, and resets its second factors', async (t) => {
       const smtp = await new MailServer().start()
       t.teardown(async () => { await smtp.stop() })
