@@ -52,7 +52,7 @@ if (form !== null && window.PublicKeyCredential !== undefined) {
 export const CONSOLE_STYLESHEET = `*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.5}
 .skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.5rem;z-index:1}
 header{display:flex;align-items:center;gap:1.5rem;padding:.75rem 1.5rem;background:#1f3a5f;color:#fff}
-header a{color:#fff}header nav{flex:1}header nav a{margin-right:1rem}header form{margin:0}
+header a{color:#fff}header .acting{padding:.25rem .5rem;background:#fff;color:#7a3d00;font-weight:600}header nav{flex:1}header nav a{margin-right:1rem}header form{margin:0}
 main{max-width:64rem;margin:1.5rem auto;padding:0 1.5rem}
 a{color:#0b57d0}a:focus,button:focus,input:focus{outline:3px solid #f0b400;outline-offset:2px}
 table{border-collapse:collapse;width:100%;margin:1rem 0}th,td{text-align:left;padding:.5rem;border-bottom:1px solid #c4c4c4}
@@ -74,6 +74,8 @@ export interface Viewer {
   /** The console's screens the viewer's permissions open (the routes check them again). */
   screens: Record<Screen, boolean>
   csrf: string
+  /** An operator acting as this person (an impersonation): the header says so and ends it. */
+  acting: boolean
 }
 
 /** The console's screens, in the order the header lists them, with their titles. */
@@ -103,13 +105,22 @@ function navigation (viewer: Viewer): string {
   return [...screens, `<a href="${ACCOUNT_PATH}">${escapeHtml(say('yourAccount'))}</a>`].join('')
 }
 
+/** Who the pages are for, and how it ends: signing out, or an operator's acting as them. */
+function viewerControls (viewer: Viewer): string {
+  const who = viewer.name === '' ? viewer.email : viewer.name
+  return viewer.acting
+    ? `<span role="status" class="acting">${escapeHtml(say('actingAs', who))}</span>
+${postForm(`${CONSOLE_PATH}/impersonation/end`, viewer.csrf, button('stopActing', 'secondary'))}`
+    : `<span>${escapeHtml(say('signedInAs', who))}</span>
+${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, button('signOut', 'secondary'))}`
+}
+
 /** A whole page of the console: the header (with the viewer's sign-out), the title, the body (HTML), its scripts. */
 export function consolePage (title: string, body: string, viewer: Viewer | null, scripts: string[] = []): string {
   const header = viewer === null
     ? `<header><strong>${escapeHtml(say('console'))}</strong></header>`
     : `<header><strong>${escapeHtml(say('console'))}</strong><nav aria-label="${escapeHtml(say('console'))}">${navigation(viewer)}</nav>
-<span>${escapeHtml(say('signedInAs', viewer.name === '' ? viewer.email : viewer.name))}</span>
-${postForm(`${CONSOLE_PATH}/sign-out`, viewer.csrf, `<button type="submit" class="secondary">${escapeHtml(say('signOut'))}</button>`)}</header>`
+${viewerControls(viewer)}</header>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · ${escapeHtml(say('console'))}</title><link rel="stylesheet" href="${CONSOLE_STYLESHEET_PATH}">${scripts.map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join('')}</head>

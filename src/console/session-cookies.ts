@@ -6,7 +6,8 @@ import { type KeyMaterial, SecretBox } from '../security/secret-box.js'
  * from the sealing key ring), so that neither their tokens nor their values can be read or made
  * by the browser or anyone between:
  * - the session: the access and refresh tokens of the API session the console signed in to,
- *   and `binding`, which the forms' tokens are bound to, the same for the session's life;
+ *   and `binding`, which the forms' tokens are bound to, the same for the session's life; while
+ *   its operator acts as a user, `acting`, the impersonation's access token (docs/console.md);
  * - the sign-in under way: the authorization request's `state` and PKCE verifier.
  * `__Host-`: sent only to this host over HTTPS (or loopback), from path /, set by no subdomain.
  */
@@ -17,7 +18,7 @@ export const CSRF_COOKIE = '__Host-console-csrf'
 /** The cookies' attributes: `__Host-` needs Secure and path /; browsers keep Secure cookies of loopback over http. */
 export const COOKIE_OPTIONS = { path: '/', httpOnly: true, secure: true, sameSite: 'lax' } as const
 
-export interface ConsoleSession { access: string, refresh: string, binding: string }
+export interface ConsoleSession { access: string, refresh: string, binding: string, acting?: string }
 /** Where a sign-in goes once done: the console, or the person's own page. */
 export type Destination = 'console' | 'account'
 export interface SignInUnderWay { state: string, verifier: string, to: Destination }
@@ -51,7 +52,15 @@ export class ConsoleCookies {
 
   session (value: string | undefined): ConsoleSession | null {
     const opened = this.#open(value)
-    return isRecordOf(opened, ['access', 'refresh', 'binding']) ? { access: opened.access, refresh: opened.refresh, binding: opened.binding } : null
+    if (!isRecordOf(opened, ['access', 'refresh', 'binding'])) return null
+    const { access, refresh, binding } = opened
+    const acting = (opened as { acting?: unknown }).acting
+    return { access, refresh, binding, ...(typeof acting === 'string' && { acting }) }
+  }
+
+  /** The session as its operator's own again: the impersonation is over. */
+  withoutActing ({ access, refresh, binding }: ConsoleSession): string {
+    return this.seal({ access, refresh, binding })
   }
 
   signIn (value: string | undefined): SignInUnderWay | null {

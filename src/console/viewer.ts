@@ -38,7 +38,8 @@ export async function viewerOf (accounts: Pick<Services['accounts'], 'get'>, req
       webhooks: hasPermission(caller, 'admin'),
       auditLog: hasPermission(caller, 'view_audit_logs')
     },
-    csrf: reply.generateCsrf({ userInfo: request.consoleSession?.binding ?? '' })
+    csrf: reply.generateCsrf({ userInfo: request.consoleSession?.binding ?? '' }),
+    acting: caller.impersonatorId !== null
   }
 }
 

@@ -166,7 +166,10 @@ export class CookieBrowser {
     if (!gone) this.#cookies.push({ name, value, host: from.hostname, path })
   }
 
-  /** Follows redirects; stops at a page, or at a redirect out of the service (unless `anywhere`). */
+  /**
+   * Follows redirects (a 307 or 308 sends the same request again, as browsers do); stops at a
+   * page, or at a redirect out of the service (unless `anywhere`).
+   */
   async follow (
     url: string, init: RequestInit = {}, { anywhere = false } = {}
   ): Promise<{ response: Response, url: string }> {
@@ -175,7 +178,7 @@ export class CookieBrowser {
     while (response.status >= 300 && response.status < 400) {
       at = new URL(response.headers.get('location') ?? '', at).href
       if (!anywhere && !at.startsWith(`${this.issuer}/`)) return { response, url: at }
-      response = await this.request(at)
+      response = await this.request(at, [307, 308].includes(response.status) ? init : {})
     }
     return { response, url: at }
   }
@@ -186,23 +189,35 @@ export function formToken (html: string): string {
   return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
 }
 
+/** A hidden field's value on a page. */
+function hiddenField (html: string, name: string): string {
+  return new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? ''
+}
+
 /**
  * Runs an authorization request to its end as a person would: signs in with the password on
- * the service's page and allows on its consent page (when asked); answers the address the
- * service sent the browser back to (the client's redirect URI with `code`, or `error`).
+ * the service's page (then with an authenticator app's code, when `code` gives one and the page
+ * asks for it) and allows on its consent page (when asked); answers the address the service
+ * sent the browser back to (the client's redirect URI with `code`, or `error`).
  */
 export async function authorizeWithPassword (
   browser: CookieBrowser,
   authorizationUrl: string,
-  credentials: { email: string, password: string }
+  { email, password }: { email: string, password: string },
+  code?: () => string
 ): Promise<string> {
   let { response, url } = await browser.follow(authorizationUrl)
-  for (let step = 0; step < 3 && url.includes('/oidc/interaction/'); step++) {
+  for (let step = 0; step < 4 && url.includes('/oidc/interaction/'); step++) {
     const html = await response.text()
     const csrf = formToken(html)
+    const carried = { csrf, mfa_token: hiddenField(html, 'mfa_token'), methods: hiddenField(html, 'methods') }
+    // A form's answer is a page at the address it posted to: the interaction is the address before it.
+    const interaction = /^.*\/oidc\/interaction\/[^/]+/.exec(url)?.[0] ?? url
     const next = html.includes('name="password"')
-      ? await browser.follow(`${url}/login`, { form: { csrf, ...credentials } })
-      : await browser.follow(`${url}/consent`, { form: { csrf } })
+      ? await browser.follow(`${interaction}/login`, { form: { csrf, email, password } })
+      : code !== undefined && carried.mfa_token !== ''
+        ? await browser.follow(`${interaction}/mfa`, { form: { ...carried, code: code() } })
+        : await browser.follow(`${interaction}/consent`, { form: { csrf } })
     response = next.response
     url = next.url
   }

@@ -11,11 +11,12 @@ export function pageToken (html: string): string {
 
 /**
  * A browser signed in as `account` through the authorization server's pages, from `start` (the
- * console's sign-in, or the account page's); where it landed, and that page.
+ * console's sign-in, or the account page's), with its authenticator app's `code` when given;
+ * where it landed, and that page.
  */
-export async function signedInBrowser (issuer: string, account: Account, start = '/console/sign-in') {
+export async function signedInBrowser (issuer: string, account: Account, start = '/console/sign-in', code?: () => string) {
   const browser = new CookieBrowser(issuer)
-  const landed = await authorizeWithPassword(browser, start, account)
+  const landed = await authorizeWithPassword(browser, start, account, code)
   const { response } = await browser.follow(landed)
   return { browser, landed, response, html: await response.text() }
 }

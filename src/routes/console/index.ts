@@ -23,6 +23,7 @@ import type { SignInProof } from '../../services/sign-in/sign-in.js'
 import account from './account.js'
 import accountSignIn from './account-sign-in.js'
 import auditLog from './audit-log.js'
+import impersonation from './impersonation.js'
 import oauthClients from './oauth-clients.js'
 import organizations from './organizations.js'
 import webhooks from './webhooks.js'
@@ -56,6 +57,11 @@ function problems (error: FastifyError & { details?: Array<{ path?: string, mess
 /** An access token this close to its end is refreshed first, so that it outlives the request. */
 const REFRESH_MARGIN_MS = 30_000
 
+function lastsBeyondMargin (accessToken: string): boolean {
+  const { exp } = decodeJwt(accessToken)
+  return typeof exp === 'number' && exp * 1000 - Date.now() > REFRESH_MARGIN_MS
+}
+
 /**
  * The console (docs/console.md): the service's own pages for its operators, signed in through the
  * authorization server's pages as a client built in (so every sign-in rule and method of the
@@ -82,12 +88,17 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     return payload
   })
 
-  /** The session of the cookie with an access token good for this request (refreshed when near its end), or null. */
+  /**
+   * The session of the cookie with an access token good for this request (refreshed when near its
+   * end), or null. An impersonation near its end is over: the operator's own session again.
+   */
   async function freshSession (request: FastifyRequest, reply: FastifyReply): Promise<ConsoleSession | null> {
-    const session = cookies.session(request.cookies[SESSION_COOKIE])
-    if (session === null) return null
-    const { exp } = decodeJwt(session.access)
-    if (typeof exp === 'number' && exp * 1000 - Date.now() > REFRESH_MARGIN_MS) return session
+    const cookie = cookies.session(request.cookies[SESSION_COOKIE])
+    if (cookie === null) return null
+    if (cookie.acting !== undefined && lastsBeyondMargin(cookie.acting)) return cookie
+    const { acting, ...session } = cookie
+    if (acting !== undefined) reply.setCookie(SESSION_COOKIE, cookies.seal(session), COOKIE_OPTIONS)
+    if (lastsBeyondMargin(session.access)) return session
     try {
       const pair = await services.signIn.refresh(request.serviceContext, session.refresh)
       const renewed = { ...session, access: pair.access_token, refresh: pair.refresh_token }
@@ -105,13 +116,19 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     delete request.headers.authorization
     if (request.routeOptions.config.access === 'public') return
     request.consoleSession = await freshSession(request, reply)
-    if (request.consoleSession !== null) request.headers.authorization = `Bearer ${request.consoleSession.access}`
+    if (request.consoleSession !== null) request.headers.authorization = `Bearer ${request.consoleSession.acting ?? request.consoleSession.access}`
   })
 
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
     // Only a refused session signs the page out: a wrong code or password is the form's error.
     if (status === 401 && SIGNED_OUT.has(error.code)) {
+      // An impersonation ended otherwise (its token revoked): the operator's own session again.
+      const session = request.consoleSession
+      if (session?.acting !== undefined) {
+        reply.setCookie(SESSION_COOKIE, cookies.withoutActing(session), COOKIE_OPTIONS)
+        return await reply.redirect(`${CONSOLE_PATH}/users`, 303)
+      }
       reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
       const to = request.url.startsWith(ACCOUNT_PATH) ? '?to=account' : ''
       if (request.method === 'GET') return await reply.redirect(`${CONSOLE_PATH}/sign-in${to}`, 303)
@@ -151,6 +168,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
   await fastify.register(oauthClients, { prefix: `${CONSOLE_PATH}/oauth-clients` })
   await fastify.register(webhooks, { prefix: `${CONSOLE_PATH}/webhooks` })
   await fastify.register(auditLog, { prefix: `${CONSOLE_PATH}/audit-log` })
+  await fastify.register(impersonation, { prefix: CONSOLE_PATH, cookies })
   await fastify.register(account, { prefix: ACCOUNT_PATH })
   await fastify.register(accountSignIn, { prefix: ACCOUNT_PATH })
 }
@@ -223,7 +241,14 @@ function signInRoutes (fastify: FastifyInstance, cookies: ConsoleCookies, redire
   fastify.post(`${CONSOLE_PATH}/sign-out`, {
     config: { access: 'bearer', allowWithoutMfa: true }, preValidation: fastify.csrfProtection, schema: HIDDEN
   }, async (request, reply) => {
-    await services.signIn.signOut(request.serviceContext, request.consoleSession?.refresh)
+    const session = request.consoleSession
+    if (session?.acting !== undefined) {
+      // Acting as a user: the impersonation ends first, then the same form signs the operator out.
+      await services.signIn.signOut(request.serviceContext, undefined)
+      reply.setCookie(SESSION_COOKIE, cookies.withoutActing(session), COOKIE_OPTIONS)
+      return await reply.redirect(`${CONSOLE_PATH}/sign-out`, 307)
+    }
+    await services.signIn.signOut(request.serviceContext, session?.refresh)
     reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS)
     const query = new URLSearchParams({ client_id: CONSOLE_CLIENT_ID, post_logout_redirect_uri: `${issuer}${CONSOLE_PATH}` })
     return await reply.redirect(`${AUTHORIZATION_SERVER_PATH}${END_SESSION_PATH}?${query.toString()}`, 303)

@@ -125,8 +125,12 @@ ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}
         : sessionTable(live.data, (session, device) =>
           postForm(`${CONSOLE_PATH}/users/${id}/sessions/${session.id ?? ''}/end`, viewer.csrf, rowButton('endSession', say('endSessionOf', device))))}`
     const signIn = !managesUsers ? '' : methods === null ? paragraph(say('outranked')) : signInSection(id, methods, viewer.csrf)
+    const actAs = hasPermission(callerOf(context), 'impersonate_users') && !viewer.acting
+      ? `<h2>${escapeHtml(say('impersonate'))}</h2>${paragraph(say('impersonateIntro'))}${postForm(`${CONSOLE_PATH}/users/${id}/impersonation`, viewer.csrf,
+        `${field('impersonationReason', 'reason', '', 'required minlength="3" maxlength="500"')}${button('impersonate')}`)}`
+      : ''
     const trail = viewer.screens.auditLog ? `<p>${link(`${CONSOLE_PATH}/audit-log?actor_id=${encodeURIComponent(id)}`, 'auditTrail')}</p>` : ''
-    const body = `${done}${facts}${suspensionForms}${signIn}${sessionsSection}${trail}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`
+    const body = `${done}${facts}${suspensionForms}${signIn}${sessionsSection}${actAs}${trail}<p>${link(`${CONSOLE_PATH}/users`, 'backToUsers')}</p>`
     return sendPage(reply, 200, consolePage(user.name === '' ? say('user') : user.name, body, viewer))
   })
 
