@@ -22,6 +22,7 @@ import textInput from './plugins/infrastructure/text-input.js'
 import zeroTrust from './plugins/application/zero-trust.js'
 import apiKeyRoutes from './routes/api-keys/index.js'
 import auditLogRoutes from './routes/audit-logs/index.js'
+import overviewRoutes from './routes/overview/index.js'
 import authRoutes from './routes/auth/index.js'
 import healthRoutes from './routes/health/index.js'
 import postsRoutes from './routes/posts/index.js'
@@ -112,6 +113,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, options) => {
   await fastify.register(authRoutes, { prefix: '/api/v1/auth' })
   await fastify.register(postsRoutes, { prefix: '/api/v1/posts' })
   await fastify.register(auditLogRoutes, { prefix: '/api/v1/audit-logs' })
+  await fastify.register(overviewRoutes, { prefix: '/api/v1/overview' })
   await fastify.register(organizationRoutes, { prefix: '/api/v1/organizations' })
   await fastify.register(invitationRoutes, { prefix: '/api/v1/invitations' })
   await fastify.register(webhookRoutes, { prefix: '/api/v1/webhooks' })

@@ -79,9 +79,10 @@ export interface Viewer {
 }
 
 /** The console's screens, in the order the header lists them, with their titles. */
-const SCREENS = { users: 'users', organizations: 'organizations', oauthClients: 'oauthClients', webhooks: 'webhooks', auditLog: 'auditLog' } as const
+const SCREENS = { overview: 'overview', users: 'users', organizations: 'organizations', oauthClients: 'oauthClients', webhooks: 'webhooks', auditLog: 'auditLog' } as const
 type Screen = keyof typeof SCREENS
 const SCREEN_PATHS: Record<Screen, string> = {
+  overview: `${CONSOLE_PATH}/overview`,
   users: `${CONSOLE_PATH}/users`,
   organizations: `${CONSOLE_PATH}/organizations`,
   oauthClients: `${CONSOLE_PATH}/oauth-clients`,

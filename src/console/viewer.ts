@@ -32,6 +32,7 @@ export async function viewerOf (accounts: Pick<Services['accounts'], 'get'>, req
     name: me.name,
     email: me.email,
     screens: {
+      overview: hasPermission(caller, 'view_audit_logs'),
       users: hasPermission(caller, OPERATOR_PERMISSION),
       organizations: hasPermission(caller, OPERATOR_PERMISSION),
       oauthClients: hasPermission(caller, 'admin'),

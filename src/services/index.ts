@@ -7,6 +7,7 @@ import { authorizationServerServices } from './authorization-server/index.js'
 import type { ServiceDependencies } from './dependencies.js'
 import { messagingServices } from './messaging/index.js'
 import { organizationServices } from './organizations/index.js'
+import { overviewServices } from './overview/index.js'
 import { postServices } from './posts/index.js'
 import { sessionServices } from './sessions/index.js'
 import { signInServices } from './sign-in/index.js'
@@ -30,6 +31,7 @@ export function createServices (deps: ServiceDependencies) {
   const { claims, reauthentication } = signIn
   return {
     ...auditServices(deps),
+    ...overviewServices(deps),
     outbox: messaging.outbox,
     sessions,
     ...signIn,

@@ -1,5 +1,6 @@
 import type { AuditEntry, AuditEvent } from '../../schemas/audit.js'
 import type { CollectionRequest } from '../collection/query.js'
+import { countUpTo } from './bounded-count.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import { type AuditLogsTable, type Db, atomically } from './types.js'
 
@@ -38,6 +39,11 @@ export class AuditLogsRepository {
     }, AUDIT_LOG_COLUMNS, pages, {
       maintainedCount: ({ event, actorId }) => event === undefined && actorId === undefined ? 'audit_logs' : undefined
     })
+  }
+
+  /** The entries of `event` made since `since`, counted up to `cap`, from the (event, created_at) index alone. */
+  async countSince (event: AuditEvent, since: string, cap: number): Promise<number> {
+    return await countUpTo(this.db, this.db.selectFrom('audit_logs').select('created_at').where('event', '=', event).where('created_at', '>=', since), cap)
   }
 
   async insertMany (rows: AuditLogsTable[], db: Db = this.db): Promise<void> {

@@ -1,4 +1,5 @@
 import type { ExpressionBuilder } from 'kysely'
+import { countUpTo } from './bounded-count.js'
 import { uuidv7 } from './ids.js'
 import type { DatabaseSchema, Db, OutboxTable } from './types.js'
 
@@ -66,6 +67,19 @@ export class OutboxRepository {
       attempts: Number(row.attempts),
       createdAt: row.created_at
     }))
+  }
+
+  /**
+   * The messages due by `now` and not delivered yet (counted up to `cap`), and when the earliest
+   * of them fell due: what the outbox is behind by.
+   */
+  async overdue (now: string, cap: number): Promise<{ count: number, dueSince: string | null }> {
+    const due = this.db.selectFrom('outbox').where('next_attempt_at', '<=', now)
+    const [count, earliest] = await Promise.all([
+      countUpTo(this.db, due.select('next_attempt_at'), cap),
+      due.select((eb) => eb.fn.min('next_attempt_at').as('due_since')).executeTakeFirst()
+    ])
+    return { count, dueSince: earliest?.due_since ?? null }
   }
 
   /** A delivered (or abandoned) message leaves. */

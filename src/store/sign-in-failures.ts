@@ -1,4 +1,5 @@
 import type { LockoutScope } from '../security/lockout.js'
+import { countValuesUpTo } from './bounded-count.js'
 import { uuidv7 } from './ids.js'
 import { prepare, type ReadRows } from './prepared.js'
 import type { Db } from './types.js'
@@ -72,6 +73,11 @@ export class SignInFailuresRepository {
     const row = await this.db.selectFrom('lockouts').select((eb) => eb.fn.countAll().as('count'))
       .where('user_id', '=', userId).where('created_at', '>', since).executeTakeFirstOrThrow()
     return Number(row.count)
+  }
+
+  /** The accounts under a lockout at `now` (for every address or for one), among the first `cap` lockouts in force. */
+  async countLockedAccounts (now: string, cap: number): Promise<number> {
+    return await countValuesUpTo(this.db, this.db.selectFrom('lockouts').select('user_id as value').where('locked_until', '>', now), cap)
   }
 
   /** The end of the lockout that applies to this address now, if any. */

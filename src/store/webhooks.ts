@@ -1,6 +1,7 @@
 import type { ExpressionBuilder } from 'kysely'
 import type { Webhook, WebhookDelivery, WebhookEventType } from '../../schemas/webhooks.js'
 import type { CollectionRequest } from '../collection/query.js'
+import { countUpTo, countValuesUpTo } from './bounded-count.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
 import type { DatabaseSchema, Db, WebhookDeliveriesTable, WebhookEndpointsTable } from './types.js'
 
@@ -254,6 +255,26 @@ export class WebhooksRepository {
     if (Number(result.numUpdatedRows) === 0) return false
     await this.#schedulePending(endpointId, null, db)
     return true
+  }
+
+  /**
+   * What an operator checks of the deliveries (docs/api.md, "Overview"), each counted up to `cap`
+   * through the index of the waiting ones: those due by `now` and not sent yet, those waiting for
+   * a retry after a failed try, and the endpoints of these (among the first `cap`); and the endpoints disabled
+   * for failing (a short table: read whole).
+   */
+  async health (now: string, cap: number) {
+    const { db } = this
+    const waiting = db.selectFrom('webhook_deliveries').where('next_attempt_at', 'is not', null)
+    const retrying = waiting.where('next_attempt_at', '>', now).where('attempts', '>', 0)
+    const [overdue, retries, endpoints, disabled] = await Promise.all([
+      countUpTo(db, waiting.where('next_attempt_at', '<=', now).select('next_attempt_at'), cap),
+      countUpTo(db, retrying.select('next_attempt_at'), cap),
+      countValuesUpTo(db, retrying.select('endpoint_id as value'), cap),
+      db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('count'))
+        .where('disabled_reason', '=', 'failing').where('disabled_at', 'is not', null).executeTakeFirstOrThrow()
+    ])
+    return { overdue, retries, endpointsRetrying: endpoints, endpointsDisabled: Number(disabled.count) }
   }
 
   /** Removes up to `limit` settled deliveries created before `before`, oldest first; how many went. */

@@ -57,19 +57,30 @@ async function watchedPage (t: Test, browser: Browser, issuer: string) {
   return { context, page, errors, elsewhere }
 }
 
-/** Signs in on the authorization server's page the console sent the browser to; waits for `landing`. */
-async function signIn (page: Page, account: Account, landing: string): Promise<void> {
+/**
+ * Signs in on the authorization server's page the console sent the browser to, with the
+ * authenticator app's `code` when given; waits for `landing`.
+ */
+async function signIn (page: Page, account: Account, landing: string, code?: string): Promise<void> {
   await page.getByLabel('E-mail').fill(account.email)
   await page.getByLabel('Password').fill(account.password)
+  if (code !== undefined) {
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click()
+    await page.getByLabel('Code').fill(code)
+    await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Continue' }).click()])
+    return
+  }
   await Promise.all([page.waitForURL(landing), page.getByRole('button', { name: 'Sign in', exact: true }).click()])
 }
 
-t.test('an operator walks the console in Chromium: a user found among 100,000, a session of theirs ended, their second factors reset, suspended and un-suspended; a member\'s role changed in an organization; an application registered; a failed delivery retried; sign-out', async (t) => {
+t.test('an operator walks the console in Chromium: a user found among 100,000, a session of theirs ended, their second factors reset, suspended and un-suspended; a member\'s role changed in an organization; an application registered; a failed delivery retried; the overview; acting as the user; sign-out', async (t) => {
   const browser = await launchChromium(t)
   const server = await startAuthorizationServer(t, null, { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }, 'localhost')
   const { app, issuer } = server
   await bulkSeed(app.database.db, app.database.dialect, 100_000)
   const operator = await createAccount(app, { roles: ['super_admin'], name: 'Ada Operator' })
+  // With an authenticator app: acting as a user needs a sign-in with a second factor.
+  const { code, backupCodes } = await enableTotp(app, operator)
   const target = await createAccount(app, { name: 'Zelda <b>Findme</b>' })
   await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: target.email, password: target.password, device: { id: 'phone', name: 'Phone' } } })
   await enableTotp(app, target)
@@ -90,7 +101,7 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   await checkPage(t, page, errors, 'signed-out')
   await Promise.all([page.waitForURL('**/oidc/interaction/**'), page.getByRole('link', { name: 'Sign in' }).click()])
   await checkPage(t, page, errors, 'sign-in')
-  await signIn(page, operator, `${issuer}/console/users`)
+  await signIn(page, operator, `${issuer}/console/users`, code(1))
   t.ok(await page.getByText('Signed in as Ada Operator').isVisible(), 'signed in')
   await checkPage(t, page, errors, 'users')
 
@@ -104,7 +115,9 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   await Promise.all([page.waitForURL('**?done=session'), page.getByRole('button', { name: 'End the session of Phone' }).click()])
   t.ok(await page.getByText('The session is ended').isVisible(), 'a session ended')
   t.notOk(await page.getByRole('button', { name: 'End the session of Phone' }).isVisible(), 'and gone from the list')
-  await page.locator(`form[action="/console/users/${target.id}/mfa/reset"]`).getByLabel('Current password').fill(operator.password)
+  const resetForm = page.locator(`form[action="/console/users/${target.id}/mfa/reset"]`)
+  await resetForm.getByLabel('Current password').fill(operator.password)
+  await resetForm.getByLabel(/^Code from your authenticator app/).fill(backupCodes[0] ?? '')
   await Promise.all([page.waitForURL('**?done=mfa'), page.getByRole('button', { name: 'Reset the second factors' }).click()])
   t.ok(await page.getByText('The second factors are off').isVisible(), 'the second factors reset')
   await checkPage(t, page, errors, 'user-support')
@@ -134,6 +147,9 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
 
   await Promise.all([page.waitForURL('**/console/audit-log'), page.getByRole('link', { name: 'Audit log' }).click()])
   await checkPage(t, page, errors, 'audit-log')
+  await Promise.all([page.waitForURL('**/console/overview'), page.getByRole('link', { name: 'Overview' }).click()])
+  t.ok(await page.getByText('Deliveries waiting for a retry', { exact: true }).isVisible(), 'the overview, with the webhooks\' health')
+  await checkPage(t, page, errors, 'overview')
 
   await Promise.all([page.waitForURL('**/console/organizations'), page.getByRole('link', { name: 'Organizations' }).click()])
   await checkPage(t, page, errors, 'organizations')
@@ -142,6 +158,14 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   await Promise.all([page.waitForURL('**?done=role'), page.getByRole('button', { name: 'Change the role of Max Member' }).click()])
   t.ok(await page.getByText('The member\'s role is changed.').isVisible(), 'a member\'s role changed')
   await checkPage(t, page, errors, 'organization')
+
+  await page.goto(`${issuer}/console/users/${target.id}`)
+  await page.locator(`form[action="/console/users/${target.id}/impersonation"]`).getByLabel('Why you act as them').fill('Ticket 4711: cannot find a setting')
+  await Promise.all([page.waitForURL(`${issuer}/account`), page.getByRole('button', { name: 'Act as this user' }).click()])
+  t.ok(await page.getByText('Acting as Zelda <b>Findme</b>').isVisible(), 'the person\'s own page, the header saying whose')
+  await checkPage(t, page, errors, 'acting')
+  await Promise.all([page.waitForURL(`**/console/users/${target.id}`), page.getByRole('button', { name: 'Stop acting' }).click()])
+  t.ok(await page.getByText('Signed in as Ada Operator').isVisible(), 'the operator again')
 
   await page.getByRole('button', { name: 'Sign out' }).click()
   await Promise.all([page.waitForURL(`${issuer}/console`), page.getByRole('button', { name: 'Sign out' }).click()])

@@ -80,7 +80,7 @@ const PROOF_CHECKS = [
 const PASSWORD_CHECKS = new Set(['POST /api/v1/auth/login', ...PROOF_CHECKS])
 const MFA_CODE_CHECKS = new Set(['POST /api/v1/auth/mfa/verify', 'POST /api/v1/auth/mfa/backup-codes', 'DELETE /api/v1/auth/mfa/totp', ...PROOF_CHECKS])
 const ADMIN_OPERATIONS = new Set(['DELETE /api/v1/users/{id}', 'POST /api/v1/users/{id}/suspension', 'DELETE /api/v1/users/{id}/suspension',
-  'DELETE /api/v1/users/{id}/sessions/{sessionId}', 'DELETE /api/v1/users/{id}/mfa', 'POST /api/v1/users/{id}/impersonation', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs',
+  'DELETE /api/v1/users/{id}/sessions/{sessionId}', 'DELETE /api/v1/users/{id}/mfa', 'POST /api/v1/users/{id}/impersonation', 'PUT /api/v1/users/{id}/roles/{role}', 'DELETE /api/v1/users/{id}/roles/{role}', 'GET /api/v1/audit-logs', 'GET /api/v1/overview',
   'POST /api/v1/oauth-clients', 'GET /api/v1/oauth-clients', 'GET /api/v1/oauth-clients/{id}', 'PATCH /api/v1/oauth-clients/{id}', 'POST /api/v1/oauth-clients/{id}/secret',
   'DELETE /api/v1/oauth-clients/{id}'])
 

@@ -26,6 +26,7 @@ import auditLog from './audit-log.js'
 import impersonation from './impersonation.js'
 import oauthClients from './oauth-clients.js'
 import organizations from './organizations.js'
+import overview from './overview.js'
 import webhooks from './webhooks.js'
 import users from './users.js'
 
@@ -90,15 +91,20 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
 
   /**
    * The session of the cookie with an access token good for this request (refreshed when near its
-   * end), or null. An impersonation near its end is over: the operator's own session again.
+   * end, while its operator acts as someone too, so that it does not idle out meanwhile), or null.
+   * An impersonation near its end is over: the operator's own session again.
    */
   async function freshSession (request: FastifyRequest, reply: FastifyReply): Promise<ConsoleSession | null> {
     const cookie = cookies.session(request.cookies[SESSION_COOKIE])
     if (cookie === null) return null
-    if (cookie.acting !== undefined && lastsBeyondMargin(cookie.acting)) return cookie
-    const { acting, ...session } = cookie
-    if (acting !== undefined) reply.setCookie(SESSION_COOKIE, cookies.seal(session), COOKIE_OPTIONS)
-    if (lastsBeyondMargin(session.access)) return session
+    const { acting, ...own } = cookie
+    // Acting as someone ends with the operator's own session (ended, its access token is revoked).
+    if (acting !== undefined && fastify.revocations.isRevoked(String(decodeJwt(own.access).jti))) return null
+    const session = acting !== undefined && lastsBeyondMargin(acting) ? cookie : own
+    if (lastsBeyondMargin(session.access)) {
+      if (session !== cookie) reply.setCookie(SESSION_COOKIE, cookies.seal(session), COOKIE_OPTIONS)
+      return session
+    }
     try {
       const pair = await services.signIn.refresh(request.serviceContext, session.refresh)
       const renewed = { ...session, access: pair.access_token, refresh: pair.refresh_token }
@@ -163,6 +169,7 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     const redirectUri = `${server.issuer}${CONSOLE_CALLBACK_PATH}`
     signInRoutes(fastify, cookies, redirectUri, server.issuer)
   }
+  await fastify.register(overview, { prefix: `${CONSOLE_PATH}/overview` })
   await fastify.register(users, { prefix: `${CONSOLE_PATH}/users` })
   await fastify.register(organizations, { prefix: `${CONSOLE_PATH}/organizations` })
   await fastify.register(oauthClients, { prefix: `${CONSOLE_PATH}/oauth-clients` })

@@ -77,6 +77,20 @@ for (const backend of backends()) {
       t.match(new URL(console.url).pathname, /^\/oidc\/interaction\//, 'nor does it open the console')
     })
 
+    t.test('ending the operator\'s own session ends the acting too', async (t) => {
+      const { operator, browser } = await operatorWithMfa()
+      const user = await createAccount(app)
+      const acting = await browser.follow(`/console/users/${user.id}/impersonation`, { form: { _csrf: pageToken(await userPage(browser, user)), reason: REASON } })
+      t.match(await acting.response.text(), 'Stop acting')
+      const listed = await app.inject(withToken(operator.token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      const consoleSession = (listed.json().data as Array<{ id: string, device: { name?: string } }>).find((session) => session.device.name === 'Console')
+      t.ok(consoleSession, 'the console\'s session, among the operator\'s')
+      const ended = await app.inject(withToken(operator.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${consoleSession?.id ?? ''}` }))
+      t.equal(ended.statusCode, 204)
+      const next = await browser.follow('/account')
+      t.match(new URL(next.url).pathname, /^\/oidc\/interaction\//, 'the next page signs out, whoever it was acting as')
+    })
+
     t.test('refused: a session without a second factor, a missing form token, an operator acting as one above them', async (t) => {
       const user = await createAccount(app)
       const passwordOnly = await createAccount(app, { roles: ['super_admin'] })
