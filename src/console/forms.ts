@@ -2,7 +2,8 @@ import { type Static, Type } from '@sinclair/typebox'
 import { CodeSchema } from '../../schemas/common.js'
 import { CurrentPasswordSchema } from '../../schemas/proof.js'
 import type { InlineProof } from '../services/sign-in/reauthentication.js'
-import { field } from './pages.js'
+import { field, paragraph } from './pages.js'
+import { say, type StringKey } from './strings.js'
 
 /**
  * What the console's forms carry besides their fields (docs/console.md): the page's token, and
@@ -17,6 +18,26 @@ export const PROOF = {
 }
 
 export const TokenFormSchema = Type.Object(TOKEN, { additionalProperties: false })
+
+/** A list screen's query: what it searches for, and the cursor of its page. */
+export const ListQuerySchema = Type.Object({
+  search: Type.Optional(Type.String({ maxLength: 100 })),
+  cursor: Type.Optional(Type.String({ maxLength: 1000 }))
+}, { additionalProperties: false })
+
+/**
+ * What a screen's forms did, each by the word of `?done=` its redirect carries, and what the page
+ * after it says: `schema` takes those words alone, `notice` is the page's line for one (or none).
+ */
+export function doneNotices<Word extends string> (said: Record<Word, StringKey>) {
+  const words = Object.keys(said) as Word[]
+  return {
+    schema: Type.Object({
+      done: Type.Optional(Type.Union(words.map((word) => Type.Literal(word))))
+    }, { additionalProperties: false }),
+    notice: (word: Word | undefined): string => word === undefined ? '' : paragraph(say(said[word]), 'notice')
+  }
+}
 export const ProofFormSchema = Type.Object({ ...TOKEN, ...PROOF }, { additionalProperties: false })
 
 /** The proof a form carried, without its fields left empty. */

@@ -160,6 +160,19 @@ export function button (label: StringKey, className = ''): string {
   return `<button type="submit"${className === '' ? '' : ` class="${className}"`}>${escapeHtml(say(label))}</button>`
 }
 
+/** A list screen's search form, sent to `action` as its query; its field labelled `label`. */
+export function searchForm (action: string, label: StringKey, search: string): string {
+  return `<form method="get" action="${escapeHtml(action)}" class="inline" role="search">${field(label, 'search', search, 'type="search" maxlength="100"')}${button('search')}</form>`
+}
+
+/** A list screen's links: to the next page while there is one, and from a later page back to the first. */
+export function pageLinks (action: string, search: string, cursor: string, nextCursor: string | null): string {
+  const searched: Record<string, string> = search === '' ? {} : { search }
+  const next = nextCursor === null ? '' : `<p>${link(`${action}?${new URLSearchParams({ ...searched, cursor: nextCursor }).toString()}`, 'nextPage')}</p>`
+  const first = cursor === '' ? '' : `<p>${link(search === '' ? action : `${action}?${new URLSearchParams(searched).toString()}`, 'firstPage')}</p>`
+  return `${next}${first}`
+}
+
 /** A submit button whose accessible name says which row it acts on. */
 export function rowButton (label: StringKey, describedAs: string): string {
   return `<button type="submit" class="secondary" aria-label="${escapeHtml(describedAs)}">${escapeHtml(say(label))}</button>`

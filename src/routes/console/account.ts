@@ -10,10 +10,10 @@ import {
 } from '../../../schemas/passkeys.js'
 import { ACCOUNT_PATH, AUTHORIZATION_SERVER_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
 import { addressSection, identitiesSection, twoStepSection } from '../../console/account-sign-in.js'
-import { PROOF, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
+import { doneNotices, PROOF, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
 import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
 import { validationFailed } from '../../errors.js'
-import { say, type StringKey } from '../../console/strings.js'
+import { say } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 import { callerOf } from '../../services/context.js'
 import { COOKIE_OPTIONS, SESSION_COOKIE } from '../../console/session-cookies.js'
@@ -22,7 +22,7 @@ const HIDDEN = { hide: true }
 /** Every signed-in person's own page, as the API's own routes (`/auth/...`, `/users/me`) are theirs. */
 const SIGNED_IN = { access: 'bearer' as const }
 
-const DONE: Record<string, StringKey> = {
+const DONE = doneNotices({
   profile: 'profileSaved',
   password: 'passwordChanged',
   session: 'sessionEnded',
@@ -31,10 +31,7 @@ const DONE: Record<string, StringKey> = {
   email: 'addressChanged',
   totp: 'totpTurnedOff',
   identity: 'identityUnlinked'
-}
-const AccountQuerySchema = Type.Object({
-  done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
-}, { additionalProperties: false })
+})
 
 const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
 const PasswordFormSchema = Type.Object({ ...TOKEN, ...PROOF, password: PasswordSchema }, {
@@ -75,7 +72,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
 
-  fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: AccountQuerySchema } }, async (request, reply) => {
+  fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: DONE.schema } }, async (request, reply) => {
     const context = request.serviceContext
     const me = callerOf(context).id
     const [viewer, live, current, grants, keys, methods, identities] = await Promise.all([
@@ -87,7 +84,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       accountSupport.signInMethodsOf(context, me),
       federation.identities(context)
     ])
-    const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'profileSaved'), 'notice')
+    const done = DONE.notice(request.query.done)
     const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
       `${field('name', 'name', viewer.name, 'required minlength="2" maxlength="100" autocomplete="name"')}${button('saveName')}`)}`
     const password = `<h2>${escapeHtml(say('password'))}</h2>${paragraph(say('passwordIntro'))}${postForm(`${ACCOUNT_PATH}/password`, viewer.csrf,

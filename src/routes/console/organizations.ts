@@ -6,9 +6,11 @@ import {
   OrganizationRoleSchema
 } from '../../../schemas/organizations.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
-import { TOKEN, TokenFormSchema } from '../../console/forms.js'
-import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, table } from '../../console/pages.js'
-import { say, type StringKey } from '../../console/strings.js'
+import { doneNotices, ListQuerySchema, TOKEN, TokenFormSchema } from '../../console/forms.js'
+import {
+  button, consolePage, escapeHtml, field, link, pageLinks, paragraph, postForm, rowButton, searchForm, sendPage, table
+} from '../../console/pages.js'
+import { say } from '../../console/strings.js'
 import { OPERATOR_PERMISSION, unlessRefused, viewerOf } from '../../console/viewer.js'
 import { actingPermissions } from '../../security/organization-permissions.js'
 
@@ -21,17 +23,9 @@ const BASE = `${CONSOLE_PATH}/organizations`
 const orgAccess = (permission: 'org:read' | 'members:update' | 'members:remove' | 'members:invite') =>
   ({ access: { organization: 'id', permission } as const })
 
-const ListQuerySchema = Type.Object({
-  search: Type.Optional(Type.String({ maxLength: 100 })),
-  cursor: Type.Optional(Type.String({ maxLength: 1000 }))
-}, { additionalProperties: false })
-
-const DONE: Record<string, StringKey> = {
+const DONE = doneNotices({
   role: 'memberRoleChanged', removed: 'memberRemoved', invited: 'invitationSent', withdrawn: 'invitationWithdrawn'
-}
-const PageQuerySchema = Type.Object({
-  done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
-}, { additionalProperties: false })
+})
 
 const RoleFormSchema = Type.Object({ ...TOKEN, role: OrganizationRoleSchema }, { additionalProperties: false })
 const InviteFormSchema = Type.Object({ ...TOKEN, ...InvitationCreateSchema.properties }, {
@@ -66,15 +60,12 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
       escapeHtml(organization.role ?? say('notAMember')),
       escapeHtml(organization.created_at ?? '')
     ])
-    const searchForm = `<form method="get" action="${BASE}" class="inline" role="search">${field('searchOrganizations', 'search', search, 'type="search" maxlength="100"')}${button('search')}</form>`
     const listing = rows.length === 0 ? paragraph(say('noOrganizations')) : table(say('organizations'), ['name', 'slug', 'yourRole', 'created'], rows)
-    const next = page.meta.kind === 'cursor' && page.meta.nextCursor !== null
-      ? `<p>${link(`${BASE}?${new URLSearchParams({ ...(search !== '' && { search }), cursor: page.meta.nextCursor }).toString()}`, 'nextPage')}</p>`
-      : ''
-    return sendPage(reply, 200, consolePage(say('organizations'), `${searchForm}${listing}${next}`, viewer))
+    const pages = pageLinks(BASE, search, request.query.cursor ?? '', page.meta.kind === 'cursor' ? page.meta.nextCursor : null)
+    return sendPage(reply, 200, consolePage(say('organizations'), `${searchForm(BASE, 'searchOrganizations', search)}${listing}${pages}`, viewer))
   })
 
-  fastify.get('/:id', { config: orgAccess('org:read'), schema: { ...HIDDEN, params: IdParamsSchema, querystring: PageQuerySchema } }, async (request, reply) => {
+  fastify.get('/:id', { config: orgAccess('org:read'), schema: { ...HIDDEN, params: IdParamsSchema, querystring: DONE.schema } }, async (request, reply) => {
     const { id } = request.params
     const context = request.serviceContext
     // What the viewer may do here: the permissions of the role the guard found them acting with.
@@ -114,7 +105,7 @@ const organizations: FastifyPluginAsyncTypebox = async (fastify) => {
         ]))}
 <h3>${escapeHtml(say('invite'))}</h3>${postForm(`${base}/invitations`, viewer.csrf,
   `${field('email', 'email', '', 'type="email" required maxlength="254"')}${roleSelect(say('role'), 'member')}${button('invite')}`)}`
-    const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'memberRoleChanged'), 'notice')
+    const done = DONE.notice(request.query.done)
     const body = `${done}${facts}${memberSection}${invitationSection}<p>${link(BASE, 'backToOrganizations')}</p>`
     return sendPage(reply, 200, consolePage(organization.name, body, viewer))
   })

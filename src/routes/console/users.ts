@@ -5,9 +5,12 @@ import { type SignInMethods, UserSessionParamsSchema } from '../../../schemas/ac
 import { IdParamsSchema } from '../../../schemas/common.js'
 import { SuspensionCreateSchema } from '../../../schemas/suspension.js'
 import { CONSOLE_PATH } from '../../authorization-server/paths.js'
-import { button, consolePage, escapeHtml, field, link, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
-import { proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
-import { say, type StringKey } from '../../console/strings.js'
+import {
+  button, consolePage, escapeHtml, field, link, pageLinks, paragraph, postForm, rowButton, searchForm, sendPage,
+  sessionTable, table
+} from '../../console/pages.js'
+import { doneNotices, ListQuerySchema, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
+import { say } from '../../console/strings.js'
 import { OPERATOR_PERMISSION, unlessRefused, viewerOf } from '../../console/viewer.js'
 import { hasPermission } from '../../security/permissions.js'
 import { callerOf } from '../../services/context.js'
@@ -17,18 +20,10 @@ const OPERATORS = { access: { permission: OPERATOR_PERMISSION } }
 /** Suspending is what the API's route needs: `manage_users`, an admin operation. */
 const MANAGE_USERS = { access: { permission: 'manage_users' as const }, adminOperation: true }
 
-const UsersQuerySchema = Type.Object({
-  search: Type.Optional(Type.String({ maxLength: 100 })),
-  cursor: Type.Optional(Type.String({ maxLength: 1000 }))
-}, { additionalProperties: false })
-
 /** What a form on a user's page did, as the page after it says. */
-const DONE: Record<string, StringKey> = {
+const DONE = doneNotices({
   suspended: 'suspended', lifted: 'suspensionLifted', session: 'sessionEnded', mfa: 'mfaReset'
-}
-const UserPageQuerySchema = Type.Object({
-  done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key))))
-}, { additionalProperties: false })
+})
 
 const SuspendFormSchema = Type.Object({
   ...TOKEN,
@@ -69,7 +64,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   const viewerFor = async (request: FastifyRequest, reply: FastifyReply) => await viewerOf(accounts, request, reply)
 
-  fastify.get('', { config: OPERATORS, schema: { ...HIDDEN, querystring: UsersQuerySchema } }, async (request, reply) => {
+  fastify.get('', { config: OPERATORS, schema: { ...HIDDEN, querystring: ListQuerySchema } }, async (request, reply) => {
     const search = request.query.search?.trim() ?? ''
     // An address is looked up exactly (its index); anything else searches names, a page at a time.
     const page = search.includes('@')
@@ -81,16 +76,13 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       escapeHtml(say(user.email_verified === true ? 'yes' : 'no')),
       escapeHtml(user.created_at ?? '')
     ])
-    const searchForm = `<form method="get" action="${CONSOLE_PATH}/users" class="inline" role="search">${field('searchUsers', 'search', search, 'type="search" maxlength="100"')}${button('search')}</form>`
-    const next = page.meta.kind === 'cursor' && page.meta.nextCursor !== null
-      ? `<p>${link(`${CONSOLE_PATH}/users?${new URLSearchParams({ ...(search !== '' && { search }), cursor: page.meta.nextCursor }).toString()}`, 'nextPage')}</p>`
-      : ''
-    const first = request.query.cursor === undefined || request.query.cursor === '' ? '' : `<p>${link(`${CONSOLE_PATH}/users${search === '' ? '' : `?search=${encodeURIComponent(search)}`}`, 'firstPage')}</p>`
     const listing = rows.length === 0 ? paragraph(say('noUsers')) : table(say('users'), ['name', 'email', 'verified', 'created'], rows)
-    return sendPage(reply, 200, consolePage(say('users'), `${searchForm}${listing}${next}${first}`, await viewerFor(request, reply)))
+    const pages = pageLinks(`${CONSOLE_PATH}/users`, search, request.query.cursor ?? '', page.meta.kind === 'cursor' ? page.meta.nextCursor : null)
+    const body = `${searchForm(`${CONSOLE_PATH}/users`, 'searchUsers', search)}${listing}${pages}`
+    return sendPage(reply, 200, consolePage(say('users'), body, await viewerFor(request, reply)))
   })
 
-  fastify.get('/:id', { config: OPERATORS, schema: { ...HIDDEN, params: IdParamsSchema, querystring: UserPageQuerySchema } }, async (request, reply) => {
+  fastify.get('/:id', { config: OPERATORS, schema: { ...HIDDEN, params: IdParamsSchema, querystring: DONE.schema } }, async (request, reply) => {
     const { id } = request.params
     const context = request.serviceContext
     // Suspension, sign-in and sessions are read and changed by holders of manage_users only, as the API's routes are.
@@ -111,7 +103,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 <dt>${escapeHtml(say('created'))}</dt><dd>${escapeHtml(user.created_at)}</dd>
 <dt>${escapeHtml(say('roles'))}</dt><dd>${escapeHtml(assignment.roles.length === 0 ? say('noRoles') : assignment.roles.join(', '))}</dd>
 ${managesUsers ? `<dt>${escapeHtml(say('status'))}</dt><dd>${escapeHtml(status)}</dd>` : ''}</dl>`
-    const done = request.query.done === undefined ? '' : paragraph(say(DONE[request.query.done] ?? 'suspended'), 'notice')
+    const done = DONE.notice(request.query.done)
     const action = `${CONSOLE_PATH}/users/${id}/suspension`
     const suspensionForms = !managesUsers
       ? paragraph(say('manageUsersOnly'))

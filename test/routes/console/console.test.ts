@@ -99,6 +99,24 @@ for (const backend of backends()) {
       t.equal(state.statusCode, 200, 'nothing was suspended')
     })
 
+    t.test('a search\'s pages: 25 at a time, the next page by its cursor, and back to the first', async (t) => {
+      const admin = await createAccount(app, { roles: ['admin'] })
+      const named = new Set<string>()
+      for (let index = 0; index < 27; index++) named.add((await createAccount(app, { name: `Pagewise Person ${index}` })).id)
+      const { browser } = await signedIn(admin)
+      const idsOn = (html: string) => [...html.matchAll(/href="\/console\/users\/([0-9a-f-]{36})"/g)].map(([, id]) => id ?? '')
+      const first = await (await browser.follow('/console/users?search=Pagewise%20Person')).response.text()
+      t.equal(idsOn(first).length, 25, 'a page of 25')
+      t.notMatch(first, 'First page', 'on the first page already')
+      const next = /href="(\/console\/users\?search=Pagewise\+Person&amp;cursor=[^"]+)">Next page/.exec(first)?.[1]?.replaceAll('&amp;', '&') ?? ''
+      t.not(next, '', 'a link to the next page, the search kept')
+      const second = await (await browser.follow(next)).response.text()
+      t.equal(idsOn(second).length, 2, 'the rest')
+      t.same(new Set([...idsOn(first), ...idsOn(second)]), named, 'every match once')
+      t.notMatch(second, 'Next page')
+      t.match(second, '<a href="/console/users?search=Pagewise+Person">First page</a>')
+    })
+
     t.test('a user is refused the console; a moderator sees users but may not suspend', async (t) => {
       const user = await createAccount(app)
       const { browser: userBrowser, landed } = await signedIn(user)
