@@ -1,5 +1,6 @@
 import QRCode from 'qrcode'
 import type { SignInMethods } from '../../schemas/account-support.js'
+import type { ProofMethod } from '../../schemas/proof.js'
 import type { Identity } from '../../schemas/auth.js'
 import type { TotpSetup } from '../../schemas/mfa.js'
 import { ACCOUNT_PATH } from '../authorization-server/paths.js'
@@ -23,6 +24,26 @@ export function addressSection (email: string, csrf: string): string {
   return `${heading(say('emailAddress'))}${paragraph(say('currentAddress', email))}${paragraph(say('changeAddressIntro'))}` +
     postForm(`${ACCOUNT_PATH}/email`, csrf,
       `${field('newEmail', 'email', '', 'type="email" required maxlength="254" autocomplete="email"')}${proofFields()}${button('changeAddress')}`)
+}
+
+/**
+ * Proving it is you once for the next 5 minutes (`POST /auth/reauthenticate`), for the proofs
+ * a form's fields cannot carry: a passkey (with the page's script), or a code sent by e-mail or
+ * SMS to be entered in the form's code field. Absent where the fields hold every proof the
+ * account can give (a password, an authenticator app's code).
+ */
+export function stepUpSection (offers: readonly ProofMethod[], csrf: string): string {
+  const messages = offers.filter((offer): offer is 'email' | 'sms' => offer === 'email' || offer === 'sms')
+  if (!offers.includes('passkey') && messages.length === 0) return ''
+  const passkey = !offers.includes('passkey')
+    ? ''
+    : `<p id="step-up-needs-script">${escapeHtml(say('stepUpNeedsScript'))}</p>
+<form id="step-up-form" method="post" action="${ACCOUNT_PATH}/reauthenticate" data-options="${ACCOUNT_PATH}/reauthenticate/options" hidden>
+<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}"><input type="hidden" name="challenge_id" value=""><input type="hidden" name="response" value="">
+${button('proveWithPasskey')}<p id="step-up-problem" class="error" role="alert" hidden>${escapeHtml(say('passkeyProblem'))}</p></form>`
+  const codes = messages.map((method) => postForm(`${ACCOUNT_PATH}/reauthenticate/code`, csrf,
+    `<input type="hidden" name="method" value="${method}">${button(method === 'email' ? 'sendCodeByEmail' : 'sendCodeBySms', 'secondary')}`)).join('')
+  return `${heading(say('proveItIsYou'))}${paragraph(say('stepUpIntro'))}${passkey}${codes}`
 }
 
 /** The authenticator app: its set-up when off; new backup codes and turning off when on. */

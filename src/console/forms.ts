@@ -1,6 +1,8 @@
-import { type Static, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import { CodeSchema } from '../../schemas/common.js'
 import { CurrentPasswordSchema } from '../../schemas/proof.js'
+import { validationFailed } from '../errors.js'
 import type { InlineProof } from '../services/sign-in/reauthentication.js'
 import { field, paragraph } from './pages.js'
 import { say, type StringKey } from './strings.js'
@@ -47,6 +49,21 @@ export function proofOf (form: Static<typeof ProofFormSchema>): InlineProof {
     ...(currentPassword !== undefined && currentPassword !== '' && { current_password: currentPassword }),
     ...(mfaCode !== undefined && mfaCode !== '' && { mfa_code: mfaCode })
   }
+}
+
+/**
+ * A field holding JSON the page's script wrote (a passkey's answer), as the API's schema takes it;
+ * else a refusal of the field.
+ */
+export function jsonField<Schema extends TSchema> (schema: Schema, json: string, name: string): Static<Schema> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(json)
+  } catch {
+    parsed = undefined
+  }
+  if (!Value.Check(schema, parsed)) throw validationFailed([{ path: `/${name}`, message: 'is not a passkey\'s answer' }])
+  return parsed
 }
 
 /** The proof's fields on a page. */

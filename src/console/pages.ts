@@ -19,10 +19,10 @@ export const CONSOLE_STYLESHEET_PATH = `${CONSOLE_PATH}/console.css`
 export const ACCOUNT_SCRIPT_PATH = `${CONSOLE_PATH}/account.js`
 
 /**
- * The account page's script: adding a passkey, shown only where the browser has WebAuthn. It asks
- * the console for registration options (the form's token in a header), lets the authenticator
- * answer through @simplewebauthn/browser (served by the authorization server), and posts the answer
- * with the form, whose proof fields the person filled.
+ * The account page's script: adding a passkey, and proving it is you with one, shown only where
+ * the browser has WebAuthn. Each asks the console for options (the form's token in a header),
+ * lets the authenticator answer through @simplewebauthn/browser (served by the authorization
+ * server), and posts the answer with the form (whose proof fields the person filled, for adding).
  */
 export const ACCOUNT_SCRIPT = `'use strict'
 const form = document.getElementById('passkey-form')
@@ -43,6 +43,28 @@ if (form !== null && window.PublicKeyCredential !== undefined) {
       form.submit()
     } catch {
       problem.hidden = false
+    }
+  })
+}
+const stepUp = document.getElementById('step-up-form')
+if (stepUp !== null && window.PublicKeyCredential !== undefined) {
+  const stepUpProblem = document.getElementById('step-up-problem')
+  stepUp.hidden = false
+  document.getElementById('step-up-needs-script').hidden = true
+  stepUp.addEventListener('submit', async (event) => {
+    if (stepUp.elements.response.value !== '') return
+    event.preventDefault()
+    stepUpProblem.hidden = true
+    try {
+      const answer = await fetch(stepUp.dataset.options, { method: 'POST', headers: { 'x-csrf-token': stepUp.elements._csrf.value } })
+      if (!answer.ok) throw new Error('no options')
+      const { data } = await answer.json()
+      const response = await SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: data.options })
+      stepUp.elements.challenge_id.value = data.challenge_id
+      stepUp.elements.response.value = JSON.stringify(response)
+      stepUp.submit()
+    } catch {
+      stepUpProblem.hidden = false
     }
   })
 }

@@ -176,7 +176,7 @@ t.test('an operator walks the console in Chromium: a user found among 100,000, a
   t.same(elsewhere, [], 'no request left the service')
 })
 
-t.test('a person walks their own page in Chromium: a new password with its proof, an authenticator app set up, a passkey added through a virtual authenticator, another session ended, an application revoked, the export downloaded', async (t) => {
+t.test('a person walks their own page in Chromium: a new password with its proof, an authenticator app set up, a passkey added through a virtual authenticator and proving it is you with it, another session ended, an application revoked, the export downloaded', async (t) => {
   const browser = await launchChromium(t)
   const server = await startAuthorizationServer(t, null, {}, 'localhost')
   const { app, issuer } = server
@@ -237,6 +237,13 @@ t.test('a person walks their own page in Chromium: a new password with its proof
   await Promise.all([page.waitForURL('**?done=passkey'), page.getByRole('button', { name: 'Add a passkey' }).click()])
   t.ok(await page.getByRole('cell', { name: 'Work laptop' }).isVisible(), 'the passkey is listed')
   t.equal((await devtools.send('WebAuthn.getCredentials', { authenticatorId })).credentials.length, 1, 'made by the virtual authenticator')
+
+  await Promise.all([page.waitForURL('**?done=proved'), page.getByRole('button', { name: 'Prove it with a passkey' }).click()])
+  t.ok(await page.getByText('You proved it is you').isVisible(), 'proved with the passkey, through the page\'s script')
+  await checkPage(t, page, errors, 'account-proved')
+  await page.getByLabel('New e-mail address').fill(`moved-${person.email}`)
+  await Promise.all([page.waitForURL('**?done=email'), page.getByRole('button', { name: 'Change the address' }).click()])
+  t.ok(await page.getByText(`Your address is moved-${person.email}`).isVisible(), 'a sensitive change with no proof on its form, within the 5 minutes')
 
   t.same(errors, [], 'no console error')
   t.same(elsewhere, [], 'no request left the service')

@@ -84,7 +84,7 @@ export async function relyingParty (
 }
 
 /** A request's method and form (sent URL-encoded). */
-interface RequestInit { method?: string, form?: Record<string, string> }
+interface RequestInit { method?: string, form?: Record<string, string>, headers?: Record<string, string> }
 
 /** A cookie as a browser keeps it: for its host (any port, as browsers have it) and under its path. */
 interface KeptCookie { name: string, value: string, host: string, path: string }
@@ -134,7 +134,8 @@ export class CookieBrowser {
       cookie: sent.map(({ name, value }) => `${name}=${value}`).join('; '),
       accept: 'text/html,application/xhtml+xml,*/*;q=0.8',
       'sec-fetch-mode': 'navigate',
-      'sec-fetch-dest': 'document'
+      'sec-fetch-dest': 'document',
+      ...init.headers
     }
     if (init.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
     const body = init.form === undefined ? undefined : new URLSearchParams(init.form).toString()

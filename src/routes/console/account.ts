@@ -4,15 +4,11 @@ import { IdParamsSchema } from '../../../schemas/common.js'
 import { AccountExportResponseSchema } from '../../../schemas/account-export.js'
 import { GrantParamsSchema } from '../../../schemas/authorization-grants.js'
 import { NameSchema, PasswordSchema } from '../../../schemas/user.js'
-import { Value } from '@sinclair/typebox/value'
-import {
-  type PasskeyRegistrationBody, PasskeyNameSchema, RegistrationCredentialSchema, RegistrationOptionsResponseSchema
-} from '../../../schemas/passkeys.js'
+import { PasskeyNameSchema, RegistrationCredentialSchema, RegistrationOptionsResponseSchema } from '../../../schemas/passkeys.js'
 import { ACCOUNT_PATH, AUTHORIZATION_SERVER_PATH, WEBAUTHN_SCRIPT_PATH } from '../../authorization-server/paths.js'
-import { addressSection, identitiesSection, twoStepSection } from '../../console/account-sign-in.js'
-import { doneNotices, PROOF, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
+import { addressSection, identitiesSection, stepUpSection, twoStepSection } from '../../console/account-sign-in.js'
+import { doneNotices, jsonField, PROOF, proofFields, ProofFormSchema, proofOf, TOKEN, TokenFormSchema } from '../../console/forms.js'
 import { ACCOUNT_SCRIPT_PATH, button, consolePage, escapeHtml, field, paragraph, postForm, rowButton, sendPage, sessionTable, table } from '../../console/pages.js'
-import { validationFailed } from '../../errors.js'
 import { say } from '../../console/strings.js'
 import { viewerOf } from '../../console/viewer.js'
 import { callerOf } from '../../services/context.js'
@@ -30,7 +26,9 @@ const DONE = doneNotices({
   passkey: 'passkeyAdded',
   email: 'addressChanged',
   totp: 'totpTurnedOff',
-  identity: 'identityUnlinked'
+  identity: 'identityUnlinked',
+  proved: 'provedItIsYou',
+  codeSent: 'stepUpCodeSent'
 })
 
 const NameFormSchema = Type.Object({ ...TOKEN, name: NameSchema }, { additionalProperties: false })
@@ -45,18 +43,6 @@ const PasskeyFormSchema = Type.Object({
   name: Type.Optional(Type.Union([Type.Literal(''), PasskeyNameSchema]))
 }, { additionalProperties: false })
 
-/** The browser's answer to the registration options, as the API's route takes it; else a refusal of the field. */
-function registrationResponse (json: string): PasskeyRegistrationBody['response'] {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(json)
-  } catch {
-    parsed = undefined
-  }
-  if (!Value.Check(RegistrationCredentialSchema, parsed)) throw validationFailed([{ path: '/response', message: 'is not a passkey\'s answer' }])
-  return parsed
-}
-
 const SESSIONS_SHOWN = 50
 
 /**
@@ -68,21 +54,22 @@ const SESSIONS_SHOWN = 50
  */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   const { accounts, sessions, authorizationGrants, accountExport, accountDeletion, passkeys } = fastify.services
-  const { accountSupport, federation } = fastify.services
+  const { accountSupport, federation, reauthentication } = fastify.services
   /** A form's route: any signed-in person, the page's token checked before anything else. */
   const form = { config: SIGNED_IN, preValidation: fastify.csrfProtection }
 
   fastify.get('', { config: { ...SIGNED_IN, consoleScripts: true }, schema: { ...HIDDEN, querystring: DONE.schema } }, async (request, reply) => {
     const context = request.serviceContext
     const me = callerOf(context).id
-    const [viewer, live, current, grants, keys, methods, identities] = await Promise.all([
+    const [viewer, live, current, grants, keys, methods, identities, offers] = await Promise.all([
       viewerOf(accounts, request, reply),
       sessions.list(context, { limit: SESSIONS_SHOWN, sort: ['-last_used_at'] }),
       sessions.currentOf(context),
       authorizationGrants.list(context),
       passkeys.list(context, { limit: SESSIONS_SHOWN }),
       accountSupport.signInMethodsOf(context, me),
-      federation.identities(context)
+      federation.identities(context),
+      reauthentication.offers(context)
     ])
     const done = DONE.notice(request.query.done)
     const profile = `<h2>${escapeHtml(say('profile'))}</h2>${postForm(`${ACCOUNT_PATH}/profile`, viewer.csrf,
@@ -113,7 +100,7 @@ ${proofFields()}${button('addPasskey')}
     const data = `<h2>${escapeHtml(say('yourData'))}</h2><p><a href="${ACCOUNT_PATH}/export" download>${escapeHtml(say('downloadExport'))}</a></p>`
     const deletion = `<h2>${escapeHtml(say('deleteAccount'))}</h2>${paragraph(say('deleteIntro'))}${postForm(`${ACCOUNT_PATH}/deletion`, viewer.csrf,
       `${proofFields()}${button('deleteAccount')}`)}`
-    const body = `${done}${profile}${addressSection(viewer.email, viewer.csrf)}${password}${twoStepSection(methods, viewer.csrf)}${passkeySection}` +
+    const body = `${done}${profile}${stepUpSection(offers, viewer.csrf)}${addressSection(viewer.email, viewer.csrf)}${password}${twoStepSection(methods, viewer.csrf)}${passkeySection}` +
       `${identitiesSection(identities, viewer.csrf)}<h2>${escapeHtml(say('sessions'))}</h2>${sessionList}` +
       `<h2>${escapeHtml(say('applications'))}</h2>${applications}${data}${deletion}`
     return sendPage(reply, 200, consolePage(say('yourAccount'), body, viewer, [`${AUTHORIZATION_SERVER_PATH}${WEBAUTHN_SCRIPT_PATH}`, ACCOUNT_SCRIPT_PATH]))
@@ -158,7 +145,7 @@ ${proofFields()}${button('addPasskey')}
   }, async (request, reply) => {
     const { response, name } = request.body
     await passkeys.register(request.serviceContext, {
-      response: registrationResponse(response), ...(name !== undefined && name !== '' && { name }), ...proofOf(request.body)
+      response: jsonField(RegistrationCredentialSchema, response, 'response'), ...(name !== undefined && name !== '' && { name }), ...proofOf(request.body)
     })
     return await reply.redirect(`${ACCOUNT_PATH}?done=passkey`, 303)
   })

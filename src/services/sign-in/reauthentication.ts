@@ -157,6 +157,11 @@ export class ReauthenticationService {
     await audit.recordIn(context, 'mfa.code_sent', { outcome: 'success', actorId: caller.id, targetId: caller.id, details: { method, purpose: 'reauthentication' } })
   }
 
+  /** The proofs the caller's account can give, as REAUTHENTICATION_REQUIRED lists them. */
+  async offers (context: RequestContext): Promise<ProofMethod[]> {
+    return await this.#offers(await this.#principal(callerOf(context)))
+  }
+
   async #principal (caller: Caller): Promise<UserPrincipal> {
     const principal = await this.deps.users.findPrincipal(caller.id)
     if (principal === undefined) throw new Errors.INVALID_TOKEN()

@@ -53,6 +53,9 @@ for (const backend of backends()) {
       const me = await app.inject(withToken(user.token, { method: 'GET', url: '/api/v1/auth/me' }))
       t.equal(me.json().data.email, user.email, 'the address is unchanged')
 
+      const forged = await browser.request('/console/impersonation/end', { form: { _csrf: 'x'.repeat(60) } })
+      t.equal(forged.status, 403, 'stopping takes the page\'s token too')
+      t.match(await (await browser.follow('/account')).response.text(), 'Stop acting', 'still acting')
       const stopped = await browser.follow('/console/impersonation/end', { form: { _csrf: pageToken(html) } })
       t.equal(new URL(stopped.url).pathname, `/console/users/${user.id}`, 'back on the user\'s page')
       const back = await stopped.response.text()
@@ -102,8 +105,12 @@ for (const backend of backends()) {
       t.match(await (await browser.follow('/account')).response.text(), 'Signed in as Test User', 'still the operator')
 
       const { browser: withMfa } = await operatorWithMfa()
-      const noToken = await withMfa.request(`/console/users/${user.id}/impersonation`, { form: { reason: REASON } })
-      t.equal(noToken.status, 403, 'no form token, no impersonation')
+      const { browser: otherSession } = await operatorWithMfa()
+      const othersToken = pageToken(await userPage(otherSession, user))
+      for (const [token, what] of [[undefined, 'no form token'], ['x'.repeat(60), 'a made-up token'], [othersToken, 'another session\'s token']] as const) {
+        const form: Record<string, string> = token === undefined ? { reason: REASON } : { _csrf: token, reason: REASON }
+        t.equal((await withMfa.request(`/console/users/${user.id}/impersonation`, { form })).status, 403, `${what}: no impersonation`)
+      }
       const peer = await createAccount(app, { roles: ['super_admin'] })
       const upward = await withMfa.request(`/console/users/${peer.id}/impersonation`, { form: { _csrf: pageToken(await userPage(withMfa, peer)), reason: REASON } })
       t.equal(upward.status, 403, 'a super_admin is impersonated by nobody')
