@@ -377,8 +377,8 @@ export function liveSessionsOldestFirst (db: Db, userId: string, cutoffs: Livene
 }
 
 /**
- * Ends the sessions and their refresh tokens within `trx`; answers
- * the access tokens they issued after `accessIssuedAfter`.
+ * Ends the sessions and their refresh tokens within `trx`; answers the access tokens they issued
+ * after `accessIssuedAfter`, and those of impersonations begun from them (docs/api.md, "Impersonation").
  */
 async function revokeSessions (
   trx: Db,
@@ -394,5 +394,7 @@ async function revokeSessions (
     .where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute()
   const rows = await trx.selectFrom('refresh_tokens').select(['access_jti', 'created_at'])
     .where('session_id', 'in', sessionIds).where('created_at', '>', accessIssuedAfter).where('access_jti', 'is not', null).execute()
-  return rows.map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
+  const impersonations = await trx.selectFrom('impersonations').select(['access_jti', 'created_at'])
+    .where('impersonator_session_id', 'in', sessionIds).where('expires_at', '>', now).execute()
+  return [...rows, ...impersonations].map((row) => ({ jti: row.access_jti ?? '', issuedAt: row.created_at }))
 }

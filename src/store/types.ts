@@ -166,6 +166,8 @@ export interface ImpersonationsTable {
   access_jti: string
   created_at: string
   expires_at: string
+  /** The administrator's session it was started from: ending it ends the impersonation. Null before 0035. */
+  impersonator_session_id: string | null
 }
 
 /** Access-token identifiers refused until they expire (docs/api.md, "Token revocation"). */

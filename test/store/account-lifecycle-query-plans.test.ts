@@ -9,7 +9,8 @@ import { insertChunked, planChecker } from '../helpers/query-plans.js'
  * The lifecycle's reads and writes on large tables find their rows through an index on both
  * databases: erasing an account (docs/api.md, "Deleting one's account") touches its audit
  * entries and the invitations to its address, the erasure job looks for the accounts due,
- * ending a user's sessions finds their impersonations' tokens, and an operator's look at an
+ * ending a user's sessions finds their impersonations' tokens, ending an administrator's session
+ * finds the impersonations begun from it, and an operator's look at an
  * account (docs/api.md, "Account support") reads its sessions, backup codes and identities.
  */
 
@@ -52,7 +53,14 @@ async function seed ({ db, dialect }: Database) {
     id: id(3, index), organization_id: id(2, 0), email: email(index), role: 'member', token_hash: `hash-${index}`, invited_by: null, created_at: at(index), expires_at: at(index + 86400)
   })))
   await insertChunked(db, 'impersonations', Array.from({ length: USERS }, (_, index) => ({
-    id: id(4, index), user_id: userId(index), impersonator_id: userId((index + 1) % USERS), reason: 'Support', access_jti: `jti-${index}`, created_at: at(index), expires_at: at(index + 900)
+    id: id(4, index),
+    user_id: userId(index),
+    impersonator_id: userId((index + 1) % USERS),
+    impersonator_session_id: id(5, index),
+    reason: 'Support',
+    access_jti: `jti-${index}`,
+    created_at: at(index),
+    expires_at: at(index + 900)
   })))
   await insertChunked(db, 'sessions', Array.from({ length: USERS * 3 }, (_, index) => ({
     id: id(5, index),
@@ -110,6 +118,12 @@ for (const backend of backends()) {
       await checkPlans(t, database, recorded, 'impersonations', async () => {
         t.same(await impersonations.accessTokens(userId(9), at(0)), [{ jti: 'jti-9', issuedAt: at(9) }])
       }, /impersonations_user_id_expires_at/)
+    })
+
+    t.test('ending a session finds the impersonations begun from it, through the session\'s index', async (t) => {
+      await checkPlans(t, database, recorded, 'impersonations', async () => {
+        t.same(await sessions.revoke([id(5, 12)], 'logout', at(20), at(0)), [{ jti: 'jti-12', issuedAt: at(12) }])
+      }, /impersonations_impersonator_session_id/)
     })
 
     t.test('an operator\'s look at an account: its live sessions, backup codes and identities through the user\'s indexes', async (t) => {

@@ -98,8 +98,6 @@ const consoleRoutes: FastifyPluginAsync = async (fastify) => {
     const cookie = cookies.session(request.cookies[SESSION_COOKIE])
     if (cookie === null) return null
     const { acting, ...own } = cookie
-    // Acting as someone ends with the operator's own session (ended, its access token is revoked).
-    if (acting !== undefined && fastify.revocations.isRevoked(String(decodeJwt(own.access).jti))) return null
     const session = acting !== undefined && lastsBeyondMargin(acting) ? cookie : own
     if (lastsBeyondMargin(session.access)) {
       if (session !== cookie) reply.setCookie(SESSION_COOKIE, cookies.seal(session), COOKIE_OPTIONS)

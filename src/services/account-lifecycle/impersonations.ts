@@ -10,6 +10,7 @@ import type { UsersRepository } from '../../store/users.js'
 import type { AuditTrail } from '../audit/index.js'
 import { assertAccountHolder, callerOf, type RequestContext } from '../context.js'
 import type { Notices } from '../messaging/index.js'
+import type { SessionService } from '../sessions/index.js'
 
 /** Roles from least to most: an impersonator's highest must be above the account's highest. */
 const RANK: readonly Role[] = ['anonymous', 'user', 'moderator', 'admin', 'super_admin']
@@ -23,7 +24,8 @@ function rankOf (roles: readonly Role[]): number {
  * acting as them for one access token's life (15 minutes) with a reason. The token carries
  * `act` (RFC 8693) naming the administrator; the sensitive changes and impersonating again are
  * refused inside it (ReauthenticationService, MfaSettingsService); every request made with it
- * is audited with both ids; the user is told once it has ended.
+ * is audited with both ids; the user is told once it has ended. It ends with the administrator's
+ * session it was started from (the sessions' store revokes its token with theirs).
  */
 export class ImpersonationService {
   readonly #now: () => number
@@ -31,6 +33,7 @@ export class ImpersonationService {
   constructor (private readonly deps: {
     users: UsersRepository
     impersonations: ImpersonationsRepository
+    sessions: Pick<SessionService, 'currentOf'>
     tokens: TokenService
     audit: AuditTrail
     notices: Notices
@@ -41,7 +44,7 @@ export class ImpersonationService {
 
   async start (context: RequestContext, userId: string, { reason }: ImpersonationCreate) {
     const caller = callerOf(context)
-    const { users, impersonations, tokens, audit, notices } = this.deps
+    const { users, impersonations, sessions, tokens, audit, notices } = this.deps
     assertAccountHolder(caller, 'impersonating another account')
     if (!hasPermission(caller, 'impersonate_users')) throw new Errors.FORBIDDEN('impersonate_users')
     if (caller.id === userId) throw new Errors.CONFLICT('An account cannot impersonate itself')
@@ -56,6 +59,9 @@ export class ImpersonationService {
     }
     const suspension = suspensionInForce(target, this.#now())
     if (suspension !== undefined) throw suspendedError(suspension)
+    // Nothing would end an impersonation begun from a token no session of the service issued.
+    const sessionId = await sessions.currentOf(context)
+    if (sessionId === undefined) throw new Errors.FORBIDDEN('impersonate_users (from a signed-in session of this service)')
 
     const issuedAtMs = this.#now()
     const access = tokens.issueAccessToken({
@@ -72,7 +78,8 @@ export class ImpersonationService {
         reason,
         access_jti: access.jti,
         created_at: createdAt,
-        expires_at: expiresAt
+        expires_at: expiresAt,
+        impersonator_session_id: sessionId
       }, trx)
       // Told afterwards: due when the token expires.
       await notices.add(user.email, 'impersonated', trx,

@@ -29,7 +29,7 @@ export function accountLifecycleServices (
       users, mfa: repositories.mfa, identities: repositories.identities, sessions, reauthentication, audit, notices
     }),
     impersonations: new ImpersonationService({
-      users, impersonations: repositories.impersonations, tokens, audit, notices, now
+      users, impersonations: repositories.impersonations, sessions, tokens, audit, notices, now
     }),
     accountExport: new AccountExportService({
       users,

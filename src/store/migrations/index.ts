@@ -38,6 +38,7 @@ import * as m0031 from './0031-sso-oidc-connections.js'
 import * as m0032 from './0032-email-sign-ins.js'
 import * as m0033 from './0033-api-keys.js'
 import * as m0034 from './0034-lockouts-locked-until.js'
+import * as m0035 from './0035-impersonator-sessions.js'
 
 interface MigrationFile {
   /** Recorded in kysely_migration: renaming one would run it again. */
@@ -49,7 +50,7 @@ interface MigrationFile {
 const MIGRATIONS: readonly MigrationFile[] = [
   m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008, m0009, m0010, m0011, m0012, m0013, m0014, m0015, m0016, m0017,
   m0018, m0019, m0020, m0021, m0022, m0023, m0024, m0025, m0026, m0027, m0028, m0029, m0030, m0031, m0032, m0033,
-  m0034
+  m0034, m0035
 ]
 
 /** The one set of migrations for both databases. */

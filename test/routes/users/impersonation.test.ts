@@ -11,11 +11,16 @@ import { backends } from '../../helpers/database.js'
 const REASON = 'Ticket 4521: the user cannot see their invoices'
 
 /** A super_admin with TOTP on, signed in through the MFA challenge: its token's amr holds `mfa`. */
-async function superAdminWithMfa (app: FastifyInstance): Promise<Account> {
+async function superAdminWithMfa (app: FastifyInstance): Promise<Account & { backupCodes: string[] }> {
   const account = await createAccount(app, { roles: ['super_admin'] })
-  const { code } = await enableTotp(app, account)
+  const { code, backupCodes } = await enableTotp(app, account)
+  return { ...await signedInWithMfa(app, account, code(1)), backupCodes }
+}
+
+/** Another session of `account`, its second factor answered with `code` (a TOTP or backup code). */
+async function signedInWithMfa (app: FastifyInstance, account: Account, code: string): Promise<Account> {
   const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: account.email, password: account.password } })
-  const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: login.json().data.mfa_token, code: code(1) } })
+  const verified = await app.inject({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: login.json().data.mfa_token, code } })
   if (verified.statusCode !== 200) throw new Error(verified.body)
   return { ...account, token: verified.json().data.access_token }
 }
@@ -169,6 +174,31 @@ for (const backend of backends()) {
       t.equal(await me(second.token), 200)
       await app.repositories.users.removeRole(deputy.id, 'super_admin')
       t.ok(await msUntil(async () => await me(second.token) === 401, 2000) < 2000, 'refused once the administrator lost the permission')
+    })
+
+    t.test('the token ends with the administrator\'s session it was started from; a token no session issued starts none', async (t) => {
+      const user = await createAccount(app)
+      const me = async (token: string) => (await app.inject(withToken(token, { method: 'GET', url: '/api/v1/auth/me' }))).statusCode
+      const operator = await superAdminWithMfa(app)
+      const acting = await actingAs(app, operator, user)
+      const otherSession = await signedInWithMfa(app, operator, operator.backupCodes[0] ?? '')
+      const actingFromOther = await actingAs(app, otherSession, user)
+      const loggedOut = await app.inject(withToken(operator.token, { method: 'POST', url: '/api/v1/auth/logout', payload: {} }))
+      t.equal(loggedOut.statusCode, 204)
+      t.equal(await me(acting.token), 401, 'the administrator signed out: the impersonation is over')
+      t.equal(await me(actingFromOther.token), 200, 'one begun from another of their sessions goes on')
+
+      const listed = await app.inject(withToken(otherSession.token, { method: 'GET', url: '/api/v1/auth/sessions' }))
+      const session = (listed.json().data as Array<{ id: string }>).at(-1) // the newest: the one just signed in
+      const byThemselves = await app.inject(withToken(otherSession.token, { method: 'DELETE', url: `/api/v1/auth/sessions/${session?.id ?? ''}` }))
+      t.equal(byThemselves.statusCode, 204)
+      t.equal(await me(actingFromOther.token), 401, 'that session ended by id: its impersonation too')
+
+      // Signed with the service's key and proved with a second factor, but issued by no session.
+      const minted = app.tokens.issueAccessToken({ sub: operator.id, roles: ['super_admin'], amr: ['pwd', 'otp', 'mfa'], auth_time: Math.floor(Date.now() / 1000) })
+      const unbound = await impersonate(app, { ...operator, token: minted.token }, user.id)
+      t.equal(unbound.statusCode, 403, 'nothing would end it')
+      t.match(unbound.json().error.message, 'session')
     })
   })
 }
