@@ -9,6 +9,7 @@ import {
   verifyAuthenticationResponse,
   verifyRegistrationResponse
 } from '@simplewebauthn/server'
+import { COSEALG } from '@simplewebauthn/server/helpers'
 import { PASSKEY_FIELDS, type PasskeyAuthenticationBody, type PasskeyRegistrationBody } from '../../../schemas/passkeys.js'
 import type { CursorCodec } from '../../collection/cursor.js'
 import { collectionPage } from '../../collection/envelope.js'
@@ -26,6 +27,13 @@ import type { InlineProof, ReauthenticationService } from './reauthentication.js
 
 /** A ceremony's challenge is good this long, once (docs/api.md, "Passkeys"). */
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
+
+/**
+ * The key algorithms a passkey may use: those every supported runtime verifies. The library
+ * offers ML-DSA first where the runtime has it (Node.js 24): such a passkey would not sign in
+ * on an instance of an older runtime, and its signatures outgrow the assertion's size limit.
+ */
+const PASSKEY_ALGORITHMS: readonly number[] = [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256]
 
 /** A passkey's name when the registration gives none. */
 const DEFAULT_NAME = 'Passkey'
@@ -82,6 +90,7 @@ export class PasskeyService {
       userDisplayName: user.name,
       timeout: PASSKEY_CHALLENGE_TTL_MS,
       attestationType: 'none',
+      supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
       // The same authenticator is not registered twice.
       excludeCredentials: await passkeys.credentialsOf(user.id),
       // Discoverable: the passkey signs in without an e-mail address being typed first.
@@ -108,6 +117,7 @@ export class PasskeyService {
         expectedChallenge: async (challenge) => (await challenges.take(`registration:${challenge}`))?.userId === caller.id,
         expectedOrigin: relyingParty.origins,
         expectedRPID: relyingParty.rpId,
+        supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
         // The caller is signed in already; user verification matters when the passkey signs in.
         requireUserVerification: false
       })
