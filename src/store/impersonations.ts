@@ -1,6 +1,7 @@
 import type { Impersonation } from '../../schemas/impersonation.js'
 import type { SessionAccessToken } from './sessions.js'
 import type { Db, ImpersonationsTable } from './types.js'
+import { holdUserRow } from './users.js'
 
 function impersonationOf (row: ImpersonationsTable): Impersonation {
   return {
@@ -17,8 +18,22 @@ function impersonationOf (row: ImpersonationsTable): Impersonation {
 export class ImpersonationsRepository {
   constructor (private readonly db: Db) {}
 
-  async create (row: ImpersonationsTable, db: Db = this.db): Promise<Impersonation> {
-    await db.insertInto('impersonations').values(row).execute()
+  /**
+   * Stores the impersonation, within `trx`, while the administrator's session it is begun from is
+   * live: undefined once that session has ended (its revocation may not have reached this
+   * instance yet). That session's row and the user's are held until `trx` ends, so that ending
+   * the session or the user's sessions at the same time runs after it, and finds its token.
+   */
+  async create (
+    row: ImpersonationsTable & { impersonator_session_id: string },
+    trx: Db
+  ): Promise<Impersonation | undefined> {
+    // A no-op update holds the row (SQLite has no FOR UPDATE); `device` is in no index.
+    const held = await trx.updateTable('sessions').set((eb) => ({ device: eb.ref('device') }))
+      .where('id', '=', row.impersonator_session_id).where('revoked_at', 'is', null).executeTakeFirst()
+    if (held.numUpdatedRows === 0n) return undefined
+    await holdUserRow(trx, row.user_id)
+    await trx.insertInto('impersonations').values(row).execute()
     return impersonationOf(row)
   }
 

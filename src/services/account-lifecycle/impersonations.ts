@@ -81,6 +81,8 @@ export class ImpersonationService {
         expires_at: expiresAt,
         impersonator_session_id: sessionId
       }, trx)
+      // Ended since this request was let in: nothing would end the impersonation afterwards.
+      if (stored === undefined) throw new Errors.INVALID_TOKEN()
       // Told afterwards: due when the token expires.
       await notices.add(user.email, 'impersonated', trx,
         `It began at ${createdAt} and ended by ${expiresAt}. The reason given: ${reason}. If you did not expect this, contact your administrator.`,

@@ -194,6 +194,18 @@ for (const backend of backends()) {
       t.equal(byThemselves.statusCode, 204)
       t.equal(await me(actingFromOther.token), 401, 'that session ended by id: its impersonation too')
 
+      // A session ended whose revocation has not reached this instance yet (another instance ended
+      // it): its token still authenticates here, but starts no impersonation.
+      const third = await signedInWithMfa(app, operator, operator.backupCodes[1] ?? '')
+      const thirdSession = (await app.inject(withToken(third.token, { method: 'GET', url: '/api/v1/auth/sessions' }))).json().data.at(-1).id as string
+      const now = new Date().toISOString()
+      await app.repositories.sessions.revoke([thirdSession], 'logout', now, now)
+      t.equal(await me(third.token), 200, 'the token is not yet known here as revoked')
+      const late = await impersonate(app, third, user.id)
+      t.equal(late.statusCode, 401, 'its session ended: no impersonation begins')
+      const begun = await app.database.db.selectFrom('impersonations').select('id').where('impersonator_session_id', '=', thirdSession).execute()
+      t.same(begun, [], 'none stored')
+
       // Signed with the service's key and proved with a second factor, but issued by no session.
       const minted = app.tokens.issueAccessToken({ sub: operator.id, roles: ['super_admin'], amr: ['pwd', 'otp', 'mfa'], auth_time: Math.floor(Date.now() / 1000) })
       const unbound = await impersonate(app, { ...operator, token: minted.token }, user.id)
