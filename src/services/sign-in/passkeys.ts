@@ -1,15 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON
 } from '@simplewebauthn/server'
-import { COSEALG } from '@simplewebauthn/server/helpers'
 import { PASSKEY_FIELDS, type PasskeyAuthenticationBody, type PasskeyRegistrationBody } from '../../../schemas/passkeys.js'
 import type { CursorCodec } from '../../collection/cursor.js'
 import { collectionPage } from '../../collection/envelope.js'
@@ -29,11 +24,16 @@ import type { InlineProof, ReauthenticationService } from './reauthentication.js
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
 
 /**
- * The key algorithms a passkey may use: those every supported runtime verifies. The library
- * offers ML-DSA first where the runtime has it (Node.js 24): such a passkey would not sign in
- * on an instance of an older runtime, and its signatures outgrow the assertion's size limit.
+ * @simplewebauthn/server, loaded at the first ceremony rather than at start, as oidc-provider is
+ * loaded only when on: it is the largest load passkeys alone need (docs/performance.md, "Start-up").
+ * With it, the key algorithms a passkey may use: those every supported runtime verifies. The
+ * library offers ML-DSA first where the runtime has it (Node.js 24): such a passkey would not sign
+ * in on an instance of an older runtime, and its signatures outgrow the assertion's size limit.
  */
-const PASSKEY_ALGORITHMS: readonly number[] = [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256]
+async function webAuthn () {
+  const [library, { COSEALG }] = await Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')])
+  return { ...library, algorithms: [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256] }
+}
 
 /** A passkey's name when the registration gives none. */
 const DEFAULT_NAME = 'Passkey'
@@ -82,6 +82,7 @@ export class PasskeyService {
     const caller = callerOf(context)
     const { passkeys, challenges, relyingParty } = this.deps
     const user = await claimedAccount(this.deps.users, caller.id)
+    const { generateRegistrationOptions, algorithms } = await webAuthn()
     const options = await generateRegistrationOptions({
       rpName: relyingParty.rpName,
       rpID: relyingParty.rpId,
@@ -90,7 +91,7 @@ export class PasskeyService {
       userDisplayName: user.name,
       timeout: PASSKEY_CHALLENGE_TTL_MS,
       attestationType: 'none',
-      supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
+      supportedAlgorithmIDs: algorithms,
       // The same authenticator is not registered twice.
       excludeCredentials: await passkeys.credentialsOf(user.id),
       // Discoverable: the passkey signs in without an e-mail address being typed first.
@@ -110,6 +111,7 @@ export class PasskeyService {
     const { passkeys, challenges, relyingParty, notices, audit, reauthentication } = this.deps
     const user = await claimedAccount(this.deps.users, caller.id)
     await reauthentication.require(context, proof, { firstEnrolment: true })
+    const { verifyRegistrationResponse, algorithms } = await webAuthn()
     let verification
     try {
       verification = await verifyRegistrationResponse({
@@ -117,7 +119,7 @@ export class PasskeyService {
         expectedChallenge: async (challenge) => (await challenges.take(`registration:${challenge}`))?.userId === caller.id,
         expectedOrigin: relyingParty.origins,
         expectedRPID: relyingParty.rpId,
-        supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
+        supportedAlgorithmIDs: algorithms,
         // The caller is signed in already; user verification matters when the passkey signs in.
         requireUserVerification: false
       })
@@ -190,6 +192,7 @@ export class PasskeyService {
   ): Promise<{ challenge_id: string, options: PublicKeyCredentialRequestOptionsJSON }> {
     const { users, challenges, relyingParty } = this.deps
     const userId = email === undefined ? null : (await users.findByEmail(email))?.id ?? ''
+    const { generateAuthenticationOptions } = await webAuthn()
     const options = await generateAuthenticationOptions({
       rpID: relyingParty.rpId,
       allowCredentials: [],
@@ -220,6 +223,7 @@ export class PasskeyService {
     if (handle !== undefined && handle !== '' && handle !== Buffer.from(userHandle(stored.userId)).toString('base64url')) {
       return await this.#refuse(context, stored.userId, 'user_handle_mismatch')
     }
+    const { verifyAuthenticationResponse } = await webAuthn()
     let verification
     try {
       verification = await verifyAuthenticationResponse({
