@@ -1,9 +1,9 @@
-import { sql } from 'kysely'
+import { type CompiledQuery, sql } from 'kysely'
 import type { IssuedRefreshToken } from '../security/tokens.js'
-import { AUDIT_LOG_COLUMNS, insertAuditRows } from './audit-logs.js'
-import { Placeholder } from './prepared.js'
-import { type AuditLogsTable, type Db, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
-import { holdUserRow } from './users.js'
+import { AUDIT_LOG_COLUMNS } from './audit-logs.js'
+import { bindNamed, Placeholder } from './prepared.js'
+import { type AuditLogsTable, type Db, type Dialect, type RefreshTokensTable, type SessionsTable, atomically } from './types.js'
+import { userRowHold } from './users.js'
 
 /** What a refresh records (SessionsRepository.rotate). */
 export interface Rotation {
@@ -75,7 +75,15 @@ const REFRESH_TOKEN_COLUMNS = Object.keys({
   organization_id: true
 } satisfies Record<keyof RefreshTokensTable, true>) as Array<keyof RefreshTokensTable>
 
-/** The values of rotationStatement's placeholders for `rotation`. */
+/** A value compiled as the Placeholder `name` (prepared.ts), typed as the column it goes in. */
+const placeholder = (name: string) => new Placeholder(name) as unknown as string
+
+/** Each column's value as the Placeholder `<prefix>.<column>`. */
+function placeholders<Column extends string> (columns: readonly Column[], prefix: string): Record<Column, string> {
+  return Object.fromEntries(columns.map((column) => [column, placeholder(`${prefix}.${column}`)])) as Record<Column, string>
+}
+
+/** The values of rotationStatement's and rotationSteps' placeholders for `rotation`. */
 export function rotationValues (rotation: Rotation): Record<string, unknown> {
   const { sessionId, userId, now } = rotation
   const successor = refreshTokenRow(sessionId, userId, rotation, rotation.device, now)
@@ -104,23 +112,22 @@ export function rotationValues (rotation: Rotation): Record<string, unknown> {
  * even for no row. Exported for the test that checks its plan.
  */
 export function rotationStatement (db: Db, audited: boolean) {
-  const value = (name: string) => new Placeholder(name) as unknown as string
   const rotating = db
-    .with('account', (qb) => qb.selectFrom('users').select('id').where('id', '=', value('userId')).forNoKeyUpdate())
+    .with('account', (qb) => qb.selectFrom('users').select('id').where('id', '=', placeholder('userId')).forNoKeyUpdate())
     .with('session', (qb) => qb.selectFrom('sessions').select('id')
-      .where('id', '=', value('sessionId')).where('revoked_at', 'is', null)
+      .where('id', '=', placeholder('sessionId')).where('revoked_at', 'is', null)
       .where((eb) => eb.exists(eb.selectFrom('account').select('id')))
       .forNoKeyUpdate())
-    .with('spent', (qb) => qb.updateTable('refresh_tokens').set({ spent_at: value('now') })
-      .where('jti', '=', value('spentJti')).where('spent_at', 'is', null).where('revoked_at', 'is', null)
+    .with('spent', (qb) => qb.updateTable('refresh_tokens').set({ spent_at: placeholder('now') })
+      .where('jti', '=', placeholder('spentJti')).where('spent_at', 'is', null).where('revoked_at', 'is', null)
       .where((eb) => eb.exists(eb.selectFrom('session').select('id')))
       .returning('jti'))
     .with('kept', (qb) => qb.updateTable('sessions')
-      .set(Object.fromEntries(KEPT_COLUMNS.map((column) => [column, value(`kept.${column}`)])))
-      .where('id', '=', value('sessionId')).where((eb) => eb.exists(eb.selectFrom('spent').select('jti')))
+      .set(placeholders(KEPT_COLUMNS, 'kept'))
+      .where('id', '=', placeholder('sessionId')).where((eb) => eb.exists(eb.selectFrom('spent').select('jti')))
       .returning('id'))
     .with('successor', (qb) => qb.insertInto('refresh_tokens').columns(REFRESH_TOKEN_COLUMNS)
-      .expression(qb.selectNoFrom((eb) => REFRESH_TOKEN_COLUMNS.map((column) => eb.val(value(`successor.${column}`)).as(column)))
+      .expression(qb.selectNoFrom((eb) => REFRESH_TOKEN_COLUMNS.map((column) => eb.val(placeholder(`successor.${column}`)).as(column)))
         .where((eb) => eb.exists(eb.selectFrom('spent').select('jti'))))
       .returning('jti'))
   // The entries as one JSON array, so that the statement is the same for any number of them.
@@ -128,7 +135,7 @@ export function rotationStatement (db: Db, audited: boolean) {
   const steps = audited
     ? rotating.with('audited', (qb) => qb.insertInto('audit_logs').columns(AUDIT_LOG_COLUMNS)
       .expression(sql`select ${sql.join(AUDIT_LOG_COLUMNS.map((column) => sql.ref(column)))}
-        from json_populate_recordset(null::audit_logs, ${value('entries')})
+        from json_populate_recordset(null::audit_logs, ${placeholder('entries')})
         where exists (select 1 from successor)`)
       .returning('id')) as unknown as typeof rotating
     : rotating
@@ -141,21 +148,60 @@ export function rotationStatement (db: Db, audited: boolean) {
 
 /**
  * SessionsRepository.rotate on SQLite: the steps of rotationStatement one by one, in one
- * transaction, which holding the account's row makes the database's write lock.
+ * transaction, which holding the account's row makes the database's write lock. Each step is
+ * built and compiled once (rotationSteps): building them with Kysely at every refresh cost a
+ * tenth to a fifth of its CPU (docs/performance.md, "Sessions: refreshes and revocations").
  */
-export async function rotateInTransaction (db: Db, rotation: Rotation): Promise<'rotated' | 'lost' | 'ended'> {
-  const { sessionId, userId, now } = rotation
+async function rotateInTransaction (db: Db, rotation: Rotation, steps: RotationSteps): Promise<'rotated' | 'lost' | 'ended'> {
+  const values = rotationValues(rotation)
   return await atomically(db, async (trx) => {
-    if (!await holdUserRow(trx, userId)) return 'ended'
-    const live = await trx.selectFrom('sessions').select('id').where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
-    if (live === undefined) return 'ended'
-    const spent = await trx.updateTable('refresh_tokens').set({ spent_at: now })
-      .where('jti', '=', rotation.spentJti).where('spent_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst()
-    if (spent.numUpdatedRows === 0n) return 'lost'
-    await trx.insertInto('refresh_tokens').values(refreshTokenRow(sessionId, userId, rotation, rotation.device, now)).execute()
-    // Replaces the rotation kept before: the token it names has just had its successor spent.
-    await trx.updateTable('sessions').set(keptRotation(rotation)).where('id', '=', sessionId).execute()
-    await insertAuditRows(trx, rotation.entries)
+    const run = async (step: CompiledQuery, stepValues = values) => await trx.executeQuery(bindNamed(step, stepValues))
+    if ((await run(steps.hold)).numAffectedRows === 0n) return 'ended'
+    if ((await run(steps.live)).rows.length === 0) return 'ended'
+    if ((await run(steps.spend)).numAffectedRows === 0n) return 'lost'
+    await run(steps.successor)
+    await run(steps.kept)
+    for (const entry of rotation.entries) {
+      await run(steps.entry, Object.fromEntries(AUDIT_LOG_COLUMNS.map((column) => [`entry.${column}`, entry[column]])))
+    }
     return 'rotated'
   })
+}
+
+/** rotateInTransaction's statements, with Placeholders for rotationValues' names (an entry's: `entry.<column>`). */
+export function rotationSteps (db: Db) {
+  return {
+    hold: userRowHold(db, placeholder('userId')).compile(),
+    live: db.selectFrom('sessions').select('id').where('id', '=', placeholder('sessionId')).where('revoked_at', 'is', null).compile(),
+    spend: db.updateTable('refresh_tokens').set({ spent_at: placeholder('now') })
+      .where('jti', '=', placeholder('spentJti')).where('spent_at', 'is', null).where('revoked_at', 'is', null).compile(),
+    successor: db.insertInto('refresh_tokens').values(placeholders(REFRESH_TOKEN_COLUMNS, 'successor')).compile(),
+    // Replaces the rotation kept before: the token it names has just had its successor spent.
+    kept: db.updateTable('sessions').set(placeholders(KEPT_COLUMNS, 'kept')).where('id', '=', placeholder('sessionId')).compile(),
+    entry: db.insertInto('audit_logs').values(placeholders(AUDIT_LOG_COLUMNS, 'entry')).compile()
+  }
+}
+
+type RotationSteps = ReturnType<typeof rotationSteps>
+
+/** SessionsRepository.rotate on either database, each statement compiled at its first use. */
+export class Rotations {
+  /** PostgreSQL's statement, with and without its entries. */
+  readonly #statements = new Map<boolean, CompiledQuery<{ live: boolean, rotated: boolean }>>()
+  #steps: RotationSteps | undefined
+
+  constructor (private readonly db: Db, private readonly dialect: Dialect) {}
+
+  /** Rotates on `db`, this repository's database or a transaction on it. */
+  async rotate (rotation: Rotation, db: Db): Promise<'rotated' | 'lost' | 'ended'> {
+    if (this.dialect === 'sqlite') {
+      this.#steps ??= rotationSteps(this.db)
+      return await rotateInTransaction(db, rotation, this.#steps)
+    }
+    const audited = rotation.entries.length > 0
+    const statement = this.#statements.get(audited) ?? rotationStatement(this.db, audited).compile()
+    this.#statements.set(audited, statement)
+    const { rows } = await db.executeQuery(bindNamed(statement, rotationValues(rotation)))
+    return rows[0]?.rotated === true ? 'rotated' : rows[0]?.live === true ? 'lost' : 'ended'
+  }
 }

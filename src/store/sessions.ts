@@ -1,4 +1,3 @@
-import type { CompiledQuery } from 'kysely'
 import type { ExportSession } from '../../schemas/account-export.js'
 import type { Session } from '../../schemas/auth.js'
 import type { Role } from '../../schemas/rbac.js'
@@ -6,8 +5,8 @@ import type { CollectionRequest } from '../collection/query.js'
 import type { IssuedRefreshToken } from '../security/tokens.js'
 import { uuidv7 } from './ids.js'
 import { type CollectionResult, type PageStore, PageQueries } from './paginate.js'
-import { bindNamed, prepare } from './prepared.js'
-import { refreshTokenRow, rotateInTransaction, type Rotation, rotationStatement, rotationValues } from './session-rotation.js'
+import { prepare } from './prepared.js'
+import { refreshTokenRow, type Rotation, Rotations } from './session-rotation.js'
 import { type Db, atomically } from './types.js'
 import { holdUserRow, toRoles } from './users.js'
 
@@ -89,9 +88,7 @@ const SESSION_COLUMNS = ['id', 'device', 'created_at', 'last_used_at'] as const
  */
 export class SessionsRepository {
   readonly #pages
-  readonly #dialect
-  /** The rotation's statements on PostgreSQL, with and without its entries, each compiled at its first use. */
-  readonly #rotations = new Map<boolean, CompiledQuery<{ live: boolean, rotated: boolean }>>()
+  readonly #rotations
   /**
    * A refresh's one read before its rotation: the token, its session and its account's roles
    * (one row per role), compiled once (prepared.ts).
@@ -99,7 +96,7 @@ export class SessionsRepository {
   readonly #selectByTokenHash
 
   constructor (private readonly db: Db, pages: PageStore) {
-    this.#dialect = pages.dialect
+    this.#rotations = new Rotations(db, pages.dialect)
     this.#selectByTokenHash = prepare(pages.read, db.selectFrom('refresh_tokens')
       .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
       .leftJoin('user_roles', 'user_roles.user_id', 'refresh_tokens.user_id')
@@ -166,23 +163,16 @@ export class SessionsRepository {
    * rotation kept with it, are committed by then: this waited on the rows that one held); or
    * 'ended' when the session has ended or the account is gone. No row of the session or its
    * tokens changes, and no entry is stored, unless the token is spent here. On PostgreSQL the
-   * steps are one statement (rotationStatement); on SQLite, where a statement costs no round
-   * trip, they run one by one in a transaction. A
-   * concurrent revoke either commits first or waits for this one and then finds, and revokes,
-   * the new access token: a refresh racing a logout never answers a pair no revocation lists.
-   * The account's row is held first, as opening a session holds it, so that deleting the
-   * account (which locks that row, then its sessions) cannot deadlock with this on PostgreSQL;
-   * the session's row before the token's, in the order a revoke takes them.
+   * steps are one statement; on SQLite, where a statement costs no round trip, they run one by
+   * one in a transaction (session-rotation.ts). A concurrent revoke either commits first or
+   * waits for this one and then finds, and revokes, the new access token: a refresh racing a
+   * logout never answers a pair no revocation lists. The account's row is held first, as
+   * opening a session holds it, so that deleting the account (which locks that row, then its
+   * sessions) cannot deadlock with this on PostgreSQL; the session's row before the token's, in
+   * the order a revoke takes them.
    */
   async rotate (rotation: Rotation, db: Db = this.db): Promise<'rotated' | 'lost' | 'ended'> {
-    if (this.#dialect === 'postgres') {
-      const audited = rotation.entries.length > 0
-      const statement = this.#rotations.get(audited) ?? rotationStatement(this.db, audited).compile()
-      this.#rotations.set(audited, statement)
-      const { rows } = await db.executeQuery(bindNamed(statement, rotationValues(rotation)))
-      return rows[0]?.rotated === true ? 'rotated' : rows[0]?.live === true ? 'lost' : 'ended'
-    }
-    return await rotateInTransaction(db, rotation)
+    return await this.#rotations.rotate(rotation, db)
   }
 
   async findByTokenHash (tokenHash: string): Promise<PresentedRefreshToken | undefined> {

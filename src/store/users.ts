@@ -81,8 +81,13 @@ export function toRoles (values: Array<string | null>): Role[] {
  * makes SQLite check every row that refers to the user, which grows with their sessions.
  */
 export async function holdUserRow (trx: Db, userId: string): Promise<boolean> {
-  const held = await trx.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', userId).executeTakeFirst()
+  const held = await userRowHold(trx, userId).executeTakeFirst()
   return held.numUpdatedRows > 0n
+}
+
+/** holdUserRow's statement, also compiled once where a hot path holds the row (session-rotation.ts). */
+export function userRowHold (db: Db, userId: string) {
+  return db.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', userId)
 }
 
 /**

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import t from 'tap'
 import type { Database } from '../../src/store/database.js'
 import { bindNamed } from '../../src/store/prepared.js'
-import { type Rotation, rotationStatement, rotationValues } from '../../src/store/session-rotation.js'
+import { type Rotation, rotationStatement, rotationSteps, rotationValues } from '../../src/store/session-rotation.js'
 import { backends, queryPlan } from '../helpers/database.js'
 import { migratedDatabase, recordingRepositories } from '../helpers/organizations.js'
 import { insertChunked, planChecker } from '../helpers/query-plans.js'
@@ -177,14 +177,20 @@ for (const backend of backends()) {
 
     t.test('the rotation finds the account, the session and the token by their keys', async (t) => {
       const planned = rotation(5, await session(5), 'planned')
+      const values = rotationValues(planned)
       if (database.dialect === 'sqlite') {
-        await checkPlans(t, database, recorded, 'refresh_tokens', async () => {
-          t.equal(await sessions.rotate(planned), 'rotated')
-        }, /USING (INDEX|PRIMARY KEY)/)
+        // Its steps, each compiled once with placeholders: their plans with this rotation's values.
+        const { hold, live, spend, kept } = rotationSteps(db)
+        for (const [step, index] of [[hold, 'users'], [live, 'sessions'], [spend, 'refresh_tokens'], [kept, 'sessions']] as const) {
+          const plan = await queryPlan(database, index, { compile: () => bindNamed(step, values) })
+          t.same(fullScans(plan, step.sql, database.dialect), [], plan)
+          t.match(plan, new RegExp(`SEARCH ${index} USING (INTEGER PRIMARY KEY|INDEX sqlite_autoindex_${index}_1)`), step.sql)
+        }
+        t.equal(await sessions.rotate(planned), 'rotated', 'and the steps run')
         return
       }
       // One statement, compiled once with placeholders: its plan with this rotation's values.
-      const plan = await queryPlan(database, 'refresh_tokens', { compile: () => bindNamed(rotationStatement(db, true).compile(), rotationValues(planned)) })
+      const plan = await queryPlan(database, 'refresh_tokens', { compile: () => bindNamed(rotationStatement(db, true).compile(), values) })
       t.same(fullScans(plan, '', database.dialect), [], plan)
       for (const index of [/users_pkey/, /sessions_pkey/, /refresh_tokens_pkey/]) t.match(plan, index)
       t.equal(await sessions.rotate(planned), 'rotated', 'and the statement runs')
