@@ -18,14 +18,15 @@ function generators (dialect: Dialect, count: number) {
 }
 
 /**
- * Fills an empty, migrated database with `count` users, `count` posts (one each) and `count`
- * audit entries (actors: the first 1,000 users), generated inside the database (one statement per table), for the scale
- * benchmark (bench/scale.ts). The triggers of migration 0010 run as for any insert, so the
+ * Fills an empty, migrated database with `count` users, `count` posts (one each, unless
+ * `posts` is false: the console shows none) and `count` audit entries (actors: the first 1,000
+ * users), generated inside the database (one statement per table), for the scale benchmark
+ * (bench/scale.ts). The triggers of migration 0010 run as for any insert, so the
  * maintained counts and search indexes cover the rows. Selective terms for the searches and
  * filters: one name and one post title in 1,000 hold "zebrafish", one in 10 "Jones" and "dogs";
  * one audit entry in 10 is `auth.logout`, each actor's one in 1,000.
  */
-export async function bulkSeed (db: Db, dialect: Dialect, count: number): Promise<void> {
+export async function bulkSeed (db: Db, dialect: Dialect, count: number, { posts = true } = {}): Promise<void> {
   const { postgres, id, at, sequence } = generators(dialect, count)
   // One transaction; on PostgreSQL without the service's statement timeout, which a million rows exceed.
   await db.transaction().execute(async (trx) => {
@@ -33,10 +34,12 @@ export async function bulkSeed (db: Db, dialect: Dialect, count: number): Promis
     await sql.raw(`${sequence} insert into users (id, email, name, email_verified, created_at, updated_at)
       select ${id('00000000')}, 'user' || i || '@example.com',
         'User ' || i || case when i % 1000 = 7 then ' Zebrafish' when i % 10 = 3 then ' Jones' else ' Smith' end, 1, ${at}, ${at} from seq`).execute(trx)
-    await sql.raw(`${sequence} insert into posts (id, author_id, title, body, status, created_at, updated_at)
-      select ${id('00000001')}, ${id('00000000')}, 'Post ' || i || case when i % 1000 = 7 then ' on zebrafish' when i % 10 = 3 then ' on dogs' else ' on cats' end,
-        'Body of post ' || i || ': lorem ipsum dolor sit amet', case i % 3 when 0 then 'published' when 1 then 'draft' else 'archived' end,
-        ${at}, ${at} from seq`).execute(trx)
+    if (posts) {
+      await sql.raw(`${sequence} insert into posts (id, author_id, title, body, status, created_at, updated_at)
+        select ${id('00000001')}, ${id('00000000')}, 'Post ' || i || case when i % 1000 = 7 then ' on zebrafish' when i % 10 = 3 then ' on dogs' else ' on cats' end,
+          'Body of post ' || i || ': lorem ipsum dolor sit amet', case i % 3 when 0 then 'published' when 1 then 'draft' else 'archived' end,
+          ${at}, ${at} from seq`).execute(trx)
+    }
     await sql.raw(`${sequence} insert into audit_logs (id, event, actor_id, target_id, ip, user_agent, outcome, details, created_at)
       select ${id('00000002')},
         case when i % 10 = 3 then 'auth.logout' when i % 3 = 0 then 'auth.login' when i % 3 = 1 then 'user.created' else 'user.updated' end,
