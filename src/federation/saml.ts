@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { type CacheProvider, SAML, ValidateInResponseTo } from '@node-saml/node-saml'
+import type { CacheProvider, SAML } from '@node-saml/node-saml'
 import xpath from 'xpath'
 import { type SamlIdentityProvider, wellFormed } from './saml-metadata.js'
 import { IdpRefusal } from './refusal.js'
@@ -43,7 +43,12 @@ function oneRequest (requestId: string | null): CacheProvider {
   }
 }
 
-function samlFor (sp: SamlServiceProvider, idp: SamlIdentityProvider, requestId: string | null): SAML {
+/**
+ * node-saml is loaded when a SAML connection is first used, not at start, as oidc-provider and
+ * the WebAuthn library are (docs/performance.md, "Start-up").
+ */
+async function samlFor (sp: SamlServiceProvider, idp: SamlIdentityProvider, requestId: string | null): Promise<SAML> {
+  const { SAML, ValidateInResponseTo } = await import('@node-saml/node-saml')
   return new SAML({
     entryPoint: idp.ssoUrl,
     issuer: sp.entityId,
@@ -69,13 +74,13 @@ export async function authnRequestUrl (
   sp: SamlServiceProvider, idp: SamlIdentityProvider, relayState: string
 ): Promise<{ url: string, requestId: string }> {
   const requestId = `_${randomBytes(20).toString('hex')}`
-  const url = await samlFor(sp, idp, requestId).getAuthorizeUrlAsync(relayState, undefined, {})
+  const url = await (await samlFor(sp, idp, requestId)).getAuthorizeUrlAsync(relayState, undefined, {})
   return { url, requestId }
 }
 
 /** The service provider's metadata, for the IdP's administrator: its entity ID, ACS, and signed assertions wanted. */
-export function serviceProviderMetadata (sp: SamlServiceProvider, idp: SamlIdentityProvider): string {
-  return samlFor(sp, idp, null).generateServiceProviderMetadata(null, null)
+export async function serviceProviderMetadata (sp: SamlServiceProvider, idp: SamlIdentityProvider): Promise<string> {
+  return (await samlFor(sp, idp, null)).generateServiceProviderMetadata(null, null)
 }
 
 function parse (xml: string): Document {
@@ -131,9 +136,10 @@ export async function validateResponse (
 ): Promise<SamlAssertion> {
   const xml = Buffer.from(samlResponse, 'base64').toString('utf8')
   assertBoundedShape(xml)
+  const saml = await samlFor(sp, idp, requestId)
   let profile
   try {
-    ({ profile } = await samlFor(sp, idp, requestId).validatePostResponseAsync({ SAMLResponse: samlResponse }))
+    ({ profile } = await saml.validatePostResponseAsync({ SAMLResponse: samlResponse }))
   } catch (error) {
     throw new SamlRefusal(error instanceof Error ? error.message : String(error))
   }

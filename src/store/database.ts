@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import pg from 'pg'
+import type pg from 'pg'
 import type { DatabaseConfig } from '../config/index.js'
 import { QUERY_TIMEOUT_MESSAGE } from './errors.js'
 import { type ReadRows, readThrough } from './prepared.js'
@@ -133,7 +133,9 @@ function dropConnectionOnQueryTimeout (client: pg.PoolClient): void {
   } as typeof client.query
 }
 
-function openPostgres (url: string, onError: (error: Error) => void): pg.Pool {
+/** pg is loaded at the first query, not at start, as oidc-provider is (docs/performance.md, "Start-up"). */
+async function openPostgres (url: string, onError: (error: Error) => void): Promise<pg.Pool> {
+  const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
@@ -183,7 +185,7 @@ export function openDatabase (
     return { db, dialect: 'sqlite', readRows: readDirectly(sqlite, readThrough(db)), close: async () => await db.destroy() }
   }
   const db = new Kysely<DatabaseSchema>({
-    dialect: new PostgresDialect({ pool: openPostgres(config.url, onError) }),
+    dialect: new PostgresDialect({ pool: async () => await openPostgres(config.url, onError) }),
     ...(onStatement !== undefined && { log: (event) => { onStatement(event.query.sql) } })
   })
   return { db, dialect: 'postgres', readRows: readThrough(db), close: async () => await db.destroy() }

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,7 +11,8 @@ declare module 'fastify' {
 /**
  * Redis, when configured, for state every instance must share. A Redis that is down fails
  * commands at once (no offline queue) instead of hanging requests; the client keeps
- * reconnecting in the background, so the service recovers when Redis returns.
+ * reconnecting in the background, so the service recovers when Redis returns. ioredis is loaded
+ * only when Redis is configured (docs/performance.md, "Start-up").
  */
 export default fp(async (fastify) => {
   const url = fastify.config.redisUrl
@@ -19,7 +20,8 @@ export default fp(async (fastify) => {
     fastify.decorate('redis', null)
     return
   }
-  const redis = new Redis(url, {
+  const { Redis } = await import('ioredis')
+  const redis: Redis = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,

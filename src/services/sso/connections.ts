@@ -348,6 +348,6 @@ export class SsoConnectionService {
   async serviceProviderMetadata (connectionId: string): Promise<string> {
     const connection = await this.deps.ssoConnections.find(connectionId)
     if (connection?.kind !== 'saml') throw new Errors.NOT_FOUND('SSO connection')
-    return serviceProviderMetadata(serviceProviderOf(this.deps.publicUrl, connection.id), connection.idp)
+    return await serviceProviderMetadata(serviceProviderOf(this.deps.publicUrl, connection.id), connection.idp)
   }
 }

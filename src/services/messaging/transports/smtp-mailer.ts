@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { MailMessage, Mailer } from '../ports.js'
 
 /** Time allowed to reach the mail server (its name resolved and every address tried). */
@@ -27,31 +27,35 @@ const IDLE_CONNECTION_MS = 10_000
  * Connections are pooled (nodemailer's defaults: at most 5, each for 100 messages): a message
  * sent after another within IDLE_CONNECTION_MS goes over the open connection, without a new
  * TCP and TLS handshake, AUTH, and the greeting a server may delay (smtp-server waits 100 ms
- * to catch clients that talk first, Postfix's postscreen several seconds).
+ * to catch clients that talk first, Postfix's postscreen several seconds). nodemailer is loaded
+ * at the first message, not at start (docs/performance.md, "Start-up").
  */
 export class SmtpMailer implements Mailer {
   readonly timeoutMs = SMTP_SEND_TIMEOUT_MS
-  readonly #transport
+  #transport: Promise<Transporter> | null = null
 
-  constructor (url: string, from: string) {
-    this.#transport = nodemailer.createTransport({
-      url,
+  constructor (private readonly url: string, private readonly from: string) {}
+
+  async #transporter (): Promise<Transporter> {
+    this.#transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport({
+      url: this.url,
       pool: true,
       idleTimeout: IDLE_CONNECTION_MS,
       connectionTimeout: CONNECTION_TIMEOUT_MS,
       dnsTimeout: CONNECTION_TIMEOUT_MS,
       greetingTimeout: GREETING_TIMEOUT_MS,
       socketTimeout: SOCKET_TIMEOUT_MS
-    }, { from })
+    }, { from: this.from }))
+    return await this.#transport
   }
 
   async send ({ to, subject, text, html }: MailMessage): Promise<void> {
-    await this.#transport.sendMail({
+    await (await this.#transporter()).sendMail({
       to, subject, text, ...(html !== null && { html }), signal: AbortSignal.timeout(SMTP_SEND_TIMEOUT_MS)
     })
   }
 
   async close (): Promise<void> {
-    this.#transport.close()
+    if (this.#transport !== null) (await this.#transport).close()
   }
 }
