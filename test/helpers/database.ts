@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Compilable, CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
-import pg from 'pg'
+import type pg from 'pg'
 import type { Database } from '../../src/store/database.js'
 import { migrateToLatest } from '../../src/store/migrations/index.js'
 import type { AuditLogsTable } from '../../src/store/types.js'
@@ -71,6 +71,7 @@ const TEMPLATE_LOCK = 7_302_015_054
  */
 async function migratedTemplate (postgresUrl: string): Promise<string> {
   const name = `${TEMPLATE_PREFIX}${migrationsFingerprint()}`
+  const { default: pg } = await import('pg')
   const client = new pg.Client({ connectionString: postgresUrl })
   await client.connect()
   try {
@@ -116,6 +117,8 @@ export async function freshDatabaseUrl (
     return options.shared === true ? sqliteFile(t).url : 'sqlite://:memory:'
   }
   template ??= migratedTemplate(postgresUrl)
+  // Loaded here, not at the top: a run on SQLite alone need not load pg (docs/performance.md, "Start-up").
+  const { default: pg } = await import('pg')
   // Idle, the pool lets the process exit.
   admin ??= new pg.Pool({ connectionString: postgresUrl, max: 2, allowExitOnIdle: true })
   const pool = admin
