@@ -47,6 +47,13 @@ const PASSWORD = 'bench-password-1'
  */
 const SEEDED_ROUNDS = 1000
 const SIGNING_IN_CONCURRENCY = 16
+/**
+ * The accounts the sign-in rows take in turn, at the configured cost: enough that none reaches
+ * SESSION_MAX_CONCURRENT's 3 live sessions in a run (a few thousand sign-ins), so that no
+ * sign-in also ends the account's oldest session, as one account signing in over and over did
+ * (seven statements more a sign-in). Keycloak's figure counts sign-ins of distinct users.
+ */
+const SIGNING_IN_ACCOUNTS = 3000
 
 /**
  * Hashes per second of CPU PBKDF2 at the configured cost takes, one derivation at a time in this
@@ -65,27 +72,34 @@ async function pbkdf2PerCore (): Promise<number> {
   return done / ((user + system) / 1_000_000)
 }
 
-/** Migrates the database and adds `count` accounts `live-<n>@example.com`, their hashes at SEEDED_ROUNDS. */
-async function seedAccounts (databaseUrl: string, count: number): Promise<void> {
+/**
+ * Accounts written directly to the database, `<prefix>-<n>@example.com`: one hash of PASSWORD at
+ * `rounds`, stored for each (verifying it still costs each sign-in a whole derivation).
+ */
+interface SeededAccounts { prefix: string, count: number, rounds: number }
+
+/** Migrates the database and adds each group of accounts. */
+async function seedAccounts (databaseUrl: string, groups: SeededAccounts[]): Promise<void> {
   const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl, JWT_SECRET }).database)
   try {
     await migrateToLatest(database.db, database.dialect)
-    const hasher = new PasswordHasher({ rounds: SEEDED_ROUNDS, concurrency: 1, queueLimit: 1 })
-    const passwordHash = await hasher.hash(PASSWORD)
     const now = new Date().toISOString()
-    for (let done = 0; done < count; done += 1000) {
-      const rows = Array.from({ length: Math.min(1000, count - done) }, (_, index) => ({
-        id: uuidv7(),
-        email: `live-${done + index}@example.com`,
-        name: 'Live Session',
-        password_hash: passwordHash,
-        totp_enabled_at: null,
-        email_verified: 1,
-        claimed_at: now,
-        created_at: now,
-        updated_at: now
-      }))
-      await database.db.insertInto('users').values(rows).execute()
+    for (const { prefix, count, rounds } of groups) {
+      const passwordHash = await new PasswordHasher({ rounds, concurrency: 1, queueLimit: 1 }).hash(PASSWORD)
+      for (let done = 0; done < count; done += 1000) {
+        const rows = Array.from({ length: Math.min(1000, count - done) }, (_, index) => ({
+          id: uuidv7(),
+          email: `${prefix}-${done + index}@example.com`,
+          name: 'Seeded',
+          password_hash: passwordHash,
+          totp_enabled_at: null,
+          email_verified: 1,
+          claimed_at: now,
+          created_at: now,
+          updated_at: now
+        }))
+        await database.db.insertInto('users').values(rows).execute()
+      }
     }
   } finally {
     await database.close()
@@ -122,7 +136,10 @@ interface Capacity extends AuthorizationServerCapacity {
 async function measureBackend (backend: Backend, dir: string, report: Report): Promise<Capacity> {
   const databaseUrl = await backend.database('sizing')
   const suffix = `, ${backend.name}, ${LIVE_SESSIONS.toLocaleString('en')} live sessions`
-  await seedAccounts(databaseUrl, LIVE_SESSIONS)
+  await seedAccounts(databaseUrl, [
+    { prefix: 'live', count: LIVE_SESSIONS, rounds: SEEDED_ROUNDS },
+    { prefix: 'signing-in', count: SIGNING_IN_ACCOUNTS, rounds: PBKDF2_ROUNDS }
+  ])
   const port = await freePort()
   const service = await start([...START_FLAGS, 'dist/src/server.js'],
     { ...serviceEnv(join(dir, 'unused.db')), ...backend.env, ...authorizationServerEnv(port), DATABASE_URL: databaseUrl },
@@ -131,15 +148,18 @@ async function measureBackend (backend: Backend, dir: string, report: Report): P
   try {
     await openLiveSessions(service.base, LIVE_SESSIONS)
 
-    // Sign-ins: one account at the configured cost, rounds alternating with PBKDF2 alone.
-    const email = 'sizing@example.com'
-    const created = await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email, name: 'Sizing', password: PASSWORD }) })
+    // Sign-ins: the SIGNING_IN_ACCOUNTS in turn, rounds alternating with PBKDF2 alone.
+    let signingIn = 0
     const signIn: autocannon.Options = {
       url: `${service.base}/api/v1/auth/login`,
       method: 'POST',
       connections: 8,
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password: PASSWORD })
+      requests: [{
+        setupRequest: (request) => ({
+          ...request, body: JSON.stringify({ email: `signing-in-${signingIn++ % SIGNING_IN_ACCOUNTS}@example.com`, password: PASSWORD })
+        })
+      }]
     }
     await autocannon({ ...signIn, duration: WARM_UP_SECONDS })
     const hashRates: number[] = []
@@ -157,6 +177,8 @@ async function measureBackend (backend: Backend, dir: string, report: Report): P
       `× ${(signInsPerCore / KEYCLOAK.signIns).toFixed(1)} Keycloak's ${KEYCLOAK.signIns} per vCPU; ${signInSide.rps.toFixed(1)} req/s, p99 ${signInSide.p99} ms`)
 
     // The authenticated read.
+    const email = 'sizing@example.com'
+    const created = await json(`${service.base}/api/v1/users`, { method: 'POST', body: JSON.stringify({ email, name: 'Sizing', password: PASSWORD }) })
     const login = await json(`${service.base}/api/v1/auth/login`, { method: 'POST', body: JSON.stringify({ email, password: PASSWORD }) })
     const read: autocannon.Options = {
       url: `${service.base}/api/v1/users/${String(created.data.id)}`,
