@@ -29,6 +29,27 @@ function textOf (schema: unknown): string {
   return text
 }
 
+const idsByText = new Map<string, number>()
+const ids = new WeakMap<object, number>()
+
+/**
+ * A number per distinct JSON text, found once per schema object: keys made of these stay short.
+ * Keys made of the texts themselves (the shared schemas' came to 93 KB) were built and hashed
+ * anew in every context of every instance, about half of building one.
+ */
+function idOf (schema: unknown): number {
+  const known = typeof schema === 'object' && schema !== null ? ids.get(schema) : undefined
+  if (known !== undefined) return known
+  const text = textOf(schema)
+  let id = idsByText.get(text)
+  if (id === undefined) {
+    id = idsByText.size
+    idsByText.set(text, id)
+  }
+  if (typeof schema === 'object' && schema !== null) ids.set(schema, id)
+  return id
+}
+
 /** Compilings asked for and not yet done, by first use or `compilePending`. */
 const pending = new Set<() => unknown>()
 
@@ -74,13 +95,13 @@ export function rememberingCompilers<Shared extends object | undefined, Options,
 ): (sharedSchemas: Shared, options: Options) => Compiler<Route, Compiled> {
   const compilers = new Map<string, Compiler<Route, Compiled>>()
   return (sharedSchemas, options) => {
-    const key = `${Object.values(sharedSchemas ?? {}).map(textOf).join(',')}${JSON.stringify(options ?? null)}`
+    const key = `${Object.values(sharedSchemas ?? {}).map(idOf).join(',')} ${JSON.stringify(options ?? null)}`
     let remembering = compilers.get(key)
     if (remembering === undefined) {
       const compile = build(sharedSchemas, options)
       const compiled = new Map<string, Compiled>()
       remembering = (route) => {
-        const routeKey = `${route.httpPart ?? ''} ${textOf(route.schema)}`
+        const routeKey = `${route.httpPart ?? ''} ${idOf(route.schema)}`
         let result = compiled.get(routeKey)
         if (result === undefined) {
           result = compiledOnFirstCall(() => compile(route))

@@ -37,6 +37,12 @@ t.test('a route schema compiles once per process, on first use, whatever the ins
   t.not(remembering({ ...shared }, { strict: false })({ schema: { type: 'string' }, httpPart: 'body' }), first, 'other options: another compiler')
   t.not(remembering({ Other: { $id: 'Other' } }, { strict: true })({ schema: { type: 'string' }, httpPart: 'body' }), first, 'other shared schemas: another compiler')
   t.equal(counts.factories, 3)
+
+  const sameText = remembering({ User: { $id: 'User', type: 'object' } }, { strict: true })
+  t.equal(sameText({ schema: { type: 'string' }, httpPart: 'body' }), first, 'shared schemas of the same text, as other objects: the same compiler')
+  t.not(sameText({ schema: { type: 'number' }, httpPart: 'body' }), first, 'another route schema: another function')
+  t.not(remembering({ User: { $id: 'User', type: 'array' } }, { strict: true })({ schema: { type: 'string' }, httpPart: 'body' }), first, 'a shared schema changed: another compiler')
+  t.equal(counts.factories, 4)
 })
 
 t.test('a validation\'s problems are read where Fastify reads them, on the function called', async (t) => {

@@ -18,9 +18,11 @@ const require = createRequire(import.meta.url)
  * (with its license) into dist/vendor/ and redoc and its peers (react, react-dom,
  * styled-components, mobx, core-js) are development dependencies only: with their own
  * dependencies, about 85 MB less in a production install. Run from src/ (tests, tsx) there is
- * no such copy, and the bundle is read from node_modules.
+ * no such copy, and the bundle is read from node_modules. It is read when first asked for, once
+ * per process: a megabyte that an instance no one reads the reference on does not hold, and
+ * that the test suite's hundreds of instances do not each read again.
  */
-async function redocBundle (): Promise<string> {
+async function readRedocBundle (): Promise<string> {
   let bundle: string
   try {
     bundle = await readFile(new URL('../../../vendor/redoc.standalone.js', import.meta.url), 'utf8')
@@ -31,6 +33,17 @@ async function redocBundle (): Promise<string> {
   // The menu's "API docs by Redocly" line shows a logo from Redocly's CDN, with no option to
   // turn it off; with no address the image fails at once and the line shows its text alone.
   return bundle.replaceAll(REDOCLY_LOGO, '')
+}
+
+let redoc: Promise<string> | undefined
+
+/** The bundle, read at the first request for it; a read that failed is tried again at the next. */
+async function redocBundle (): Promise<string> {
+  redoc ??= readRedocBundle().catch((error: unknown) => {
+    redoc = undefined
+    throw error
+  })
+  return await redoc
 }
 
 /** Where Swagger UI is served: the root points there, and start-up names it (src/server.ts). */
@@ -195,10 +208,9 @@ export default fp(async (fastify) => {
     return { documentation: DOCUMENTATION_PATH, reference: '/api/redoc', openapi: '/api/openapi.json', health: '/health' }
   })
 
-  const bundle = await redocBundle()
   const redocCsp = documentationCsp({ workers: true })
   fastify.get('/api/redoc', { schema: { hide: true } }, async (_request, reply) =>
     await reply.type('text/html; charset=utf-8').header('content-security-policy', redocCsp).send(REDOC_PAGE))
   fastify.get('/api/redoc/redoc.standalone.js', { schema: { hide: true } }, async (_request, reply) =>
-    await reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=86400').send(bundle))
+    await reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=86400').send(await redocBundle()))
 }, { name: 'documentation' })
