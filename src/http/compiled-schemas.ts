@@ -16,37 +16,25 @@ interface RouteSchema { schema?: unknown, httpPart?: string }
 
 type Compiler<Route, Compiled> = (route: Route) => Compiled
 
-const texts = new WeakMap<object, string>()
-
-/** A schema's JSON text, computed once per schema object. */
-function textOf (schema: unknown): string {
-  if (typeof schema !== 'object' || schema === null) return JSON.stringify(schema) ?? ''
-  let text = texts.get(schema)
-  if (text === undefined) {
-    text = JSON.stringify(schema)
-    texts.set(schema, text)
-  }
-  return text
-}
-
 const idsByText = new Map<string, number>()
 const ids = new WeakMap<object, number>()
 
 /**
- * A number per distinct JSON text, found once per schema object: keys made of these stay short.
- * Keys made of the texts themselves (the shared schemas' came to 93 KB) were built and hashed
- * anew in every context of every instance, about half of building one.
+ * A number per distinct JSON text, the text computed once per schema object: keys made of these
+ * stay short. Keys made of the texts themselves (the shared schemas' came to 93 KB) were built
+ * and hashed anew in every context of every instance, about half of building one.
  */
 function idOf (schema: unknown): number {
-  const known = typeof schema === 'object' && schema !== null ? ids.get(schema) : undefined
+  const isObject = typeof schema === 'object' && schema !== null
+  const known = isObject ? ids.get(schema) : undefined
   if (known !== undefined) return known
-  const text = textOf(schema)
+  const text = JSON.stringify(schema) ?? ''
   let id = idsByText.get(text)
   if (id === undefined) {
     id = idsByText.size
     idsByText.set(text, id)
   }
-  if (typeof schema === 'object' && schema !== null) ids.set(schema, id)
+  if (isObject) ids.set(schema, id)
   return id
 }
 
